@@ -1,0 +1,423 @@
+"""User behaviour sequences laid out as sorted columnar arrays.
+
+A :class:`Sequences` holds a long event table (one row per event) as numpy
+arrays sorted by (user, time), with per-user offsets, so that a statistic can
+be evaluated for every user at once with segment reductions. Categorical
+columns are stored as integer codes into a sorted vocabulary; numerical
+columns as float64 with NaN for missing values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE"]
+
+#: How a missing categorical value is shown and stored in a vocabulary.
+NA_CATEGORY = "<NA>"
+#: The code of a category that the vocabulary lacks: it matches no value.
+UNSEEN_CODE = -1
+
+
+def _category_string(value: Any) -> str:
+    """The string form under which a categorical value enters a vocabulary."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return NA_CATEGORY
+    return str(value)
+
+
+def _as_name_list(arg: str | Iterable[str] | None, what: str) -> list[str] | None:
+    if arg is None:
+        return None
+    if isinstance(arg, str):
+        return [arg]
+    names = list(arg)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} must name columns by string, got {name!r}")
+    return names
+
+
+class Sequences:
+    """Event sequences of many users, checked, typed and sorted.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or mapping of user id to DataFrame
+        A long table with one row per event, or one frame per user (the user
+        column is then added from the mapping's keys).
+    user : str, default="user_id"
+        The column holding user ids.
+    time : str or None, default="ts"
+        The column that orders each user's events (numbers or datetimes). Ties
+        keep their input order. ``None`` keeps the input order.
+    categorical, numerical : list of str or None, default=None
+        The columns of each kind. ``None`` infers them from the remaining
+        columns: strings, booleans and pandas categoricals are categorical,
+        numbers are numerical.
+    vocabularies : mapping of str to sequence of str, optional
+        Vocabularies to encode categorical columns with, usually those of the
+        training sequences (``other.vocabularies``). Values they lack become
+        "unseen" (code ``-1``): they match no ``RetainBy``/``FilterBy`` value
+        and add to no one-hot dimension.
+
+    Attributes
+    ----------
+    users : ndarray of shape (n_users,)
+        Sorted user ids; every per-user array lines up with it.
+    offsets : ndarray of shape (n_users + 1,)
+        Events of user ``i`` are the positions ``offsets[i]:offsets[i + 1]``.
+    event_user : ndarray of shape (n_events,)
+        The user index of each event.
+    codes : dict of str to ndarray of int32
+        Category codes of each categorical column (``-1`` for unseen).
+    values : dict of str to ndarray of float64
+        Values of each numerical column.
+    vocabularies : dict of str to tuple of str
+        Sorted vocabulary of each categorical column.
+    times : ndarray or None
+        The sorted time column, or None without one.
+    input_row : ndarray of shape (n_events,)
+        Position of each event in the input table.
+    """
+
+    def __init__(
+        self,
+        data: pd.DataFrame | Mapping[Any, pd.DataFrame],
+        user: str = "user_id",
+        time: str | None = "ts",
+        categorical: Iterable[str] | None = None,
+        numerical: Iterable[str] | None = None,
+        *,
+        vocabularies: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        frame = self._as_frame(data, user)
+        categorical = _as_name_list(categorical, "categorical")
+        numerical = _as_name_list(numerical, "numerical")
+        if not isinstance(user, str):
+            raise TypeError(f"user must be a column name, got {user!r}")
+        if user not in frame.columns:
+            raise ValueError(
+                f"user column {user!r} is not in the data; columns are {list(frame.columns)}"
+            )
+        if time is not None and time not in frame.columns:
+            raise ValueError(
+                f"time column {time!r} is not in the data; columns are {list(frame.columns)} "
+                "(pass time=None to keep the input order)"
+            )
+        if len(frame) == 0:
+            raise ValueError("the event table is empty: there is no event to explain")
+        categorical, numerical = self._resolve_columns(frame, user, time, categorical, numerical)
+
+        user_codes, users = self._encode_users(frame[user], user)
+        time_key, time_values = self._time_key(frame, time)
+        # Stable sort: events of a user in time order, ties kept in input order.
+        if time_key is None:
+            order = np.argsort(user_codes, kind="stable")
+        else:
+            order = np.lexsort((time_key, user_codes))
+        self.user_column = user
+        self.time_column = time
+        self.users = users
+        self.event_user = user_codes[order].astype(np.int32, copy=False)
+        counts = np.bincount(self.event_user, minlength=len(users))
+        self.offsets = np.zeros(len(users) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+        self.times = None if time_values is None else time_values[order]
+        self.input_row = order.astype(np.int64, copy=False)
+
+        self.vocabularies: dict[str, tuple[str, ...]] = {}
+        self.codes: dict[str, np.ndarray] = {}
+        for name in categorical:
+            given = None if vocabularies is None else vocabularies.get(name)
+            vocab, codes = self._encode_categorical(frame[name], given)
+            self.vocabularies[name] = vocab
+            self.codes[name] = codes[order]
+        self.values: dict[str, np.ndarray] = {}
+        for name in numerical:
+            self.values[name] = self._encode_numerical(frame[name], name, frame[user])[order]
+        self._user_position: dict[Any, int] | None = None
+        self._cache: dict[Any, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ input
+    @staticmethod
+    def _as_frame(data: Any, user: str) -> pd.DataFrame:
+        if isinstance(data, pd.DataFrame):
+            return data
+        if isinstance(data, Mapping):
+            if len(data) == 0:
+                raise ValueError("the mapping of per-user frames is empty: there is no event to explain")
+            parts = []
+            for uid, part in data.items():
+                if not isinstance(part, pd.DataFrame):
+                    raise TypeError(f"events of user {uid!r} must be a DataFrame, got {type(part).__name__}")
+                if user in part.columns:
+                    raise ValueError(
+                        f"the frame of user {uid!r} already has a {user!r} column; "
+                        "pass one long table instead of a mapping"
+                    )
+                parts.append(part.assign(**{user: np.full(len(part), uid, dtype=object)}))
+            return pd.concat(parts, ignore_index=True)
+        raise TypeError(
+            f"Sequences needs a pandas DataFrame or a mapping of user id to DataFrame, got {type(data).__name__}"
+        )
+
+    @staticmethod
+    def _resolve_columns(
+        frame: pd.DataFrame,
+        user: str,
+        time: str | None,
+        categorical: list[str] | None,
+        numerical: list[str] | None,
+    ) -> tuple[list[str], list[str]]:
+        reserved = {user} | ({time} if time is not None else set())
+        for kind, names in (("categorical", categorical), ("numerical", numerical)):
+            for name in names or []:
+                if name not in frame.columns:
+                    raise ValueError(f"{kind} column {name!r} is not in the data; columns are {list(frame.columns)}")
+                if name in reserved:
+                    raise ValueError(f"column {name!r} is the user or time column and cannot also be {kind}")
+        if categorical is not None and numerical is not None:
+            both = sorted(set(categorical) & set(numerical))
+            if both:
+                raise ValueError(f"column {both[0]!r} is listed as both categorical and numerical")
+        fixed = set(categorical or []) | set(numerical or [])
+        inferred_cat, inferred_num = [], []
+        for name in frame.columns:
+            if name in reserved or name in fixed:
+                continue
+            if not isinstance(name, str):
+                raise TypeError(f"column names must be strings, got {name!r}")
+            dtype = frame[name].dtype
+            if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or \
+                    pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+                inferred_cat.append(name)
+            elif pd.api.types.is_numeric_dtype(dtype):
+                inferred_num.append(name)
+            elif categorical is None and numerical is None:
+                raise TypeError(
+                    f"column {name!r} has type {dtype} that is neither categorical nor numerical; "
+                    "drop it or list the columns to use with categorical= and numerical="
+                )
+        categorical = list(categorical) if categorical is not None else inferred_cat
+        numerical = list(numerical) if numerical is not None else inferred_num
+        for name in categorical + numerical:
+            if not isinstance(name, str):
+                raise TypeError(f"column names must be strings, got {name!r}")
+        if len(set(categorical)) != len(categorical) or len(set(numerical)) != len(numerical):
+            raise ValueError("a column is listed twice")
+        if not categorical and not numerical:
+            raise ValueError("there is no categorical or numerical column to compute statistics of")
+        return categorical, numerical
+
+    @staticmethod
+    def _encode_users(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]:
+        missing = column.isna().to_numpy()
+        if missing.any():
+            row = column.index[np.flatnonzero(missing)[0]]
+            raise ValueError(f"user column {name!r} has a missing user id at row {row!r}")
+        try:
+            codes, uniques = pd.factorize(column, sort=True)
+        except TypeError as err:
+            raise TypeError(f"user column {name!r} mixes ids that cannot be sorted together: {err}") from None
+        return codes.astype(np.int64, copy=False), np.asarray(uniques)
+
+    @staticmethod
+    def _time_key(frame: pd.DataFrame, time: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        if time is None:
+            return None, None
+        column = frame[time]
+        dtype = column.dtype
+        if pd.api.types.is_datetime64_any_dtype(dtype):
+            if isinstance(dtype, pd.DatetimeTZDtype):
+                column = column.dt.tz_convert("UTC").dt.tz_localize(None)
+            values = column.to_numpy(dtype="datetime64[ns]")
+            key = values.view(np.int64)
+            missing = np.isnat(values)
+        elif pd.api.types.is_timedelta64_dtype(dtype):
+            values = column.to_numpy(dtype="timedelta64[ns]")
+            key = values.view(np.int64)
+            missing = np.isnat(values)
+        elif pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            values = column.to_numpy(dtype=np.float64)
+            key = values
+            missing = np.isnan(values)
+        else:
+            try:
+                values = pd.to_datetime(column, format="ISO8601").to_numpy(dtype="datetime64[ns]")
+            except (ValueError, TypeError):
+                bad = column.iloc[0]
+                raise TypeError(
+                    f"time column {time!r} cannot be ordered: it has type {dtype} (first value {bad!r}); "
+                    "use numbers, datetimes or ISO 8601 strings"
+                ) from None
+            key = values.view(np.int64)
+            missing = np.isnat(values)
+        if missing.any():
+            row = frame.index[np.flatnonzero(missing)[0]]
+            raise ValueError(f"time column {time!r} has a missing value at row {row!r}: events cannot be ordered")
+        return key, values
+
+    @staticmethod
+    def _encode_categorical(
+        column: pd.Series, vocabulary: Sequence[str] | None
+    ) -> tuple[tuple[str, ...], np.ndarray]:
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        strings = [_category_string(v) for v in uniques]
+        if (codes < 0).any():
+            strings.append(NA_CATEGORY)
+            codes = np.where(codes < 0, len(strings) - 1, codes)
+        if vocabulary is None:
+            vocab = tuple(sorted(set(strings)))
+        else:
+            vocab = tuple(vocabulary)
+        position = {v: i for i, v in enumerate(vocab)}
+        # Two raw values may share one string form (1 and "1"): both map to it.
+        remap = np.array([position.get(s, UNSEEN_CODE) for s in strings], dtype=np.int32)
+        return vocab, remap[codes] if len(remap) else np.zeros(len(codes), dtype=np.int32)
+
+    @staticmethod
+    def _encode_numerical(column: pd.Series, name: str, users: pd.Series) -> np.ndarray:
+        if pd.api.types.is_bool_dtype(column.dtype):
+            return column.to_numpy(dtype=np.float64)
+        if pd.api.types.is_numeric_dtype(column.dtype):
+            return column.to_numpy(dtype=np.float64, na_value=np.nan)
+        converted = pd.to_numeric(column, errors="coerce")
+        bad = converted.isna().to_numpy() & ~column.isna().to_numpy()
+        if bad.any():
+            i = np.flatnonzero(bad)[0]
+            raise ValueError(
+                f"numerical column {name!r} has a non-numeric value {column.iloc[i]!r} "
+                f"(row {column.index[i]!r}, user {users.iloc[i]!r})"
+            )
+        return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+
+    # ------------------------------------------------------------- accessors
+    @property
+    def n_users(self) -> int:
+        """Number of users."""
+        return len(self.users)
+
+    @property
+    def n_events(self) -> int:
+        """Number of events."""
+        return len(self.event_user)
+
+    @property
+    def categorical(self) -> list[str]:
+        """Names of the categorical columns."""
+        return list(self.codes)
+
+    @property
+    def numerical(self) -> list[str]:
+        """Names of the numerical columns."""
+        return list(self.values)
+
+    @property
+    def columns(self) -> list[str]:
+        """All categorical and numerical column names."""
+        return self.categorical + self.numerical
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of events of each user, shape (n_users,)."""
+        return np.diff(self.offsets)
+
+    def categories(self, column: str) -> tuple[str, ...]:
+        """The sorted vocabulary of a categorical column."""
+        if column not in self.vocabularies:
+            kind = "numerical" if column in self.values else "unknown"
+            raise ValueError(f"{column!r} is not a categorical column ({kind}); categorical columns are {self.categorical}")
+        return self.vocabularies[column]
+
+    def user_index(self, user_id: Any) -> int:
+        """Position of a user id in :attr:`users`; ``KeyError`` naming the id if absent."""
+        if self._user_position is None:
+            self._user_position = {uid: i for i, uid in enumerate(self.users.tolist())}
+        try:
+            return self._user_position[user_id]
+        except (KeyError, TypeError):
+            raise KeyError(f"user {user_id!r} is not in these sequences") from None
+
+    def events(self, user_id: Any) -> pd.DataFrame:
+        """One user's events in time order, with categories decoded."""
+        i = self.user_index(user_id)
+        return self._decode(slice(self.offsets[i], self.offsets[i + 1]))
+
+    def to_frame(self) -> pd.DataFrame:
+        """All events as a long table in (user, time) order."""
+        return self._decode(slice(0, self.n_events))
+
+    def _decode(self, rows: slice) -> pd.DataFrame:
+        out: dict[str, Any] = {self.user_column: self.users[self.event_user[rows]]}
+        if self.times is not None:
+            out[self.time_column] = self.times[rows]
+        for name, codes in self.codes.items():
+            vocab = np.array(self.vocabularies[name] + ("<unseen>",), dtype=object)
+            out[name] = vocab[codes[rows]]
+        for name, values in self.values.items():
+            out[name] = values[rows]
+        return pd.DataFrame(out)
+
+    def subset(self, user_indices: np.ndarray) -> "Sequences":
+        """A new Sequences with only the given users (indices into :attr:`users`).
+
+        Vocabularies are kept, so statistics and literals stay comparable.
+        """
+        idx = np.unique(np.asarray(user_indices, dtype=np.int64))
+        if len(idx) and (idx[0] < 0 or idx[-1] >= self.n_users):
+            raise IndexError(f"user indices must lie in [0, {self.n_users})")
+        pos, seg = self.batch_positions(idx)
+        new = object.__new__(Sequences)
+        new.user_column, new.time_column = self.user_column, self.time_column
+        new.users = self.users[idx]
+        new.event_user = seg
+        lengths = self.offsets[idx + 1] - self.offsets[idx]
+        new.offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=new.offsets[1:])
+        new.times = None if self.times is None else self.times[pos]
+        new.input_row = self.input_row[pos]
+        new.vocabularies = dict(self.vocabularies)
+        new.codes = {k: v[pos] for k, v in self.codes.items()}
+        new.values = {k: v[pos] for k, v in self.values.items()}
+        new._user_position = None
+        new._cache = {}
+        return new
+
+    def batch_positions(self, user_indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Event positions of some users, and the batch index of each event.
+
+        Returns ``(positions, segment)``: the events of ``user_indices[b]`` are
+        the positions with ``segment == b``, in time order, one block per user.
+        """
+        idx = np.asarray(user_indices, dtype=np.int64)
+        starts = self.offsets[idx]
+        lengths = self.offsets[idx + 1] - starts
+        total = int(lengths.sum())
+        segment = np.repeat(np.arange(len(idx), dtype=np.int32), lengths)
+        block_start = np.zeros(len(idx), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=block_start[1:])
+        positions = np.arange(total, dtype=np.int64) + np.repeat(starts - block_start, lengths)
+        return positions, segment
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the columnar layout."""
+        arrays = [self.event_user, self.offsets, *self.codes.values(), *self.values.values()]
+        if self.times is not None:
+            arrays.append(self.times)
+        arrays.append(self.input_row)
+        return int(sum(a.nbytes for a in arrays))
+
+    def __len__(self) -> int:
+        return self.n_users
+
+    def __repr__(self) -> str:
+        return (
+            f"Sequences({self.n_users:,} users, {self.n_events:,} events; "
+            f"categorical={self.categorical}, numerical={self.numerical})"
+        )

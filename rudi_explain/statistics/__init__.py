@@ -1,0 +1,35 @@
+"""The statistic language of SEMANTICS.md: operators, grammar, text, evaluation."""
+
+from rudi_explain.statistics.grammar import PipelineState, Schema
+from rudi_explain.statistics.operators import (
+    OPERATORS,
+    PERCENTILES,
+    Abs,
+    Aggregation,
+    Count,
+    FilterBy,
+    First,
+    GroupBy,
+    Max,
+    Mean,
+    Min,
+    Operator,
+    Percentile,
+    Ptp,
+    RetainBy,
+    RowOperator,
+    Select,
+    SortBy,
+    Std,
+    Sum,
+    Top,
+    register_operator,
+)
+from rudi_explain.statistics.statistic import Pipeline, Statistic, next_operators
+
+__all__ = [
+    "Statistic", "Pipeline", "next_operators", "Schema", "PipelineState", "Operator", "RowOperator",
+    "Aggregation", "Select", "RetainBy", "FilterBy", "SortBy", "Top", "Abs", "GroupBy", "Mean", "Max",
+    "Min", "Sum", "Std", "Ptp", "Count", "First", "Percentile", "PERCENTILES", "OPERATORS",
+    "register_operator",
+]

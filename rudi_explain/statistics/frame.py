@@ -1,0 +1,82 @@
+"""The events a pipeline is working on, as views into a Sequences layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from rudi_explain.sequences import Sequences
+
+__all__ = ["EventFrame"]
+
+
+@dataclass(frozen=True)
+class EventFrame:
+    """Events left after the row operators so far, in the current order.
+
+    Parameters
+    ----------
+    seqs : Sequences
+        The columnar layout the positions index into.
+    positions : ndarray of int64 or None
+        Positions of the events left, in the current order; ``None`` means
+        every event in layout order (no copy made, the common case).
+    segment : ndarray of int
+        The segment (user, or user in a batch) of each event. Events of a
+        segment are contiguous and segments ascend.
+    n_segments : int
+        Number of segments (users evaluated).
+    absolute : bool
+        Whether ``Abs`` was applied to the selected values.
+    group : str or None
+        The ``GroupBy`` column, if any.
+    """
+
+    seqs: Sequences
+    positions: np.ndarray | None
+    segment: np.ndarray
+    n_segments: int
+    absolute: bool = False
+    group: str | None = None
+
+    @classmethod
+    def all_users(cls, seqs: Sequences) -> "EventFrame":
+        return cls(seqs, None, seqs.event_user, seqs.n_users)
+
+    @classmethod
+    def batch(cls, seqs: Sequences, user_indices: np.ndarray) -> "EventFrame":
+        positions, segment = seqs.batch_positions(user_indices)
+        return cls(seqs, positions, segment, len(user_indices))
+
+    def __len__(self) -> int:
+        return len(self.segment)
+
+    def codes(self, column: str) -> np.ndarray:
+        """Category codes of the events left."""
+        codes = self.seqs.codes[column]
+        return codes if self.positions is None else codes[self.positions]
+
+    def values(self, column: str) -> np.ndarray:
+        """Numerical values of the events left (not affected by ``Abs``)."""
+        values = self.seqs.values[column]
+        return values if self.positions is None else values[self.positions]
+
+    def keep(self, mask: np.ndarray) -> "EventFrame":
+        """Only the events where ``mask`` holds, order kept."""
+        positions = np.flatnonzero(mask) if self.positions is None else self.positions[mask]
+        return replace(self, positions=positions, segment=self.segment[mask])
+
+    def reorder(self, order: np.ndarray) -> "EventFrame":
+        """The events in a new order (must keep segments contiguous and ascending)."""
+        positions = order if self.positions is None else self.positions[order]
+        return replace(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order])
+
+    def rank_in_segment(self) -> np.ndarray:
+        """0-based position of each event within its segment, in the current order."""
+        n = len(self.segment)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, self.segment[1:] != self.segment[:-1]])
+        run = np.diff(np.r_[starts, n])
+        return np.arange(n, dtype=np.int64) - np.repeat(starts, run)

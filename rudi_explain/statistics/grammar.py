@@ -1,0 +1,86 @@
+"""What a pipeline has done so far, and the columns it may use.
+
+The validity rules of SEMANTICS.md are stated by each operator (its
+``check``) against the :class:`PipelineState` of the operators before it and
+the :class:`Schema` of the data; this module holds those two plain records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+__all__ = ["Schema", "PipelineState"]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Column names and vocabularies: all that validity depends on.
+
+    Parameters
+    ----------
+    vocabularies : mapping of str to tuple of str
+        Categorical columns and their sorted categories.
+    numerical : tuple of str
+        Numerical columns.
+    """
+
+    vocabularies: Mapping[str, tuple[str, ...]]
+    numerical: tuple[str, ...]
+
+    @classmethod
+    def of(cls, data: "Schema | object") -> "Schema":
+        """The schema of a Sequences (or a Schema, returned as is)."""
+        if isinstance(data, Schema):
+            return data
+        cache = getattr(data, "_cache", None)
+        if cache is not None and "schema" in cache:
+            return cache["schema"]
+        vocab = getattr(data, "vocabularies", None)
+        numerical = getattr(data, "numerical", None)
+        if vocab is None or numerical is None:
+            raise TypeError(f"expected Sequences or Schema, got {type(data).__name__}")
+        schema = cls(dict(vocab), tuple(numerical))
+        if cache is not None:
+            cache["schema"] = schema
+        return schema
+
+    def kind(self, column: str) -> str | None:
+        """'categorical', 'numerical', or None for an unknown column."""
+        if column in self.vocabularies:
+            return "categorical"
+        if column in self.numerical:
+            return "numerical"
+        return None
+
+    def to_json(self) -> dict:
+        return {"vocabularies": {k: list(v) for k, v in self.vocabularies.items()}, "numerical": list(self.numerical)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Schema":
+        return cls({k: tuple(v) for k, v in data["vocabularies"].items()}, tuple(data["numerical"]))
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """A summary of a partial pipeline, enough to judge the next operator."""
+
+    selected: str | None = None
+    selected_kind: str | None = None
+    filtered: frozenset[str] = field(default_factory=frozenset)
+    retained: frozenset[str] = field(default_factory=frozenset)
+    sorted_by: str | None = None
+    top_after_sort: bool = False
+    has_top: bool = False
+    has_abs: bool = False
+    group: str | None = None
+    aggregated: bool = False
+    depth: int = 0
+
+    def but(self, **changes) -> "PipelineState":
+        return replace(self, **changes)
+
+    @property
+    def needs_order_use(self) -> bool:
+        """A SortBy with no Top after it: only First can still use the order."""
+        return self.sorted_by is not None and not self.top_after_sort

@@ -1,0 +1,495 @@
+"""A statistic: a valid pipeline of operators, evaluated for many users at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rudi_explain.sequences import Sequences
+from rudi_explain.statistics.frame import EventFrame
+from rudi_explain.statistics.grammar import PipelineState, Schema
+from rudi_explain.statistics.operators import (
+    OPERATORS,
+    Abs,
+    Aggregation,
+    Count,
+    FilterBy,
+    First,
+    GroupBy,
+    Max,
+    Min,
+    Operator,
+    Percentile,
+    RetainBy,
+    RowOperator,
+    Select,
+    SortBy,
+    Top,
+    quote,
+)
+from rudi_explain.statistics.text import parse_operators
+
+__all__ = ["Statistic", "Pipeline", "next_operators"]
+
+
+class Statistic:
+    """A pipeline ``Select | row operators | [GroupBy] | aggregation``.
+
+    Parameters
+    ----------
+    operators : sequence of Operator
+        The pipeline, left to right. Its shape (Select first, one aggregation
+        last, GroupBy only before it) is checked here; the columns and values
+        are checked against data by :meth:`validate` (and by :meth:`evaluate`).
+
+    Examples
+    --------
+    >>> s = Statistic.parse("Select(amount) | RetainBy(card_type=debit) | Sum")
+    >>> str(s)
+    'Select(amount) | RetainBy(card_type=debit) | Sum'
+    >>> s.depth
+    2
+    """
+
+    __slots__ = ("operators", "_key", "_hash")
+
+    def __init__(self, operators: Iterable[Operator]) -> None:
+        ops = tuple(operators)
+        if not ops:
+            raise ValueError("a statistic needs at least Select and an aggregation")
+        for op in ops:
+            if not isinstance(op, Operator):
+                raise TypeError(f"a statistic is made of operators, got {op!r}")
+        if not isinstance(ops[0], Select):
+            raise ValueError(f"a statistic starts with Select, not {ops[0]}")
+        if not isinstance(ops[-1], Aggregation):
+            raise ValueError(f"a statistic ends with an aggregation (Mean, Sum, ...), not {ops[-1]}")
+        for i, op in enumerate(ops[1:-1], start=1):
+            if isinstance(op, (Select, Aggregation)):
+                raise ValueError(f"{op} can only come {'first' if isinstance(op, Select) else 'last'}")
+            if isinstance(op, GroupBy) and i != len(ops) - 2:
+                raise ValueError("GroupBy must come right before the aggregation")
+        self.operators: tuple[Operator, ...] = ops
+        self._key: tuple | None = None
+        self._hash = hash(ops)
+
+    # -------------------------------------------------------------- text form
+    @classmethod
+    def parse(cls, text: str) -> "Statistic":
+        """Read the text form, e.g. ``"Select(amount) | Top(5) | Mean"``."""
+        return cls(parse_operators(text))
+
+    def __str__(self) -> str:
+        return " | ".join(op.to_text() for op in self.operators)
+
+    def __repr__(self) -> str:
+        return f"Statistic.parse({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Statistic) and self.operators == other.operators
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __lt__(self, other: "Statistic") -> bool:  # a stable order for reports
+        return str(self) < str(other)
+
+    # -------------------------------------------------------------- structure
+    @property
+    def depth(self) -> int:
+        """Number of operators after Select, the aggregation included."""
+        return len(self.operators) - 1
+
+    @property
+    def selected(self) -> str:
+        """The selected column."""
+        return self.operators[0].column
+
+    @property
+    def aggregation(self) -> Aggregation:
+        return self.operators[-1]
+
+    @property
+    def group(self) -> str | None:
+        """The GroupBy column, or None."""
+        op = self.operators[-2] if len(self.operators) > 2 else None
+        return op.column if isinstance(op, GroupBy) else None
+
+    @property
+    def row_operators(self) -> tuple[RowOperator, ...]:
+        return tuple(op for op in self.operators[1:-1] if isinstance(op, RowOperator))
+
+    def validate(self, data: Sequences | Schema) -> "Statistic":
+        """Check every operator against the columns of ``data``; ``ValueError`` if invalid."""
+        reason = _invalid_reason(self.operators, Schema.of(data))
+        if reason is not None:
+            raise ValueError(f"invalid statistic {str(self)!r}: {reason}")
+        return self
+
+    def is_valid(self, data: Sequences | Schema) -> bool:
+        return _invalid_reason(self.operators, Schema.of(data)) is None
+
+    @property
+    def key(self) -> tuple:
+        """Equivalence key: statistics that always give the same values share it.
+
+        Canonical form: filters sorted within each stretch between Top
+        operators and placed before SortBy (both keep relative order), Abs
+        moved last (it touches values only; SortBy keys are raw), the
+        selection of Count ignored, and orderings that cannot change the
+        result (SortBy of the selected column then First, Min or Max; SortBy
+        then Top then Count) dropped.
+        """
+        if self._key is None:
+            self._key = _equivalence_key(self)
+        return self._key
+
+    def equivalent(self, other: "Statistic") -> bool:
+        return self.key == other.key
+
+    # ------------------------------------------------------------- evaluation
+    def evaluate(self, seqs: Sequences, users: np.ndarray | None = None) -> np.ndarray:
+        """Values for every user, or for a batch of user indices.
+
+        Parameters
+        ----------
+        seqs : Sequences
+        users : array of int, optional
+            Indices into ``seqs.users``; all users when omitted.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,) or (n, k)
+            ``(n,)`` for a scalar statistic, ``(n, k)`` for a vector-valued one
+            (categorical selection and/or GroupBy), with ``k`` the length of
+            :meth:`output_names`. NaN where the statistic is undefined.
+        """
+        if not isinstance(seqs, Sequences):
+            raise TypeError(f"evaluate needs a Sequences, got {type(seqs).__name__}")
+        _validate_cached(self, seqs)
+        if users is None:
+            frame = EventFrame.all_users(seqs)
+        else:
+            idx = np.asarray(users)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+                raise TypeError("users must be a 1-d array of user indices (integers)")
+            if len(idx) and (idx.min() < 0 or idx.max() >= seqs.n_users):
+                raise IndexError(f"user indices must lie in [0, {seqs.n_users})")
+            frame = EventFrame.batch(seqs, idx)
+        for op in self.operators[1:-1]:
+            frame = op.apply(frame)
+        return _aggregate(self.aggregation, self.selected, frame)
+
+    def n_outputs(self, data: Sequences | Schema) -> int:
+        """Number of values per user (1 for a scalar statistic)."""
+        schema = Schema.of(data)
+        p = len(schema.vocabularies[self.selected]) if self.selected in schema.vocabularies else 1
+        q = len(schema.vocabularies[self.group]) if self.group is not None else 1
+        return p * q
+
+    def is_vector(self, data: Sequences | Schema) -> bool:
+        """Whether :meth:`evaluate` gives one column per category."""
+        return Schema.of(data).kind(self.selected) == "categorical" or self.group is not None
+
+    def output_names(self, data: Sequences | Schema) -> list[str]:
+        """A name for each output: the text for a scalar, ``c=v[, g=w]`` for a vector."""
+        schema = Schema.of(data)
+        if not self.is_vector(schema):
+            return [str(self)]
+        selected = [f"{self.selected}={v}" for v in schema.vocabularies[self.selected]] \
+            if self.selected in schema.vocabularies else [None]
+        groups = [f"{self.group}={w}" for w in schema.vocabularies[self.group]] if self.group else [None]
+        return [", ".join(x for x in (s, g) if x) for s in selected for g in groups]
+
+    # ------------------------------------------------------------------ words
+    def describe(self, output: str | None = None, data: Sequences | Schema | None = None) -> str:
+        """Plain English, e.g. "sum of amount over events where card_type is debit".
+
+        Parameters
+        ----------
+        output : str, optional
+            One of :meth:`output_names` of a vector-valued statistic, to
+            describe that one value ("share of events with channel = online").
+        data : Sequences or Schema, optional
+            Tells a categorical selection from a numerical one when no
+            ``output`` is given ("share of events per channel category").
+        """
+        categorical = data is not None and Schema.of(data).kind(self.selected) == "categorical"
+        return _describe(self, output, categorical)
+
+    def to_json(self) -> str:
+        return str(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Statistic":
+        return cls.parse(text)
+
+
+# ---------------------------------------------------------------- validity
+def _fold(operators: Sequence[Operator], schema: Schema) -> tuple[PipelineState, str | None]:
+    state = PipelineState()
+    for op in operators:
+        reason = op.check(state, schema)
+        if reason is not None:
+            return state, reason
+        state = op.advance(state, schema)
+    return state, None
+
+
+def _invalid_reason(operators: Sequence[Operator], schema: Schema) -> str | None:
+    state, reason = _fold(operators, schema)
+    if reason is None and not state.aggregated:
+        reason = "it has no aggregation"
+    return reason
+
+
+def _validate_cached(stat: Statistic, seqs: Sequences) -> None:
+    # The search evaluates the same statistics thousands of times: check once per data.
+    cache = seqs._cache.setdefault("validated", set())
+    if stat not in cache:
+        stat.validate(seqs)
+        cache.add(stat)
+
+
+class Pipeline:
+    """A partial pipeline under construction, as the search builds it.
+
+    Holds the operators so far and the state they lead to, so that the valid
+    next operators are found without re-checking the prefix.
+    """
+
+    __slots__ = ("operators", "state")
+
+    def __init__(self, operators: Sequence[Operator] = (), state: PipelineState | None = None,
+                 schema: Schema | None = None) -> None:
+        self.operators = tuple(operators)
+        if state is None:
+            if schema is None:
+                raise ValueError("a Pipeline needs its state or a schema to compute it")
+            state, reason = _fold(self.operators, schema)
+            if reason:
+                raise ValueError(f"invalid pipeline: {reason}")
+        self.state = state
+
+    def then(self, op: Operator, schema: Schema) -> "Pipeline":
+        return Pipeline(self.operators + (op,), op.advance(self.state, schema))
+
+    @property
+    def complete(self) -> bool:
+        return self.state.aggregated
+
+    def statistic(self) -> Statistic:
+        return Statistic(self.operators)
+
+    def __str__(self) -> str:
+        return " | ".join(op.to_text() for op in self.operators)
+
+    def __hash__(self) -> int:
+        return hash(self.operators)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Pipeline) and self.operators == other.operators
+
+
+_CANDIDATES: dict[int, tuple[Schema, tuple[Operator, ...]]] = {}
+
+
+def _all_candidates(schema: Schema) -> tuple[Operator, ...]:
+    """Every operator instance the registered classes offer for this schema (cached)."""
+    hit = _CANDIDATES.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        ops: list[Operator] = []
+        for cls in OPERATORS.values():
+            ops.extend(cls.candidates(schema))
+        hit = (schema, tuple(ops))
+        if len(_CANDIDATES) > 64:
+            _CANDIDATES.clear()
+        _CANDIDATES[id(schema)] = hit
+    return hit[1]
+
+
+def next_operators(pipeline: Pipeline, schema: Schema, max_depth: int) -> list[Operator]:
+    """Operators that can extend ``pipeline`` and still end in a valid statistic
+    of depth at most ``max_depth``."""
+    state = pipeline.state
+    if state.aggregated:
+        return []
+    out = []
+    for op in _all_candidates(schema):
+        if isinstance(op, Select) != (state.selected is None):
+            continue
+        # A non-aggregation must leave room for the aggregation after it.
+        needed = 0 if isinstance(op, Select) else (1 if isinstance(op, Aggregation) else 2)
+        if state.depth + needed > max_depth:
+            continue
+        if op.check(state, schema) is None:
+            out.append(op)
+    return out
+
+
+# -------------------------------------------------------------- evaluation
+def _aggregate(agg: Aggregation, selected: str, frame: EventFrame) -> np.ndarray:
+    seqs = frame.seqs
+    n = frame.n_segments
+    keys = frame.segment
+    rows = None
+    q = 1
+    if frame.group is not None:
+        group_codes = frame.codes(frame.group)
+        q = len(seqs.vocabularies[frame.group])
+        rows = group_codes >= 0  # events of an unseen group category belong to no group
+        keys = keys[rows].astype(np.int64) * q + group_codes[rows]
+    n_keys = n * q
+    if selected in seqs.values:
+        values = frame.values(selected)
+        if rows is not None:
+            values = values[rows]
+        if frame.absolute:
+            values = np.abs(values)
+        out = agg.reduce(values, keys, n_keys)
+        return out.reshape(n, q) if frame.group is not None else out
+    codes = frame.codes(selected)
+    if rows is not None:
+        codes = codes[rows]
+    p = len(seqs.vocabularies[selected])
+    out = agg.reduce_onehot(codes, keys, n_keys, p)
+    if frame.group is not None:
+        # Outputs ordered selected category first, then group category.
+        out = out.reshape(n, q, p).transpose(0, 2, 1).reshape(n, p * q)
+    return np.ascontiguousarray(out, dtype=np.float64)
+
+
+# ---------------------------------------------------------- equivalence key
+def _equivalence_key(stat: Statistic) -> tuple:
+    ops = list(stat.operators[1:-1])
+    agg = stat.aggregation
+    selected = stat.selected
+    group = stat.group
+    rows = [op for op in ops if not isinstance(op, GroupBy)]
+    has_abs = any(isinstance(op, Abs) for op in rows)
+    rows = [op for op in rows if not isinstance(op, Abs)]
+    top_at = next((i for i, op in enumerate(rows) if isinstance(op, Top)), None)
+    before = rows if top_at is None else rows[:top_at]
+    after = [] if top_at is None else rows[top_at + 1:]
+    top = None if top_at is None else rows[top_at]
+
+    def canonical(stretch: list[Operator]) -> list[Operator]:
+        filters = sorted((op for op in stretch if isinstance(op, (RetainBy, FilterBy))), key=str)
+        sorts = [op for op in stretch if isinstance(op, SortBy)]
+        return filters + sorts
+
+    before, after = canonical(before), canonical(after)
+    sort = next((op for op in before + after if isinstance(op, SortBy)), None)
+    sort_in_before = sort is not None and sort in before
+    # SortBy(x) on the selected x then First / Min / Max: the order picks the extreme.
+    if sort is not None and sort.column == selected and not has_abs:
+        extreme = Min() if sort.direction == "asc" else Max()
+        if isinstance(agg, First) and not (sort_in_before and top is not None):
+            agg = extreme
+            before = [op for op in before if op is not sort]
+            after = [op for op in after if op is not sort]
+        elif sort_in_before and top is not None and not after and type(agg) in (type(extreme), First):
+            agg, top = extreme, None
+            before = [op for op in before if op is not sort]
+    # SortBy then Top then Count: only how many are left matters, not which.
+    if isinstance(agg, Count) and sort_in_before and top is not None and not after and group is None:
+        before = [op for op in before if op is not sort]
+    head = "Select(*)" if isinstance(agg, Count) else str(Select(selected))
+    if isinstance(agg, Count):
+        has_abs = False
+    parts = [head, *map(str, before)]
+    if top is not None:
+        parts.append(str(top))
+    parts.extend(map(str, after))
+    if has_abs:
+        parts.append("Abs")
+    if group is not None:
+        parts.append(f"GroupBy({quote(group)})")
+    parts.append(str(agg))
+    return tuple(parts)
+
+
+# -------------------------------------------------------------------- words
+_ORDINAL = {1: "st", 2: "nd", 3: "rd"}
+
+
+def _percentile_words(k: float) -> str:
+    k_text = str(int(k)) if float(k).is_integer() else str(k)
+    last = int(k) % 10 if float(k).is_integer() and int(k) % 100 not in (11, 12, 13) else 0
+    return f"{k_text}{_ORDINAL.get(last, 'th')} percentile"
+
+
+def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
+    agg = stat.aggregation
+    selected = stat.selected
+    rows = stat.row_operators
+    absolute = any(isinstance(op, Abs) for op in rows)
+    sort = next((op for op in rows if isinstance(op, SortBy)), None)
+    top = next((op for op in rows if isinstance(op, Top)), None)
+    parts = dict(p.split("=", 1) for p in output.split(", ")) if output else {}
+    category = parts.get(selected)
+    group_value = parts.get(stat.group) if stat.group else None
+    # Categorical selection reads as an indicator "c = v"; without an output, "each c".
+    if category is not None:
+        indicator = f"{selected} = {category}"
+    elif categorical or (output and stat.group is None):
+        indicator = f"each {selected} category"
+    else:
+        indicator = None
+
+    if isinstance(agg, Count):
+        subject = "number of events"
+    elif indicator is not None:
+        ind = indicator
+        subject = {
+            "Sum": f"count of {ind}",
+            "Mean": f"share of events with {ind}",
+            "Max": f"whether any event has {ind}",
+            "Min": f"whether every event has {ind}",
+            "First": f"whether the first event has {ind}",
+        }.get(agg.name)
+        if subject is None:
+            words = _percentile_words(agg.k) if isinstance(agg, Percentile) else agg.words
+            subject = f"{words} of [{ind}]"
+    else:
+        target = f"absolute {selected}" if absolute else selected
+        if isinstance(agg, First) and sort is not None:
+            extreme = "lowest" if sort.direction == "asc" else "highest"
+            subject = f"{target} of the event with the {extreme} {sort.column}"
+        elif isinstance(agg, First):
+            subject = f"first {target}"
+        elif isinstance(agg, Percentile):
+            subject = f"{_percentile_words(agg.k)} of {target}"
+        else:
+            subject = f"{agg.words} of {target}"
+
+    before, after, seen_top = [], [], False
+    for op in rows:
+        if isinstance(op, Top):
+            seen_top = True
+        elif isinstance(op, (RetainBy, FilterBy)):
+            verb = "is" if isinstance(op, RetainBy) else "is not"
+            (after if seen_top else before).append(f"{op.column} {verb} {op.value}")
+    if top is not None:
+        if sort is not None and rows.index(sort) < rows.index(top):
+            size = "largest" if sort.direction == "desc" else "smallest"
+            scope = f"the {top.k} events with the {size} {sort.column}"
+        else:
+            scope = f"the first {top.k} events"
+    else:
+        scope = "events"
+    text = subject
+    if isinstance(agg, Count) and top is None and before:
+        text += " where " + " and ".join(before)
+        before = []
+    elif before or top is not None or after:
+        text += f" over {scope}"
+        if before:
+            text += " where " + " and ".join(before)
+        if after:
+            text += ", then only those where " + " and ".join(after)
+    if stat.group is not None:
+        text += f", within {stat.group} = {group_value}" if group_value is not None else f", per {stat.group}"
+    return text

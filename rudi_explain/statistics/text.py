@@ -1,0 +1,88 @@
+"""Reading the text form of a pipeline: ``Select(amount) | RetainBy(card_type=debit) | Sum``."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from rudi_explain.statistics.operators import OPERATORS, Operator
+
+__all__ = ["parse_operators"]
+
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<word>[A-Za-z0-9_.\-+<>]+)|(?P<punct>[|(),=]))"""
+)
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    out, i = [], 0
+    while i < len(text):
+        if text[i:].strip() == "":
+            break
+        m = _TOKEN.match(text, i)
+        if m is None:
+            raise ValueError(f"cannot read {text!r}: unexpected character {text[i:].lstrip()[:1]!r} at position {i}")
+        kind = m.lastgroup
+        value = m.group(kind)
+        if kind == "string":
+            value = ast.literal_eval(value)
+        out.append((kind, value, m.start(kind)))
+        i = m.end()
+    return out
+
+
+def parse_operators(text: str) -> list[Operator]:
+    """Operators of a pipeline text, in order; ``ValueError`` naming what is wrong."""
+    if not isinstance(text, str):
+        raise TypeError(f"a statistic's text must be a string, got {type(text).__name__}")
+    tokens = _tokens(text)
+    if not tokens:
+        raise ValueError("cannot read an empty statistic")
+    ops: list[Operator] = []
+    i = 0
+
+    def expect_atom() -> str:
+        nonlocal i
+        if i >= len(tokens) or tokens[i][0] == "punct":
+            where = tokens[i][2] if i < len(tokens) else len(text)
+            raise ValueError(f"cannot read {text!r}: expected a name or value at position {where}")
+        i += 1
+        return tokens[i - 1][1]
+
+    while True:
+        kind, name, pos = tokens[i] if i < len(tokens) else ("end", "", len(text))
+        if kind != "word":
+            raise ValueError(f"cannot read {text!r}: expected an operator name at position {pos}")
+        cls = OPERATORS.get(name)
+        if cls is None:
+            raise ValueError(f"unknown operator {name!r} in {text!r}; known: {sorted(OPERATORS)}")
+        i += 1
+        positional, keyword = [], []
+        if i < len(tokens) and tokens[i][1] == "(" and tokens[i][0] == "punct":
+            i += 1
+            if i < len(tokens) and tokens[i][1] == ")":
+                i += 1
+            else:
+                while True:
+                    atom = expect_atom()
+                    if i < len(tokens) and tokens[i] [0] == "punct" and tokens[i][1] == "=":
+                        i += 1
+                        keyword.append((atom, expect_atom()))
+                    else:
+                        positional.append(atom)
+                    if i < len(tokens) and tokens[i][0] == "punct" and tokens[i][1] == ",":
+                        i += 1
+                        continue
+                    if i < len(tokens) and tokens[i][0] == "punct" and tokens[i][1] == ")":
+                        i += 1
+                        break
+                    raise ValueError(f"cannot read {text!r}: expected ',' or ')' in the arguments of {name}")
+        try:
+            ops.append(cls.from_arguments(positional, keyword))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"cannot read {text!r}: {err}") from None
+        if i == len(tokens):
+            return ops
+        if tokens[i][0] != "punct" or tokens[i][1] != "|":
+            raise ValueError(f"cannot read {text!r}: expected '|' at position {tokens[i][2]}")
+        i += 1

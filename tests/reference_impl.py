@@ -1,0 +1,116 @@
+"""A simple, independent per-user implementation of SEMANTICS.md, for tests.
+
+Slow on purpose: plain pandas and Python per user, one operator at a time,
+sharing no code with the vectorized engine (only the parsed operators).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain.statistics import (
+    Abs, Count, FilterBy, First, GroupBy, Max, Mean, Min, Percentile, Ptp, RetainBy, SortBy, Std, Sum, Top,
+)
+
+NA = "<NA>"
+
+
+def category_text(value) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return NA
+    return str(value)
+
+
+def vocabulary(df: pd.DataFrame, column: str) -> list[str]:
+    return sorted({category_text(v) for v in df[column]})
+
+
+def _mask(flags: list[bool]) -> np.ndarray:
+    # An empty plain list would select columns, not rows.
+    return np.array(flags, dtype=bool)
+
+
+def _aggregate(name: str, op, values: list[float], n_events: int) -> float:
+    """Aggregate numerical values (NaN skipped); ``n_events`` counts every event."""
+    vals = [v for v in values if not math.isnan(v)]
+    if name == "Count":
+        return float(n_events)
+    if name == "Sum":
+        return float(sum(vals)) if vals else 0.0
+    if not vals:
+        return math.nan
+    if name == "Mean":
+        return float(np.mean(vals))
+    if name == "Max":
+        return max(vals)
+    if name == "Min":
+        return min(vals)
+    if name == "Ptp":
+        return max(vals) - min(vals)
+    if name == "Std":
+        return float(np.std(vals, ddof=1)) if len(vals) > 1 else math.nan
+    if name == "First":
+        return vals[0]
+    if name == "Percentile":
+        return float(np.percentile(vals, op.k))
+    raise AssertionError(name)
+
+
+def _rows(events: pd.DataFrame, stat) -> tuple[pd.DataFrame, bool]:
+    absolute = False
+    for op in stat.row_operators:
+        if isinstance(op, RetainBy):
+            events = events[_mask([category_text(v) == op.value for v in events[op.column]])]
+        elif isinstance(op, FilterBy):
+            events = events[_mask([category_text(v) != op.value for v in events[op.column]])]
+        elif isinstance(op, SortBy):
+            keys = events[op.column].to_numpy(dtype=float)
+            sign = 1.0 if op.direction == "asc" else -1.0
+            order = sorted(range(len(events)), key=lambda i: (math.isnan(keys[i]), 0.0 if math.isnan(keys[i]) else sign * keys[i]))
+            events = events.iloc[order]
+        elif isinstance(op, Top):
+            events = events.iloc[: op.k]
+        elif isinstance(op, Abs):
+            absolute = True
+        else:
+            raise AssertionError(op)
+    return events, absolute
+
+
+def reference_evaluate(
+    df: pd.DataFrame, stat, *, user: str = "user_id", time: str | None = "ts",
+    categorical: list[str], vocabularies: dict[str, list[str]] | None = None,
+) -> np.ndarray:
+    """Evaluate ``stat`` per user with pandas; same output layout as the engine."""
+    vocab = {c: (list(vocabularies[c]) if vocabularies and c in vocabularies else vocabulary(df, c)) for c in categorical}
+    agg = stat.aggregation
+    name = agg.name
+    selected = stat.selected
+    group = stat.group
+    results = []
+    for _, events in sorted(df.groupby(user, sort=False), key=lambda kv: kv[0]):
+        if time is not None:
+            events = events.sort_values(time, kind="stable")
+        events, absolute = _rows(events, stat)
+        parts = [events] if group is None else [
+            events[_mask([category_text(v) == w for v in events[group]])] for w in vocab[group]
+        ]
+        row = []
+        if selected in categorical:
+            for c in vocab[selected]:
+                for part in parts:
+                    onehot = [1.0 if category_text(v) == c else 0.0 for v in part[selected]]
+                    row.append(_aggregate(name, agg, onehot, len(part)))
+        else:
+            for part in parts:
+                values = part[selected].to_numpy(dtype=float)
+                if absolute:
+                    values = np.abs(values)
+                row.append(_aggregate(name, agg, list(values), len(part)))
+        results.append(row)
+    out = np.array(results, dtype=float)
+    scalar = selected not in categorical and group is None
+    return out[:, 0] if scalar else out
