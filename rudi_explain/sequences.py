@@ -30,6 +30,11 @@ def _category_string(value: Any) -> str:
     return str(value)
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value, so that messages read ``1``, not ``np.int64(1)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _as_name_list(arg: str | Iterable[str] | None, what: str) -> list[str] | None:
     if arg is None:
         return None
@@ -218,12 +223,17 @@ class Sequences:
     def _encode_users(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray]:
         missing = column.isna().to_numpy()
         if missing.any():
-            row = column.index[np.flatnonzero(missing)[0]]
+            row = _plain(column.index[np.flatnonzero(missing)[0]])
             raise ValueError(f"user column {name!r} has a missing user id at row {row!r}")
-        try:
-            codes, uniques = pd.factorize(column, sort=True)
-        except TypeError as err:
-            raise TypeError(f"user column {name!r} mixes ids that cannot be sorted together: {err}") from None
+        if pd.api.types.is_object_dtype(column.dtype) and \
+                pd.api.types.infer_dtype(column, skipna=True).startswith("mixed"):
+            is_str = column.map(lambda v: isinstance(v, str)).to_numpy()
+            a, b = column[is_str].iloc[0], column[~is_str].iloc[0] if (~is_str).any() else None
+            raise TypeError(
+                f"user column {name!r} mixes ids of different types ({_plain(a)!r} and {_plain(b)!r}); "
+                "convert them to one type first"
+            )
+        codes, uniques = pd.factorize(column, sort=True)
         return codes.astype(np.int64, copy=False), np.asarray(uniques)
 
     @staticmethod
@@ -258,7 +268,7 @@ class Sequences:
             key = values.view(np.int64)
             missing = np.isnat(values)
         if missing.any():
-            row = frame.index[np.flatnonzero(missing)[0]]
+            row = _plain(frame.index[np.flatnonzero(missing)[0]])
             raise ValueError(f"time column {time!r} has a missing value at row {row!r}: events cannot be ordered")
         return key, values
 
@@ -292,7 +302,7 @@ class Sequences:
             i = np.flatnonzero(bad)[0]
             raise ValueError(
                 f"numerical column {name!r} has a non-numeric value {column.iloc[i]!r} "
-                f"(row {column.index[i]!r}, user {users.iloc[i]!r})"
+                f"(row {_plain(column.index[i])!r}, user {_plain(users.iloc[i])!r})"
             )
         return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 

@@ -39,10 +39,14 @@ class EventFrame:
     n_segments: int
     absolute: bool = False
     group: str | None = None
+    #: Segments are all users of ``seqs`` (not a batch).
+    all_users: bool = False
+    #: Positions ascend in layout (time) order: no SortBy applied yet.
+    layout_order: bool = True
 
     @classmethod
-    def all_users(cls, seqs: Sequences) -> "EventFrame":
-        return cls(seqs, None, seqs.event_user, seqs.n_users)
+    def of_all_users(cls, seqs: Sequences) -> "EventFrame":
+        return cls(seqs, None, seqs.event_user, seqs.n_users, all_users=True)
 
     @classmethod
     def batch(cls, seqs: Sequences, user_indices: np.ndarray) -> "EventFrame":
@@ -70,7 +74,30 @@ class EventFrame:
     def reorder(self, order: np.ndarray) -> "EventFrame":
         """The events in a new order (must keep segments contiguous and ascending)."""
         positions = order if self.positions is None else self.positions[order]
-        return replace(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order])
+        return replace(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
+                       layout_order=False)
+
+    def sorted_by(self, column: str, descending: bool = False, absolute: bool = False) -> "EventFrame":
+        """Events reordered within each segment by a numerical column: stable, NaN last.
+
+        Over all users in layout order, a per-column permutation is computed
+        once per Sequences and filtered, instead of sorting millions of events
+        for every statistic; a batch is small enough to sort directly.
+        """
+        if self.all_users and self.layout_order:
+            order = _within_user_order(self.seqs, column, descending, absolute)
+            if self.positions is not None:
+                member = np.zeros(self.seqs.n_events, dtype=bool)
+                member[self.positions] = True
+                order = order[member[order]]
+            return replace(self, positions=order, segment=self.seqs.event_user[order], layout_order=False)
+        key = self.values(column)
+        if absolute:
+            key = np.abs(key)
+        if descending:
+            key = -key  # NaN stays NaN and so still sorts last; ties keep their order
+        # lexsort is stable: by segment first, then key, ties in current order.
+        return self.reorder(np.lexsort((key, self.segment)))
 
     def rank_in_segment(self) -> np.ndarray:
         """0-based position of each event within its segment, in the current order."""
@@ -80,3 +107,17 @@ class EventFrame:
         starts = np.flatnonzero(np.r_[True, self.segment[1:] != self.segment[:-1]])
         run = np.diff(np.r_[starts, n])
         return np.arange(n, dtype=np.int64) - np.repeat(starts, run)
+
+
+def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute: bool) -> np.ndarray:
+    cache_key = ("within_user_order", column, descending, absolute)
+    order = seqs._cache.get(cache_key)
+    if order is None:
+        key = seqs.values[column]
+        if absolute:
+            key = np.abs(key)
+        if descending:
+            key = -key
+        order = np.lexsort((key, seqs.event_user))
+        seqs._cache[cache_key] = order
+    return order

@@ -90,11 +90,17 @@ def segment_first(values: np.ndarray, keys: np.ndarray, n_keys: int) -> np.ndarr
     return out
 
 
-def segment_percentile(values: np.ndarray, keys: np.ndarray, n_keys: int, q: float) -> np.ndarray:
-    """The q-th percentile per key, linear interpolation as numpy's default."""
+def segment_percentile(values: np.ndarray, keys: np.ndarray, n_keys: int, q: float,
+                       presorted: bool = False) -> np.ndarray:
+    """The q-th percentile per key, linear interpolation as numpy's default.
+
+    With ``presorted=True`` the values must already be grouped by ascending
+    key and sorted ascending within each key (NaN anywhere: they are dropped).
+    """
     v, k = _defined(values, keys)
-    order = np.lexsort((v, k))
-    v, k = v[order], k[order]
+    if not presorted:
+        order = np.lexsort((v, k))
+        v, k = v[order], k[order]
     count = np.bincount(k, minlength=n_keys)
     start = np.zeros(n_keys, dtype=np.int64)
     np.cumsum(count[:-1], out=start[1:])

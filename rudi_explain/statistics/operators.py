@@ -288,11 +288,7 @@ class SortBy(RowOperator):
             yield cls(column, "desc")
 
     def apply(self, frame):
-        key = frame.values(self.column)
-        if self.direction == "desc":
-            key = -key  # NaN stays NaN, so it still sorts last; ties keep their order
-        # lexsort is stable: by segment first, then key, ties in current order.
-        return frame.reorder(np.lexsort((key, frame.segment)))
+        return frame.sorted_by(self.column, descending=self.direction == "desc")
 
 
 @dataclass(frozen=True)
@@ -409,8 +405,12 @@ class Aggregation(Operator):
     """The last operator: one value per user (and per group / category)."""
 
     kind: ClassVar[str] = "aggregation"
-    #: Words for the description, e.g. "mean of".
+    #: Words for the description, e.g. "mean".
     words: ClassVar[str] = ""
+    #: Whether :meth:`reduce` wants the values of each key sorted ascending
+    #: (NaN last), e.g. for order statistics; the engine then provides them
+    #: sorted, reusing cached orders where it can.
+    sorted_input: ClassVar[bool] = False
 
     def check(self, state, schema):
         if state.selected is None:
@@ -439,8 +439,12 @@ class Aggregation(Operator):
         built-in aggregations override it with closed forms from counts.
         """
         out = np.empty((n_keys, n_categories))
-        for j in range(n_categories):
-            out[:, j] = self.reduce((codes == j).astype(np.float64), keys, n_keys)
+        for j in range(n_categories):  # a loop over categories, not users
+            column, column_keys = (codes == j).astype(np.float64), keys
+            if self.sorted_input:
+                order = np.lexsort((column, keys))
+                column, column_keys = column[order], keys[order]
+            out[:, j] = self.reduce(column, column_keys, n_keys)
         return out
 
 
@@ -568,6 +572,7 @@ class Percentile(Aggregation):
     k: float = 50
     name: ClassVar[str] = "Percentile"
     words: ClassVar[str] = "percentile"
+    sorted_input: ClassVar[bool] = True
 
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, (int, float, np.number)) or not 0 <= self.k <= 100:
@@ -590,7 +595,7 @@ class Percentile(Aggregation):
             yield cls(k)
 
     def reduce(self, values, keys, n_keys):
-        return kernels.segment_percentile(values, keys, n_keys, float(self.k))
+        return kernels.segment_percentile(values, keys, n_keys, float(self.k), presorted=True)
 
     def reduce_onehot(self, codes, keys, n_keys, n_categories):
         n, c = kernels.onehot_counts(codes, keys, n_keys, n_categories)

@@ -170,7 +170,7 @@ class Statistic:
             raise TypeError(f"evaluate needs a Sequences, got {type(seqs).__name__}")
         _validate_cached(self, seqs)
         if users is None:
-            frame = EventFrame.all_users(seqs)
+            frame = EventFrame.of_all_users(seqs)
         else:
             idx = np.asarray(users)
             if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
@@ -343,11 +343,18 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame) -> np.ndarray
         keys = keys[rows].astype(np.int64) * q + group_codes[rows]
     n_keys = n * q
     if selected in seqs.values:
+        presorted = False
+        if agg.sorted_input and frame.group is None and frame.all_users and frame.layout_order:
+            frame = frame.sorted_by(selected, absolute=frame.absolute)  # a cached order, filtered
+            keys, presorted = frame.segment, True
         values = frame.values(selected)
         if rows is not None:
             values = values[rows]
         if frame.absolute:
             values = np.abs(values)
+        if agg.sorted_input and not presorted:
+            order = np.lexsort((values, keys))
+            values, keys = values[order], keys[order]
         out = agg.reduce(values, keys, n_keys)
         return out.reshape(n, q) if frame.group is not None else out
     codes = frame.codes(selected)

@@ -1,0 +1,41 @@
+"""Demo data: shape, reproducibility, and the planted answer."""
+
+import numpy as np
+import pytest
+
+import rudi_explain as rx
+from rudi_explain.datasets import make_edits, make_payments
+
+
+@pytest.mark.parametrize("make", [make_payments, make_edits])
+def test_reproducible_and_seeded(make):
+    a, b, c = make(200, random_state=5), make(200, random_state=5), make(200, random_state=6)
+    assert a.events.equals(b.events) and a.risk.equals(b.risk)
+    assert not a.events.equals(c.events)
+
+
+def test_payments_shape():
+    demo = make_payments(2000, random_state=0)
+    seqs = demo.sequences()
+    lengths = seqs.lengths
+    assert seqs.n_users == 2000
+    assert 30 < lengths.mean() < 70 and lengths.max() > 5 * np.median(lengths)  # heavy tail
+    assert set(demo.categorical) == {"card_type", "channel", "merchant_category", "country"}
+    assert (demo.events["amount"] < 0).any() and demo.events["hour"].isna().any()
+    assert demo.risk.index.tolist() == seqs.users.tolist()
+    assert 0.15 < demo.labels.mean() < 0.5
+    assert sorted(s.depth for s in demo.planted) == [1, 2, 3, 4]
+
+
+def test_edits_are_categorical_only():
+    demo = make_edits(500, random_state=0)
+    seqs = demo.sequences()
+    assert seqs.numerical == [] and len(seqs.categorical) == 5
+    # The planted score really depends on its first statistic (share reverted).
+    share = demo.planted[0].evaluate(seqs)[:, 1]
+    assert np.corrcoef(share, demo.risk)[0, 1] > 0.7
+
+
+def test_bad_sizes():
+    with pytest.raises(ValueError, match="n_users"):
+        make_payments(0)
