@@ -5,6 +5,12 @@ from rudi_explain.statistics import Statistic
 from rudi_explain import datasets
 
 # --- stage 2 exports (literals, students, rules, metrics) ---
+from rudi_explain import metrics
+from rudi_explain.literals import Literals
+from rudi_explain.rules import Rule, RuleSet
+from rudi_explain.students import GSNLN, CARTRules, LassoLiterals, LassoStatistics
+
+_STAGE2 = ["metrics", "Literals", "Rule", "RuleSet", "GSNLN", "LassoStatistics", "LassoLiterals", "CARTRules"]
 # --- end stage 2 exports ---
 
 __version__ = "0.1.0"

@@ -1,0 +1,716 @@
+"""Weighted AND/OR rules over literals: structure, simplification, scoring.
+
+A rule is a formula tree (:class:`Lit`, :class:`And`, :class:`Or`) over the
+literals of a :class:`~rudi_explain.literals.Literals` table (or over plain
+named binary columns), with a real weight. A :class:`RuleSet` scores a user
+as its intercept plus the weights of the rules that fire. Rules are kept as
+structures: text and JSON are rendered from them, never parsed back to be
+applied. Scoring is numpy only.
+
+Negation lives on the literals (the formulas are in negation normal form),
+which is what a GS-NLN reads off: its input layer holds every literal and its
+complement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence as SequenceT, Union
+
+import numpy as np
+
+__all__ = [
+    "Lit",
+    "And",
+    "Or",
+    "Const",
+    "TRUE",
+    "FALSE",
+    "Formula",
+    "Rule",
+    "LinearTerm",
+    "RuleSet",
+    "simplify",
+]
+
+
+# --------------------------------------------------------------------------
+# formula trees
+
+
+@dataclass(frozen=True)
+class Lit:
+    """Literal ``index`` of the literal table, or its complement if ``negated``."""
+
+    index: int
+    negated: bool = False
+
+    def __invert__(self) -> "Lit":
+        return Lit(self.index, not self.negated)
+
+
+@dataclass(frozen=True)
+class And:
+    """Conjunction of its children (true for an empty tuple)."""
+
+    children: tuple
+
+
+@dataclass(frozen=True)
+class Or:
+    """Disjunction of its children (false for an empty tuple)."""
+
+    children: tuple
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant truth value; only appears before simplification."""
+
+    value: bool
+
+
+TRUE = Const(True)
+FALSE = Const(False)
+
+Formula = Union[Lit, And, Or, Const]
+
+
+def _sort_key(f: Formula) -> tuple:
+    if isinstance(f, Const):
+        return (0, int(f.value))
+    if isinstance(f, Lit):
+        return (1, f.index, int(f.negated))
+    kind = 2 if isinstance(f, And) else 3
+    return (kind, tuple(_sort_key(c) for c in f.children))
+
+
+def formula_literals(f: Formula) -> list[Lit]:
+    """The literals of a formula, left to right, repeats kept."""
+    if isinstance(f, Lit):
+        return [f]
+    if isinstance(f, Const):
+        return []
+    out: list[Lit] = []
+    for c in f.children:
+        out.extend(formula_literals(c))
+    return out
+
+
+def evaluate_formula(f: Formula, Z: np.ndarray) -> np.ndarray:
+    """Truth of ``f`` for every row of the boolean literal matrix ``Z``.
+
+    Parameters
+    ----------
+    f : Formula
+    Z : ndarray of bool, shape (n_users, n_literals)
+
+    Returns
+    -------
+    ndarray of bool, shape (n_users,)
+    """
+    if isinstance(f, Lit):
+        col = Z[:, f.index]
+        return ~col if f.negated else col.copy()
+    if isinstance(f, Const):
+        return np.full(Z.shape[0], f.value, dtype=bool)
+    parts = [evaluate_formula(c, Z) for c in f.children]
+    if isinstance(f, And):
+        return np.logical_and.reduce(parts) if parts else np.ones(Z.shape[0], dtype=bool)
+    return np.logical_or.reduce(parts) if parts else np.zeros(Z.shape[0], dtype=bool)
+
+
+def formula_to_json(f: Formula) -> Any:
+    if isinstance(f, Lit):
+        return {"lit": f.index, "neg": f.negated}
+    if isinstance(f, Const):
+        return {"const": f.value}
+    key = "and" if isinstance(f, And) else "or"
+    return {key: [formula_to_json(c) for c in f.children]}
+
+
+def formula_from_json(d: Any) -> Formula:
+    if not isinstance(d, dict) or len(d) < 1:
+        raise ValueError(f"not a formula: {d!r}")
+    if "lit" in d:
+        return Lit(int(d["lit"]), bool(d.get("neg", False)))
+    if "const" in d:
+        return Const(bool(d["const"]))
+    if "and" in d:
+        return And(tuple(formula_from_json(c) for c in d["and"]))
+    if "or" in d:
+        return Or(tuple(formula_from_json(c) for c in d["or"]))
+    raise ValueError(f"not a formula: {d!r}")
+
+
+# --------------------------------------------------------------------------
+# what the simplifier and the renderer know about each literal
+
+
+@dataclass
+class LiteralInfo:
+    """Per-literal facts the rules need, in one place.
+
+    Built from a :class:`~rudi_explain.literals.Literals` table (which knows
+    the statistic output and threshold behind each literal) or from plain
+    names (then every literal stands alone and none is merged with another).
+
+    Attributes
+    ----------
+    names : list of str, length n_literals
+        Text of each literal, e.g. ``"count of card_type = debit > 14"``.
+    column : ndarray of int, shape (n_literals,)
+        Which statistic output a literal thresholds; -1 when unknown. Literals
+        of one column are merged by the simplifier.
+    thresholds : ndarray of float, shape (n_literals,)
+        The literal is ``column value > threshold``.
+    base : list of str or None
+        Text of the column value ("count of card_type = debit"), used to show
+        a negated literal as ``<=`` and intervals as ``a < x <= b``.
+    undefined : ndarray of bool, shape (n_literals,)
+        Whether the value can be undefined (NaN); then a negated literal is
+        shown with "or undefined", as it is also true there.
+    """
+
+    names: list
+    column: np.ndarray
+    thresholds: np.ndarray
+    base: list | None = None
+    undefined: np.ndarray | None = None
+    threshold_text: list | None = None
+
+    @classmethod
+    def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
+        n = len(names)
+        return cls(
+            names=[str(x) for x in names],
+            column=np.full(n, -1, dtype=np.int64),
+            thresholds=np.full(n, np.nan),
+        )
+
+    @property
+    def n_literals(self) -> int:
+        return len(self.names)
+
+    def render_literal(self, lit: Lit) -> str:
+        if not lit.negated:
+            return self.names[lit.index]
+        if self.base is None:
+            return f"NOT {self.names[lit.index]}"
+        text = f"{self.base[lit.index]} <= {self._t(lit.index)}"
+        if self.undefined is not None and self.undefined[lit.index]:
+            text += " or undefined"
+        return text
+
+    def render_interval(self, low: Lit, high: Lit) -> str:
+        """``low`` is ``x > a``, ``high`` is ``NOT x > b`` with a < b."""
+        return f"{self._t(low.index)} < {self.base[low.index]} <= {self._t(high.index)}"
+
+    def _t(self, i: int) -> str:
+        if self.threshold_text is not None:
+            return self.threshold_text[i]
+        return format_threshold(self.thresholds[i])
+
+
+def format_threshold(t: float) -> str:
+    """A threshold as people read it: no exponent, at most 6 significant digits."""
+    t = float(t)
+    if np.isnan(t):
+        return "nan"
+    if t == int(t) and abs(t) < 1e15:
+        return str(int(t))
+    return np.format_float_positional(t, precision=6, unique=True, fractional=False, trim="-")
+
+
+def literal_info(literals: Any, n_literals: int | None = None) -> LiteralInfo:
+    """Turn a Literals table, a list of names or None into :class:`LiteralInfo`."""
+    if isinstance(literals, LiteralInfo):
+        return literals
+    if literals is None:
+        if n_literals is None:
+            raise ValueError("need the number of literals to name them")
+        return LiteralInfo.from_names([f"x{i}" for i in range(n_literals)])
+    if hasattr(literals, "literal_info"):
+        return literals.literal_info()
+    names = list(literals)
+    return LiteralInfo.from_names(names)
+
+
+# --------------------------------------------------------------------------
+# simplification
+
+
+def _implies(a: Lit, b: Lit, info: LiteralInfo) -> bool:
+    """Whether literal ``a`` being true forces ``b`` true, on any input."""
+    if a == b:
+        return True
+    ca, cb = info.column[a.index], info.column[b.index]
+    if ca < 0 or ca != cb or a.negated != b.negated:
+        return False
+    ta, tb = info.thresholds[a.index], info.thresholds[b.index]
+    # x > ta implies x > tb when ta >= tb; (x <= ta or NaN) implies (x <= tb or NaN) when ta <= tb
+    return ta >= tb if not a.negated else ta <= tb
+
+
+def _merge_column(lits: list[Lit], conj: bool, info: LiteralInfo) -> list[Lit] | Const:
+    """Merge literals thresholding one column inside an AND (``conj``) or an OR.
+
+    AND keeps the largest ``>`` threshold and the smallest ``<=`` one, and is
+    false when they leave no room; OR keeps the smallest ``>`` and the largest
+    ``<=`` threshold, and is true when they cover every value. NaN is handled
+    by construction: ``x > t`` is false there and ``NOT x > t`` true.
+    """
+    th = info.thresholds
+    pos = [x for x in lits if not x.negated]
+    neg = [x for x in lits if x.negated]
+    pick = max if conj else min
+    pick_neg = min if conj else max
+    p = pick(pos, key=lambda x: (th[x.index], x.index)) if pos else None
+    q = pick_neg(neg, key=lambda x: (th[x.index], x.index)) if neg else None
+    if p is not None and q is not None:
+        if conj and th[p.index] >= th[q.index]:
+            return FALSE  # x > a and x <= b with a >= b
+        if not conj and th[p.index] <= th[q.index]:
+            return TRUE  # x > a or x <= b (or NaN) with a <= b covers all
+    return [x for x in (p, q) if x is not None]
+
+
+def simplify(f: Formula, info: LiteralInfo) -> Formula:
+    """An equivalent, smaller formula in canonical form.
+
+    Folds constants (A and true = A, A or false = A), flattens nested
+    operators of one kind, removes duplicates, turns A and not A into false
+    (A or not A into true), merges literals on one statistic output
+    (x > 3 and x > 7 = x > 7; or: x > 3), drops children absorbed by a
+    sibling (A and (A or B) = A, also through thresholds), and sorts
+    children so that equal formulas compare equal.
+
+    Parameters
+    ----------
+    f : Formula
+    info : LiteralInfo
+
+    Returns
+    -------
+    Formula
+        ``TRUE`` or ``FALSE`` for a constant formula.
+    """
+    if isinstance(f, (Lit, Const)):
+        return f
+    conj = isinstance(f, And)
+    op = And if conj else Or
+    kids: list[Formula] = []
+    for c in f.children:
+        c = simplify(c, info)
+        if isinstance(c, op):
+            kids.extend(c.children)
+        else:
+            kids.append(c)
+    absorbing, neutral = (FALSE, TRUE) if conj else (TRUE, FALSE)
+    if any(c == absorbing for c in kids):
+        return absorbing
+    kids = [c for c in kids if c != neutral]
+    lits = {c for c in kids if isinstance(c, Lit)}
+    if any(~x in lits for x in lits):
+        return absorbing
+    # merge literals of one column
+    by_col: dict[int, list[Lit]] = {}
+    others: list[Formula] = []
+    for c in dict.fromkeys(kids):  # dedupe, keep order
+        if isinstance(c, Lit) and info.column[c.index] >= 0:
+            by_col.setdefault(int(info.column[c.index]), []).append(c)
+        else:
+            others.append(c)
+    merged_lits: list[Lit] = [c for c in others if isinstance(c, Lit)]
+    subs = [c for c in others if not isinstance(c, Lit)]
+    for group in by_col.values():
+        m = _merge_column(group, conj, info)
+        if isinstance(m, Const):
+            return m
+        merged_lits.extend(m)
+    # absorption: in an AND, a sub-OR implied by a sibling literal is true;
+    # in an OR, a sub-AND implying a sibling literal is redundant.
+    kept_subs = []
+    for s in subs:
+        s_lits = [c for c in s.children if isinstance(c, Lit)]
+        if conj:
+            redundant = any(_implies(a, b, info) for a in merged_lits for b in s_lits)
+        else:
+            redundant = any(_implies(b, a, info) for a in merged_lits for b in s_lits)
+        if not redundant and s not in kept_subs:
+            kept_subs.append(s)
+    kids = sorted(merged_lits + kept_subs, key=_sort_key)
+    if not kids:
+        return neutral
+    if len(kids) == 1:
+        return kids[0]
+    return op(tuple(kids))
+
+
+# --------------------------------------------------------------------------
+# rendering
+
+
+def render(f: Formula, info: LiteralInfo, top: bool = True) -> str:
+    """Readable text of a formula; sub-formulas in parentheses."""
+    if isinstance(f, Const):
+        return "always" if f.value else "never"
+    if isinstance(f, Lit):
+        return info.render_literal(f)
+    conj = isinstance(f, And)
+    parts: list[str] = []
+    children = list(f.children)
+    if conj and info.base is not None:
+        # show x > a AND x <= b on one column as a < x <= b
+        cols: dict[int, list[Lit]] = {}
+        for c in children:
+            if isinstance(c, Lit) and info.column[c.index] >= 0:
+                cols.setdefault(int(info.column[c.index]), []).append(c)
+        for group in cols.values():
+            pos = [x for x in group if not x.negated]
+            neg = [x for x in group if x.negated]
+            if len(pos) == 1 and len(neg) == 1:
+                parts.append(info.render_interval(pos[0], neg[0]))
+                children = [c for c in children if c not in (pos[0], neg[0])]
+    for c in children:
+        text = render(c, info, top=False)
+        if isinstance(c, (And, Or)) or (isinstance(c, Lit) and " or undefined" in text):
+            text = f"({text})"  # keep "or undefined" from reading as part of the formula
+        parts.append(text)
+    return (" AND " if conj else " OR ").join(parts)
+
+
+def format_weight(w: float) -> str:
+    return f"{w:+.4g}"
+
+
+# --------------------------------------------------------------------------
+# rules and rule sets
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One weighted rule: a formula over literals.
+
+    Attributes
+    ----------
+    formula : Formula
+    weight : float
+        Added to a user's score when the rule fires.
+    literals : tuple of str
+        Names of the literals the rule uses (negated ones as ``NOT name``).
+    n_literals : int
+        Number of literal occurrences in the rule.
+    text : str
+        The rule as people read it.
+    """
+
+    formula: Formula
+    weight: float
+    info: LiteralInfo = field(repr=False, compare=False)
+
+    @property
+    def literals(self) -> tuple:
+        out = []
+        for lit in formula_literals(self.formula):
+            name = self.info.names[lit.index]
+            out.append(f"NOT {name}" if lit.negated else name)
+        return tuple(out)
+
+    @property
+    def n_literals(self) -> int:
+        return len(formula_literals(self.formula))
+
+    @property
+    def text(self) -> str:
+        return render(self.formula, self.info)
+
+    def fires(self, Z: np.ndarray) -> np.ndarray:
+        return evaluate_formula(self.formula, Z)
+
+    def __str__(self) -> str:
+        return f"{format_weight(self.weight)}  {self.text}"
+
+
+@dataclass(frozen=True)
+class LinearTerm:
+    """A linear term ``weight * value`` of one statistic output.
+
+    What a Lasso on raw statistics learns: not a rule, but shown and scored
+    beside rules. An undefined (NaN) value counts as ``fill``.
+
+    Attributes
+    ----------
+    column : int
+        Index of the statistic output (a column of ``Literals.values``).
+    weight : float
+        Per unit of the value.
+    fill : float
+        Value used where the statistic is undefined.
+    name : str
+        Text of the statistic output.
+    """
+
+    column: int
+    weight: float
+    fill: float
+    name: str
+    can_be_undefined: bool = True
+
+    @property
+    def literals(self) -> tuple:
+        return (self.name,)
+
+    @property
+    def n_literals(self) -> int:
+        return 1
+
+    @property
+    def text(self) -> str:
+        if not self.can_be_undefined:
+            return f"× {self.name}"
+        return f"× {self.name} (undefined counts as {format_threshold(self.fill)})"
+
+    def value(self, V: np.ndarray) -> np.ndarray:
+        v = V[:, self.column]
+        return np.where(np.isnan(v), self.fill, v)
+
+    def __str__(self) -> str:
+        return f"{format_weight(self.weight)}  {self.text}"
+
+
+class RuleSet:
+    """A weighted set of rules over literals, and an intercept.
+
+    A user's score is ``intercept + sum of the weights of the rules that
+    fire``. Build one with :meth:`from_formulas` (which simplifies) or get it
+    from a student's ``rules(literals)``.
+
+    Parameters
+    ----------
+    rules : list of Rule or LinearTerm
+        Kept in the order given (``from_formulas`` sorts by |weight|).
+    intercept : float
+    literals : Literals, LiteralInfo, list of str or None
+        The literal table the rules refer to. A
+        :class:`~rudi_explain.literals.Literals` table lets :meth:`score`
+        take :class:`~rudi_explain.Sequences` directly.
+    n_literals : int, optional
+        Number of literals when ``literals`` is None.
+    """
+
+    def __init__(
+        self,
+        rules: SequenceT[Rule | LinearTerm],
+        intercept: float = 0.0,
+        literals: Any = None,
+        n_literals: int | None = None,
+    ):
+        self.literals = literals if _is_literals_table(literals) else None
+        self.info = literal_info(literals, n_literals)
+        self.rules = list(rules)
+        self.intercept = float(intercept)
+        self.linear = any(isinstance(r, LinearTerm) for r in self.rules)
+        if self.linear and not all(isinstance(r, LinearTerm) for r in self.rules):
+            raise ValueError("a RuleSet holds either rules or linear terms, not both")
+
+    # -- construction -------------------------------------------------------
+
+    @classmethod
+    def from_formulas(
+        cls,
+        formulas: SequenceT[Formula],
+        weights: SequenceT[float] | np.ndarray,
+        intercept: float = 0.0,
+        literals: Any = None,
+        n_literals: int | None = None,
+    ) -> "RuleSet":
+        """Simplify weighted formulas into a rule set that scores the same.
+
+        Each formula is simplified (:func:`simplify`); constant ones move into
+        the intercept (true) or vanish (false); equal formulas are merged by
+        adding their weights; rules whose weight is zero are dropped. Rules
+        are sorted by decreasing |weight|.
+
+        Parameters
+        ----------
+        formulas : sequence of Formula, length n_rules
+        weights : array-like of shape (n_rules,)
+        intercept : float
+        literals : Literals, list of str or None
+        n_literals : int, optional
+
+        Returns
+        -------
+        RuleSet
+        """
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if len(formulas) != weights.size:
+            raise ValueError(f"{len(formulas)} formulas but {weights.size} weights")
+        info = literal_info(literals, n_literals)
+        total: dict[Formula, float] = {}
+        b = float(intercept)
+        for f, w in zip(formulas, weights):
+            s = simplify(f, info)
+            if s == TRUE:
+                b += float(w)
+            elif s == FALSE:
+                continue
+            else:
+                total[s] = total.get(s, 0.0) + float(w)
+        rules = [Rule(f, w, info) for f, w in total.items() if w != 0.0]
+        rules.sort(key=lambda r: (-abs(r.weight), _sort_key(r.formula)))
+        out = cls(rules, b, literals if literals is not None else info, n_literals)
+        return out
+
+    # -- inspection ---------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __getitem__(self, i: int) -> Rule | LinearTerm:
+        return self.rules[i]
+
+    def __iter__(self) -> Iterator[Rule | LinearTerm]:
+        return iter(self.rules)
+
+    @property
+    def n_literals(self) -> list[int]:
+        """Literal occurrences per rule."""
+        return [r.n_literals for r in self.rules]
+
+    @property
+    def max_literals(self) -> int:
+        return max(self.n_literals, default=0)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([r.weight for r in self.rules], dtype=np.float64)
+
+    def __str__(self) -> str:
+        order = sorted(range(len(self.rules)), key=lambda i: -abs(self.rules[i].weight))
+        lines = [str(self.rules[i]) for i in order]
+        lines.append(f"{format_weight(self.intercept)}  (intercept)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<RuleSet: {len(self)} rules, max {self.max_literals} literals per rule>"
+
+    # -- scoring ------------------------------------------------------------
+
+    def _matrix(self, data: Any) -> np.ndarray:
+        """Literal matrix (rules) or value matrix (linear terms) for ``data``."""
+        if not isinstance(data, np.ndarray) and hasattr(data, "n_users"):
+            if self.literals is None:
+                raise ValueError(
+                    "this RuleSet was built without a Literals table; pass the literal matrix"
+                )
+            values = self.literals.values(data)
+            return values if self.linear else self.literals.transform_values(values)
+        X = np.asarray(data)
+        if X.ndim != 2:
+            raise ValueError(f"expected a 2-D matrix, got shape {X.shape}")
+        if self.linear:
+            return X.astype(np.float64, copy=False)
+        if X.shape[1] != self.info.n_literals:
+            raise ValueError(
+                f"the literal matrix has {X.shape[1]} columns, the rules use {self.info.n_literals} literals"
+            )
+        if X.dtype != bool:
+            if np.isnan(X.astype(np.float64)).any() or not np.isin(X, (0, 1)).all():
+                raise ValueError("the literal matrix must be binary (bool or 0/1)")
+            X = X.astype(bool)
+        return X
+
+    def fires(self, data: Any) -> np.ndarray:
+        """Which rules fire for which users.
+
+        Parameters
+        ----------
+        data : Sequences or ndarray of shape (n_users, n_literals)
+            Users, or their literal matrix (for linear terms: the value matrix
+            of shape (n_users, n_outputs)). A linear term "fires" where it adds
+            a nonzero amount.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_users, n_rules)
+        """
+        M = self._matrix(data)
+        out = np.zeros((M.shape[0], len(self.rules)), dtype=bool)
+        for k, r in enumerate(self.rules):
+            out[:, k] = r.value(M) != 0 if isinstance(r, LinearTerm) else r.fires(M)
+        return out
+
+    def score(self, data: Any) -> np.ndarray:
+        """Rule scores: intercept plus the weights of the rules that fire.
+
+        Parameters
+        ----------
+        data : Sequences or ndarray of shape (n_users, n_literals)
+            As for :meth:`fires`.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        M = self._matrix(data)
+        s = np.full(M.shape[0], self.intercept, dtype=np.float64)
+        for r in self.rules:
+            if isinstance(r, LinearTerm):
+                s += r.weight * r.value(M)
+            else:
+                s[r.fires(M)] += r.weight
+        return s
+
+    # -- persistence --------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; :meth:`from_dict` reads it back."""
+        if self.literals is not None:
+            lit = {"literals": self.literals.to_dict()}
+        else:
+            lit = {"names": list(self.info.names)}
+        rules = []
+        for r in self.rules:
+            if isinstance(r, LinearTerm):
+                rules.append({"linear": r.column, "weight": r.weight, "fill": r.fill,
+                              "name": r.name, "can_be_undefined": r.can_be_undefined})
+            else:
+                rules.append({"formula": formula_to_json(r.formula), "weight": r.weight})
+        return {"format": "rudi-explain/ruleset", "version": 1, "intercept": self.intercept,
+                "rules": rules, **lit}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The rule set as JSON text (no pickle)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RuleSet":
+        if d.get("format") != "rudi-explain/ruleset":
+            raise ValueError("not a rudi-explain rule set")
+        if "literals" in d:
+            from rudi_explain.literals import Literals
+
+            literals: Any = Literals.from_dict(d["literals"])
+        else:
+            literals = list(d["names"])
+        info = literal_info(literals)
+        rules: list[Rule | LinearTerm] = []
+        for r in d["rules"]:
+            if "linear" in r:
+                rules.append(LinearTerm(int(r["linear"]), float(r["weight"]), float(r["fill"]),
+                                        r["name"], bool(r.get("can_be_undefined", True))))
+            else:
+                rules.append(Rule(formula_from_json(r["formula"]), float(r["weight"]), info))
+        return cls(rules, d["intercept"], literals)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RuleSet":
+        """Read a rule set written by :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+
+def _is_literals_table(x: Any) -> bool:
+    return x is not None and hasattr(x, "transform_values") and hasattr(x, "literal_info")

@@ -1,0 +1,20 @@
+"""Rule students: models that learn weighted rules over literals to mimic a teacher.
+
+Every student has ``fit(X, y)`` (``X`` the literal matrix, or the value
+matrix for :class:`LassoStatistics`; ``y`` the teacher's scores) and
+``rules(literals)``, which returns a :class:`~rudi_explain.rules.RuleSet`.
+"""
+
+from rudi_explain.students.base import NotFittedError, RuleStudent
+from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStatistics
+from rudi_explain.students.gsnln import GSNLN, FitProgress
+
+__all__ = [
+    "RuleStudent",
+    "NotFittedError",
+    "GSNLN",
+    "FitProgress",
+    "LassoStatistics",
+    "LassoLiterals",
+    "CARTRules",
+]

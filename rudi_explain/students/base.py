@@ -1,0 +1,146 @@
+"""What every rule student shares: input checks and the fit/rules face.
+
+A student learns from a binary literal matrix (or, for the Lasso on raw
+statistics, a value matrix) and the teacher's scores, and hands back its
+model as a :class:`~rudi_explain.rules.RuleSet` that scores exactly as the
+student does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rudi_explain.metrics import fidelity
+
+__all__ = ["RuleStudent", "check_binary_matrix", "check_target", "check_value_matrix", "NotFittedError"]
+
+
+class NotFittedError(RuntimeError):
+    """A student was asked for rules or scores before ``fit``."""
+
+
+def check_binary_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
+    """``X`` as a bool matrix, or a clear error.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_users, n_literals)
+        bool, or numbers that are all 0 or 1.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_users, n_literals)
+    """
+    if hasattr(X, "n_users") and not isinstance(X, np.ndarray):
+        raise TypeError(
+            f"{name} must be a literal matrix; for Sequences, pass literals.transform(seqs)"
+        )
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_users, n_literals), got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns (no literals)")
+    if arr.dtype == bool:
+        return arr
+    if not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must be binary (bool or 0/1), got dtype {arr.dtype}")
+    bad = ~((arr == 0) | (arr == 1))  # NaN lands here too
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} must be binary (bool or 0/1): {name}[{i}, {j}] = {arr[i, j]!r}; "
+            "binarize statistics with rudi_explain.Literals first"
+        )
+    return arr.astype(bool)
+
+
+def check_value_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
+    """``X`` as a float matrix (NaN allowed: undefined statistics)."""
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_users, n_outputs), got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns")
+    if arr.dtype != bool and not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} has infinite values")
+    return arr
+
+
+def check_target(y: ArrayLike, n_users: int, name: str = "y") -> np.ndarray:
+    """Teacher scores as float64, checked against the number of users."""
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one teacher score per user), got shape {arr.shape}")
+    if arr.dtype != bool and not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.size != n_users:
+        raise ValueError(f"X has {n_users} users (rows) but {name} has {arr.size} scores")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(
+            f"{name} has {int(bad.sum())} NaN or infinite score(s), the first for user row "
+            f"{int(np.flatnonzero(bad)[0])}"
+        )
+    if n_users < 2:
+        raise ValueError("need at least two users to learn an order")
+    if np.all(arr == arr[0]):
+        raise ValueError(f"{name} is constant: the teacher gives every user the same score")
+    return arr
+
+
+class RuleStudent:
+    """Base class: a model that learns rules to mimic teacher scores.
+
+    Subclasses implement ``fit(X, y)`` returning ``self`` and
+    ``rules(literals)`` returning a :class:`~rudi_explain.rules.RuleSet`.
+    ``predict`` scores with those rules, so a student and its rules never
+    disagree.
+    """
+
+    #: "literals" for a bool literal matrix, "values" for raw statistic values
+    input_kind = "literals"
+
+    def _check_fitted(self) -> None:
+        if not any(k.endswith("_") and not k.startswith("_") for k in vars(self)):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
+
+    def get_params(self) -> dict:
+        """Hyper-parameters, as given to ``__init__``."""
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {n: getattr(self, n) for n in names}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """Student scores for the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        self._check_fitted()
+        return self.rules().score(np.asarray(X))
+
+    def fidelity(self, X: ArrayLike, y: ArrayLike) -> float:
+        """Fidelity of the student's scores to teacher scores ``y``."""
+        return fidelity(y, self.predict(X))
+
+    def rules(self, literals: Any = None):  # pragma: no cover - abstract
+        raise NotImplementedError

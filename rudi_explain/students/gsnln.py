@@ -1,0 +1,571 @@
+"""GS-NLN: the Gumbel-softmax neural logical network of the RuDi paper (section 3.3).
+
+The network reads a binary literal vector ``z`` as ``(z, 1 - z, 1, 0)``
+(the input layer), then ``L`` logical layers. Every neuron picks exactly two
+of the previous layer's units, each pick a one-hot sample from a learned
+categorical distribution (equations 11, 12), and ANDs (conjunction neurons)
+or ORs (disjunction neurons) them. Picks are trained with the straight-through
+Gumbel-softmax estimator (equation 13): the forward pass uses the hard one-hot
+sample, the backward pass the gradient of the soft one. Each layer but the
+last has ``H`` conjunction and ``H`` disjunction neurons and a skip connection
+(its output also carries its input); the last has ``R/2`` of each and no skip,
+so its ``R`` units are the rules. A linear layer weighs them. The loss is the
+pairwise ranking loss of section 3.3.4 over the pairs of each mini-batch.
+
+After training, every pick is its arg-max input, which turns each rule unit
+into an AND/OR formula over literals: the network at temperature zero *is*
+the rule set, and ``rules()`` returns it simplified.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rudi_explain.metrics import fidelity
+from rudi_explain.rules import FALSE, TRUE, And, Formula, Lit, Or, RuleSet, literal_info
+from rudi_explain.students.base import RuleStudent, check_binary_matrix, check_target
+
+__all__ = ["GSNLN", "FitProgress"]
+
+
+@dataclass(frozen=True)
+class FitProgress:
+    """What a progress callback receives after each epoch.
+
+    Attributes
+    ----------
+    epoch : int
+        Epochs done so far (1-based).
+    epochs : int
+        Epochs planned.
+    loss : float
+        Mean ranking loss over the epoch's mini-batches.
+    fidelity : float
+        Running fidelity: the fidelity to the teacher of the scores the
+        network gave the training users during this epoch (with its sampled
+        picks, so slightly below that of the final rules early on).
+    temperature : float
+    learning_rate : float
+    seconds : float
+        Training time so far.
+    """
+
+    epoch: int
+    epochs: int
+    loss: float
+    fidelity: float
+    temperature: float
+    learning_rate: float
+    seconds: float
+
+
+class _Adam:
+    """Adam (Kingma and Ba) on one flat parameter buffer, as torch.optim.Adam.
+
+    Written out because the network's parameters are small: five
+    whole-buffer operations per step instead of an optimizer's per-tensor
+    bookkeeping.
+    """
+
+    def __init__(self, torch, param, betas=(0.9, 0.999), eps=1e-8):
+        self.param = param
+        self.m = torch.zeros_like(param)
+        self.v = torch.zeros_like(param)
+        self.b1, self.b2 = betas
+        self.eps = eps
+        self.t = 0
+
+    def step(self, grad, lr: float) -> None:
+        self.t += 1
+        self.m.lerp_(grad, 1 - self.b1)
+        self.v.mul_(self.b2).addcmul_(grad, grad, value=1 - self.b2)
+        bc1 = 1 - self.b1**self.t
+        bc2_sqrt = (1 - self.b2**self.t) ** 0.5
+        denom = (self.v.sqrt() / bc2_sqrt).add_(self.eps)
+        self.param.addcdiv_(self.m, denom, value=-lr / bc1)
+
+
+def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
+    """One mini-batch: ranking loss, and its gradients written into ``grads``.
+
+    The forward pass uses the hard Gumbel samples (each pick's input at the
+    arg-max of ``logits + noise``); the backward pass the straight-through
+    estimator, i.e. the gradient of ``h @ (hard - soft.detach() + soft).T``
+    with ``soft = softmax((logits + noise) / tau)`` (eq. 13). Written by hand
+    rather than with autograd: for a network this small, graph bookkeeping
+    costs more than the arithmetic (tests check it against autograd).
+
+    Parameters
+    ----------
+    z : tensor (m, 2 * n_literals + 2)
+        The input layer of the mini-batch.
+    y : tensor (m,)
+        Teacher scores.
+    logits : list of tensor (n_picks, n_in)
+    w : tensor (n_rules,)
+    noise : list of tensor like ``logits``
+        Gumbel(0, 1) samples.
+    grads : list of tensor
+        Gradient buffers shaped like ``logits + [w]``; overwritten.
+
+    Returns
+    -------
+    loss : 0-d tensor
+    scores : tensor (m,)
+    """
+    m = z.shape[0]
+    h = z
+    cache = []
+    for W, g, (n_in, n_conj, _, skip) in zip(logits, noise, layers):
+        perturbed = W + g
+        sel = perturbed.argmax(-1)
+        soft = torch.softmax(perturbed.mul_(1.0 / tau), dim=-1)
+        picked = h.index_select(1, sel)
+        a, b = picked[:, 0::2], picked[:, 1::2]
+        ab = a * b
+        out = torch.cat((ab[:, :n_conj], (a + b - ab)[:, n_conj:]), dim=1)  # AND, OR
+        cache.append((h, a, b, soft, sel))
+        h = torch.cat((out, h), dim=1) if skip else out
+    s = h @ w
+    # Ranking loss (section 3.3.4), mean over ordered pairs i != j of
+    # -log sigmoid(s_i - s_j) if y_i > y_j, else -log sigmoid(s_j - s_i).
+    # The diagonal (diff 0) adds m * log 2, taken off as a constant.
+    diff = s[None, :] - s[:, None]  # [i, j] = s_j - s_i
+    gt = y[:, None] > y[None, :]
+    signed = torch.where(gt, diff, -diff)
+    scale = 1.0 / (m * (m - 1))
+    loss = (torch.nn.functional.softplus(signed).sum() - m * _LOG2) * scale
+    sig = torch.sigmoid(signed)
+    M = torch.where(gt, sig, -sig)  # d loss / d (s_j - s_i), up to scale
+    g_s = (M.sum(0) - M.sum(1)) * scale  # diagonal terms cancel
+    torch.mv(h.T, g_s, out=grads[-1])
+    g_h = torch.outer(g_s, w)
+    for l in range(len(layers) - 1, -1, -1):
+        n_in, n_conj, n_disj, skip = layers[l]
+        h_in, a, b, soft, sel = cache[l]
+        n = n_conj + n_disj
+        g_out = g_h[:, :n]
+        # d AND(a, b) / da = b; d OR(a, b) / da = 1 - b (and symmetrically)
+        g_a = torch.cat((g_out[:, :n_conj] * b[:, :n_conj], g_out[:, n_conj:] * (1 - b[:, n_conj:])), 1)
+        g_b = torch.cat((g_out[:, :n_conj] * a[:, :n_conj], g_out[:, n_conj:] * (1 - a[:, n_conj:])), 1)
+        g_picked = torch.stack((g_a, g_b), dim=2).reshape(m, 2 * n)
+        g_q = g_picked.T @ h_in  # d loss / d pick weights
+        gw = grads[l]
+        torch.mul(g_q, soft, out=gw)
+        gw.sub_(soft * gw.sum(-1, keepdim=True)).mul_(1.0 / tau)  # softmax backward
+        if l > 0:
+            g_in = torch.zeros_like(h_in).index_add_(1, sel, g_picked)
+            if skip:
+                g_in += g_h[:, n:]
+            g_h = g_in
+    return loss, s
+
+
+_LOG2 = float(np.log(2.0))
+
+
+def _linear_schedule(start: float, end: float, epoch: int, epochs: int) -> float:
+    if epochs <= 1:
+        return end
+    return start + (end - start) * epoch / (epochs - 1)
+
+
+class GSNLN(RuleStudent):
+    """Gumbel-softmax neural logical network (RuDi, section 3.3).
+
+    Parameters
+    ----------
+    n_rules : int, default=20
+        ``R``, the number of rules: the last logical layer has ``R/2``
+        conjunction and ``R/2`` disjunction neurons (one more conjunction
+        when ``R`` is odd).
+    hidden_size : int, default=20
+        ``H``: conjunction and disjunction neurons in each other layer.
+    n_layers : int, default=2
+        ``L``, logical layers. Rules have at most ``2**L`` literals.
+    epochs : int, default=500
+    batch_size : int, default=128
+        Users per mini-batch; the ranking loss compares the pairs within one.
+    lr_start, lr_end : float, default=0.1, 0.001
+        Adam's learning rate, decayed linearly over the epochs.
+    temperature_start, temperature_end : float, default=1.0, 0.0001
+        Gumbel-softmax temperature, decayed linearly over the epochs.
+    calibrate : bool, default=True
+        After training, scale the rule weights by a positive factor and set
+        the intercept by least squares so the scores sit on the teacher's
+        scale. Orderings (and so fidelity) do not change.
+    device : str, default="cpu"
+        A torch device; "cuda" to train on a GPU.
+    n_threads : int or None, default=1
+        Torch CPU threads while fitting (restored afterwards). The network's
+        tensors are small: waking more threads costs more than it saves,
+        many times over on a busy machine. None leaves torch's setting.
+    random_state : int, default=0
+        Seeds parameter initialization, Gumbel noise and mini-batch order via
+        a private ``torch.Generator``; the global random state is untouched.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of literals seen in ``fit``.
+    selections_ : list of ndarray of int, shape (n_neurons, 2)
+        Per logical layer, the two inputs each neuron picks (arg-max),
+        conjunction neurons first.
+    n_conjunctions_ : list of int
+        Per logical layer, how many of its neurons are conjunctions.
+    logits_ : list of ndarray of float32, shape (n_neurons, 2, n_inputs)
+        The learned selection logits.
+    weights_ : ndarray of float64, shape (n_rules,)
+        Weight of each rule unit (after calibration).
+    intercept_ : float
+    loss_curve_ : list of float
+        Mean loss per epoch.
+    n_epochs_run_ : int
+        Epochs run (fewer than ``epochs`` when a callback stopped training).
+    fit_seconds_ : float
+
+    Examples
+    --------
+    >>> student = GSNLN(epochs=50).fit(literals.transform(seqs), teacher_scores)
+    >>> print(student.rules(literals))
+    """
+
+    def __init__(
+        self,
+        n_rules: int = 20,
+        hidden_size: int = 20,
+        n_layers: int = 2,
+        epochs: int = 500,
+        batch_size: int = 128,
+        lr_start: float = 0.1,
+        lr_end: float = 0.001,
+        temperature_start: float = 1.0,
+        temperature_end: float = 0.0001,
+        calibrate: bool = True,
+        device: str = "cpu",
+        n_threads: int | None = 1,
+        random_state: int | None = 0,
+    ):
+        self.n_rules = n_rules
+        self.hidden_size = hidden_size
+        self.n_layers = n_layers
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr_start = lr_start
+        self.lr_end = lr_end
+        self.temperature_start = temperature_start
+        self.temperature_end = temperature_end
+        self.calibrate = calibrate
+        self.device = device
+        self.n_threads = n_threads
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_params(self) -> None:
+        def positive_int(name: str, minimum: int = 1) -> None:
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+
+        positive_int("n_rules", 1)
+        positive_int("hidden_size", 1)
+        positive_int("n_layers", 1)
+        positive_int("epochs", 1)
+        positive_int("batch_size", 2)
+        if self.n_threads is not None:
+            positive_int("n_threads", 1)
+        for name in ("lr_start", "lr_end", "temperature_start", "temperature_end"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a positive number, got {v!r}")
+        if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
+            raise ValueError(f"random_state must be an int or None, got {self.random_state!r}")
+
+    def _layer_sizes(self, n_features: int) -> list[tuple[int, int, int, bool]]:
+        """(inputs, conjunctions, disjunctions, skip) per logical layer."""
+        sizes = []
+        width = 2 * n_features + 2
+        for _ in range(self.n_layers - 1):
+            sizes.append((width, self.hidden_size, self.hidden_size, True))
+            width += 2 * self.hidden_size
+        n_conj = (self.n_rules + 1) // 2
+        sizes.append((width, n_conj, self.n_rules - n_conj, False))
+        return sizes
+
+    # ------------------------------------------------------------------ torch
+
+    @staticmethod
+    def _forward(torch, z, logits, layers):
+        """Rule units of the network at temperature zero, shape (batch, n_rules).
+
+        ``logits[l]`` has one row per pick (two per neuron, neuron-major);
+        each pick is the input at its arg-max.
+        """
+        h = z
+        for W, (n_in, n_conj, n_disj, skip) in zip(logits, layers):
+            picked = h.index_select(1, W.argmax(-1))
+            a, b = picked[:, 0::2], picked[:, 1::2]
+            conj = a[:, :n_conj] * b[:, :n_conj]
+            disj = 1 - (1 - a[:, n_conj:]) * (1 - b[:, n_conj:])
+            h = torch.cat((conj, disj, h) if skip else (conj, disj), dim=1)
+        return h
+
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        progress: Callable[[FitProgress], Any] | None = None,
+    ) -> "GSNLN":
+        """Train the network to order users as the teacher does.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+            The literal matrix, e.g. ``literals.transform(seqs)``.
+        y : array-like of shape (n_users,)
+            Teacher scores.
+        progress : callable, optional
+            Called after every epoch with a :class:`FitProgress`. Returning
+            ``False`` stops training there: the network keeps what it learned
+            so far and ``n_epochs_run_`` says how far it got. An exception
+            raised by the callback propagates and leaves the student unfitted.
+
+        Returns
+        -------
+        self
+        """
+        import torch
+
+        self._check_params()
+        Xb = check_binary_matrix(X)
+        yv = check_target(y, Xb.shape[0])
+        previous_threads = torch.get_num_threads()
+        if self.n_threads is not None:
+            torch.set_num_threads(int(self.n_threads))
+        try:
+            return self._fit(torch, Xb, yv, progress)
+        finally:
+            torch.set_num_threads(previous_threads)
+
+    def _fit(self, torch, Xb, yv, progress) -> "GSNLN":
+        n_users, n_features = Xb.shape
+        layers = self._layer_sizes(n_features)
+        device = torch.device(self.device)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        init_gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=device).manual_seed(seed)
+
+        # All parameters live in one flat buffer (views per layer), so that
+        # Adam is a handful of whole-buffer operations per step.
+        shapes = [(2 * (nc + nd), n_in) for n_in, nc, nd, _ in layers] + [(self.n_rules,)]
+        sizes = [int(np.prod(sh)) for sh in shapes]
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        flat = torch.empty(int(offsets[-1]))
+        views = [flat[o : o + n].view(sh) for o, n, sh in zip(offsets, sizes, shapes)]
+        # selection logits ~ N(0, 1), rule weights ~ U(-1/sqrt(R), 1/sqrt(R)), as the research code
+        for v in views[:-1]:
+            v.copy_(torch.randn(v.shape, generator=init_gen))
+        views[-1].copy_((torch.rand(self.n_rules, generator=init_gen) * 2 - 1) / np.sqrt(self.n_rules))
+        flat = flat.to(device)
+        grad = torch.zeros_like(flat)
+        params = [flat[o : o + n].view(sh) for o, n, sh in zip(offsets, sizes, shapes)]
+        grads = [grad[o : o + n].view(sh) for o, n, sh in zip(offsets, sizes, shapes)]
+        logits, w = params[:-1], params[-1]
+        adam = _Adam(torch, flat)
+
+        Xt = torch.from_numpy(Xb).to(device=device, dtype=torch.float32)
+        ones = torch.ones(n_users, 1, device=device)
+        z0 = torch.cat((Xt, 1 - Xt, ones, 0 * ones), dim=1)  # input layer (z, 1 - z, 1, 0)
+        del Xt, ones
+        yt = torch.from_numpy(yv).to(device=device, dtype=torch.float32)
+        epoch_scores = torch.empty(n_users, device=device)
+        bs = self.batch_size
+        starts = [lo for lo in range(0, n_users, bs) if min(lo + bs, n_users) - lo >= 2]
+        # Gumbel noise is drawn for many mini-batches in one call: per-call
+        # overhead, not arithmetic, dominates with tensors this small.
+        chunk = max(1, int(2**23 // sum(W.numel() for W in logits)))
+
+        loss_curve: list[float] = []
+        start = time.perf_counter()
+        epochs_run = 0
+        for epoch in range(self.epochs):
+            lr = _linear_schedule(self.lr_start, self.lr_end, epoch, self.epochs)
+            tau = _linear_schedule(self.temperature_start, self.temperature_end, epoch, self.epochs)
+            perm = torch.randperm(n_users, generator=gen, device=device)
+            loss_sum = torch.zeros((), device=device)
+            for c0 in range(0, len(starts), chunk):
+                batch_starts = starts[c0 : c0 + chunk]
+                noise = []
+                for W in logits:
+                    u = torch.rand((len(batch_starts),) + tuple(W.shape), generator=gen, device=device)
+                    noise.append(u.clamp_(min=1e-30).log_().neg_().log_().neg_())  # Gumbel(0, 1)
+                for k, lo in enumerate(batch_starts):
+                    idx = perm[lo : lo + bs]
+                    loss, s = _loss_and_grads(
+                        torch, z0[idx], yt[idx], logits, w, [g[k] for g in noise], tau, layers, grads
+                    )
+                    adam.step(grad, lr)
+                    loss_sum += loss
+                    epoch_scores[idx] = s
+            epochs_run = epoch + 1
+            mean_loss = float(loss_sum) / max(len(starts), 1)
+            loss_curve.append(mean_loss)
+            if progress is not None:
+                info = FitProgress(
+                    epoch=epochs_run,
+                    epochs=self.epochs,
+                    loss=mean_loss,
+                    fidelity=fidelity(yv, epoch_scores.cpu().numpy().astype(np.float64)),
+                    temperature=tau,
+                    learning_rate=lr,
+                    seconds=time.perf_counter() - start,
+                )
+                if progress(info) is False:
+                    break
+
+        self.n_features_in_ = n_features
+        self.logits_ = [
+            W.cpu().numpy().reshape(nc + nd, 2, n_in).copy()
+            for W, (n_in, nc, nd, _) in zip(logits, layers)
+        ]
+        self.selections_ = [W.argmax(-1) for W in self.logits_]
+        self.n_conjunctions_ = [nc for _, nc, _, _ in layers]
+        self._layers = layers
+        raw_w = w.cpu().numpy().astype(np.float64)
+        scale, shift = 1.0, 0.0
+        if self.calibrate:
+            units = self._rule_units(Xb)
+            s = units @ raw_w
+            if np.ptp(s) > 0:
+                a, b = np.polyfit(s, yv, 1)
+                if a > 0:
+                    scale, shift = float(a), float(b)
+                else:
+                    shift = float(np.mean(yv) - np.mean(s))
+            else:
+                shift = float(np.mean(yv) - s[0])
+        self.weights_ = raw_w * scale
+        self.intercept_ = shift
+        self.loss_curve_ = loss_curve
+        self.n_epochs_run_ = epochs_run
+        self.fit_seconds_ = time.perf_counter() - start
+        self._plain_rules = None
+        return self
+
+    # ----------------------------------------------------------- hard output
+
+    def _rule_units(self, Xb: np.ndarray) -> np.ndarray:
+        """The network's rule units at temperature zero, in numpy: (n, n_rules)."""
+        h = np.concatenate(
+            (Xb, ~Xb, np.ones((Xb.shape[0], 1), bool), np.zeros((Xb.shape[0], 1), bool)), axis=1
+        )
+        for sel, (n_in, n_conj, n_disj, skip) in zip(self.selections_, self._layers):
+            a, b = h[:, sel[:, 0]], h[:, sel[:, 1]]
+            out = np.concatenate(
+                (a[:, :n_conj] & b[:, :n_conj], a[:, n_conj:] | b[:, n_conj:]), axis=1
+            )
+            h = np.concatenate((out, h), axis=1) if skip else out
+        return h.astype(np.float64)
+
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
+        """The trained network's hard output (temperature zero), via torch.
+
+        What :meth:`rules` must reproduce; computed by the network itself (in
+        float32) so the two can be checked against each other.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        import torch
+
+        self._check_fitted()
+        Xb = check_binary_matrix(X)
+        self._check_width(Xb)
+        with torch.no_grad():
+            Xt = torch.from_numpy(Xb).to(torch.float32)
+            ones = torch.ones(Xt.shape[0], 1)
+            z0 = torch.cat((Xt, 1 - Xt, ones, 0 * ones), dim=1)
+            logits = [torch.from_numpy(W.reshape(-1, W.shape[-1])) for W in self.logits_]
+            units = self._forward(torch, z0, logits, self._layers)
+            w = torch.from_numpy(self.weights_.astype(np.float32))
+            return (units @ w).numpy().astype(np.float64) + self.intercept_
+
+    def _check_width(self, Xb: np.ndarray) -> None:
+        if Xb.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Xb.shape[1]} literals, the student was fitted on {self.n_features_in_}"
+            )
+
+    # ----------------------------------------------------------------- rules
+
+    def formulas(self) -> list[Formula]:
+        """Each rule unit as an (unsimplified) formula over literal indices."""
+        self._check_fitted()
+        p = self.n_features_in_
+        units: list[Formula] = (
+            [Lit(i) for i in range(p)] + [Lit(i, True) for i in range(p)] + [TRUE, FALSE]
+        )
+        for sel, (_, n_conj, _, skip) in zip(self.selections_, self._layers):
+            out: list[Formula] = []
+            for k, (i, j) in enumerate(sel):
+                op = And if k < n_conj else Or
+                out.append(op((units[i], units[j])))
+            units = out + units if skip else out
+        return units
+
+    def rules(self, literals: Any = None) -> RuleSet:
+        """The trained network as a simplified :class:`RuleSet`.
+
+        Parameters
+        ----------
+        literals : Literals or list of str, optional
+            The literal table ``X`` came from (names, and the statistic output
+            and threshold behind each literal, so literals on one output can
+            be merged). Without it literals are named ``x0, x1, ...``.
+
+        Returns
+        -------
+        RuleSet
+            Scores every user exactly as :meth:`decision_function` does (up
+            to float rounding), for literal matrices produced by ``literals``.
+        """
+        self._check_fitted()
+        info = literal_info(literals, self.n_features_in_)
+        if info.n_literals != self.n_features_in_:
+            raise ValueError(
+                f"the literal table has {info.n_literals} literals, the student was fitted on "
+                f"{self.n_features_in_}"
+            )
+        return RuleSet.from_formulas(
+            self.formulas(), self.weights_, self.intercept_,
+            literals=literals, n_literals=self.n_features_in_,
+        )
+
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """Rule scores for the rows of the literal matrix ``X`` (numpy only).
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        self._check_fitted()
+        Xb = check_binary_matrix(X)
+        self._check_width(Xb)
+        if self._plain_rules is None:
+            self._plain_rules = self.rules()
+        return self._plain_rules.score(Xb)
