@@ -196,7 +196,7 @@ class LiteralInfo:
     def render_literal(self, lit: Lit) -> str:
         if not lit.negated:
             return self.names[lit.index]
-        if self.base is None:
+        if self.base is None or self.column[lit.index] < 0 or np.isnan(self.thresholds[lit.index]):
             return f"NOT {self.names[lit.index]}"
         text = f"{self.base[lit.index]} <= {self._t(lit.index)}"
         if self.undefined is not None and self.undefined[lit.index]:

@@ -1,0 +1,181 @@
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rudi_explain.literals import Literals
+from rudi_explain.rules import (
+    FALSE,
+    TRUE,
+    And,
+    LinearTerm,
+    Lit,
+    LiteralInfo,
+    Or,
+    RuleSet,
+    evaluate_formula,
+    simplify,
+)
+
+
+def threshold_info():
+    """Literals 0-2: x > 1, x > 3, x > 7 (column 0); 3-4: y > 0, y > 5 (column 1); 5: a plain name."""
+    return LiteralInfo(
+        names=["x > 1", "x > 3", "x > 7", "y > 0", "y > 5", "z"],
+        column=np.array([0, 0, 0, 1, 1, -1]),
+        thresholds=np.array([1.0, 3.0, 7.0, 0.0, 5.0, np.nan]),
+        base=["x", "x", "x", "y", "y", "z"],
+        undefined=np.array([True, True, True, False, False, False]),
+    )
+
+
+X1, X3, X7, Y0, Y5, Z = (Lit(i) for i in range(6))
+INFO = threshold_info()
+
+
+@pytest.mark.parametrize(
+    "formula, expected",
+    [
+        (And((X3, TRUE)), X3),  # A and true = A
+        (Or((X3, FALSE)), X3),  # A or false = A
+        (And((X3, FALSE)), FALSE),
+        (Or((X3, TRUE)), TRUE),
+        (And((Z, Z)), Z),  # duplicates
+        (Or((Z, ~Z)), TRUE),  # A or not A
+        (And((Z, ~Z)), FALSE),  # contradiction
+        (And((X3, X7)), X7),  # x > 3 and x > 7 = x > 7
+        (Or((X3, X7)), X3),  # x > 3 or x > 7 = x > 3
+        (And((~X3, ~X7)), ~X3),  # x <= 3 and x <= 7 = x <= 3
+        (Or((~X3, ~X7)), ~X7),
+        (And((X7, ~X3)), FALSE),  # x > 7 and x <= 3
+        (And((X7, ~X7)), FALSE),
+        (Or((X3, ~X7)), TRUE),  # x > 3 or x <= 7 covers every value, NaN too
+        (And((X3, ~X7)), And((X3, ~X7))),  # an interval stays
+        (And((X1, X3, And((X7, Y0)))), And((X7, Y0))),  # flattened, then merged
+        (And((X7, Or((X3, Z)))), X7),  # x > 7 implies x > 3: the OR is true
+        (Or((X3, And((X7, Z)))), X3),  # x > 7 and z implies x > 3
+        (And((Z, Or((Z, Y5)))), Z),  # absorption
+        (And((Or((Z, Y5)), Or((Y5, Z)))), Or((Y5, Z))),  # equal up to order
+        (And((TRUE, TRUE)), TRUE),
+        (Or(()), FALSE),
+    ],
+)
+def test_simplify_cases(formula, expected):
+    assert simplify(formula, INFO) == simplify(expected, INFO)
+
+
+def test_no_merge_without_thresholds():
+    info = LiteralInfo.from_names(["a", "b"])
+    f = And((Lit(0), Lit(1)))
+    assert simplify(f, info) == f
+    assert simplify(Or((Lit(1), Lit(0))), info) == Or((Lit(0), Lit(1)))
+
+
+def random_formula(draw, n_lits, depth):
+    if depth == 0 or draw(st.booleans()):
+        k = draw(st.integers(0, n_lits + 1))
+        if k == n_lits:
+            return draw(st.sampled_from([TRUE, FALSE]))
+        return Lit(min(k, n_lits - 1), draw(st.booleans()))
+    op = draw(st.sampled_from([And, Or]))
+    kids = tuple(random_formula(draw, n_lits, depth - 1) for _ in range(draw(st.integers(1, 3))))
+    return op(kids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_simplify_preserves_truth_on_literal_matrices(data):
+    # literals from real thresholds on values with NaN: the merges must hold there
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    V = rng.integers(0, 6, size=(300, 2)).astype(float)
+    V[rng.random(V.shape) < 0.1] = np.nan
+    lits = Literals.from_values(V)
+    Z = lits.transform_values(V)
+    info = lits.literal_info()
+    f = random_formula(data.draw, lits.n_literals, 3)
+    s = simplify(f, info)
+    np.testing.assert_array_equal(evaluate_formula(f, Z), evaluate_formula(s, Z))
+    assert simplify(s, info) == s  # canonical: a fixed point
+
+
+def test_from_formulas_folds_merges_and_drops():
+    rules = RuleSet.from_formulas(
+        [And((Z, TRUE)), Or((X3, ~X7)), And((X3, ~X3)), Z, And((Y0, Z)), And((Z, Y0)), Y5, Y5],
+        [1.0, 0.5, 9.0, 2.0, 0.25, 0.25, 1.5, -1.5],
+        intercept=0.1,
+        literals=INFO,
+    )
+    # z twice -> 3.0; the tautology -> intercept; the contradiction and the
+    # rules that cancel out (y > 5, +1.5 and -1.5) are gone
+    assert len(rules) == 2
+    assert rules[0].formula == Z and rules[0].weight == 3.0
+    assert rules[1].formula == And((Y0, Z)) and rules[1].weight == 0.5
+    assert rules.intercept == pytest.approx(0.6)
+    assert rules.n_literals == [1, 2]
+
+
+def test_score_and_fires_on_a_literal_matrix():
+    Xb = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 1], [0, 0, 0]], dtype=bool)
+    rules = RuleSet.from_formulas(
+        [And((Lit(0), Lit(2))), Or((Lit(1), Lit(2, True)))], [2.0, -0.5], intercept=1.0, n_literals=3
+    )
+    np.testing.assert_array_equal(
+        rules.fires(Xb), [[True, False], [False, True], [True, True], [False, True]]
+    )
+    np.testing.assert_allclose(rules.score(Xb), [3.0, 0.5, 2.5, 0.5])
+    np.testing.assert_allclose(rules.score(Xb.astype(int)), [3.0, 0.5, 2.5, 0.5])
+    with pytest.raises(ValueError, match="columns"):
+        rules.score(Xb[:, :2])
+    with pytest.raises(ValueError, match="binary"):
+        rules.score(Xb * 2)
+
+
+def test_text_rendering():
+    rules = RuleSet.from_formulas(
+        [And((X1, ~X7, Y0)), Or((~X3, Y5)), ~Y5, Lit(5, True)],
+        [0.2, -1.0, 0.5, 0.1],
+        literals=INFO,
+    )
+    lines = str(rules).splitlines()
+    # largest |weight| first, weight first; intercept last
+    assert lines[0] == "-1  (x <= 3 or undefined) OR y > 5"
+    assert lines[1] == "+0.5  y <= 5"  # y can not be undefined: no "or undefined"
+    assert lines[2] == "+0.2  1 < x <= 7 AND y > 0"
+    assert lines[3] == "+0.1  NOT z"
+    assert lines[-1] == "+0  (intercept)"
+    assert rules[0].literals == ("NOT x > 3", "y > 5")
+
+
+def test_json_round_trip_with_names():
+    rules = RuleSet.from_formulas([And((Lit(0), Or((Lit(1), Lit(2, True)))))], [1.25], 0.5,
+                                  literals=["a", "b", "c"])
+    text = rules.to_json()
+    json.loads(text)  # plain JSON
+    back = RuleSet.from_json(text)
+    assert str(back) == str(rules)
+    Xb = np.random.default_rng(0).random((50, 3)) < 0.5
+    np.testing.assert_array_equal(back.score(Xb), rules.score(Xb))
+    with pytest.raises(ValueError, match="not a rudi-explain rule set"):
+        RuleSet.from_json('{"format": "something else"}')
+
+
+def test_json_round_trip_with_literals_and_linear_terms():
+    rng = np.random.default_rng(3)
+    V = rng.normal(size=(100, 2))
+    V[:5, 1] = np.nan
+    lits = Literals.from_values(V, names=["a", "b"])
+    rules = RuleSet([LinearTerm(0, 2.0, 0.0, "a", False), LinearTerm(1, -1.0, 0.5, "b")], 1.0, lits)
+    back = RuleSet.from_json(rules.to_json())
+    expected = 1.0 + 2.0 * V[:, 0] - np.where(np.isnan(V[:, 1]), 0.5, V[:, 1])
+    np.testing.assert_allclose(back.score(V), expected)
+    np.testing.assert_allclose(rules.score(V), expected)
+    assert "undefined counts as 0.5" in str(back)
+    assert isinstance(back.literals, Literals)
+
+
+def test_rules_and_linear_terms_do_not_mix():
+    with pytest.raises(ValueError, match="either rules or linear terms"):
+        RuleSet([LinearTerm(0, 1.0, 0.0, "a"), RuleSet.from_formulas([Lit(0)], [1.0], n_literals=1)[0]],
+                literals=["a"])
