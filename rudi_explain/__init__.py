@@ -3,6 +3,7 @@
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import Statistic
 from rudi_explain import datasets
+from rudi_explain.search import SearchCancelled, SearchProgress, search_statistics
 
 # --- stage 2 exports (literals, students, rules, metrics) ---
 from rudi_explain import metrics
@@ -15,4 +16,4 @@ _STAGE2 = ["metrics", "Literals", "Rule", "RuleSet", "GSNLN", "LassoStatistics",
 
 __version__ = "0.1.0"
 
-__all__ = ["Sequences", "Statistic", "datasets"]
+__all__ = ["Sequences", "Statistic", "datasets", "search_statistics", "SearchProgress", "SearchCancelled", *_STAGE2]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["fidelity", "auc", "count_pairs"]
+from rudi_explain.correlation import multiple_correlation
+
+__all__ = ["fidelity", "auc", "count_pairs", "multiple_correlation"]
 
 
 def _as_score_vector(values: ArrayLike, name: str) -> np.ndarray:

@@ -1,0 +1,471 @@
+"""Stage 1: searching statistics that explain a target (MCTS-SG and baselines).
+
+``search_statistics`` builds each of K statistics operator by operator, as in
+the RuDi paper's Algorithms 1 and 2: for every step a fresh Monte Carlo tree
+rooted at the partial pipeline grows for ``n_simulations`` iterations
+(selection by UCT, expansion of an untried valid operator, a random valid
+completion as the rollout, a reward from a fresh random batch of users,
+backpropagation), then the child with the best mean reward is committed
+(equation 6). Found statistics, and every equivalent one, are marked invalid
+(also inside rollouts), and before each new statistic the target becomes the
+residual of a least-squares fit on the statistics found so far (equation 7).
+
+The paper's Table 3 baselines are behind ``method=``: ``"random"`` valid
+pipelines, and ``"lasso"`` / ``"gbm"`` feature selection over a flat table of
+every single aggregation of every column.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
+from rudi_explain.sequences import Sequences
+from rudi_explain.statistics import (
+    OPERATORS, Aggregation, Count, Pipeline, PipelineState, Schema, Select, Statistic, next_operators,
+)
+from rudi_explain.statistics.operators import Operator
+
+__all__ = [
+    "search_statistics",
+    "StatisticsSearch",
+    "SearchProgress",
+    "SearchCancelled",
+    "METHODS",
+    "single_aggregations",
+]
+
+METHODS = ("mcts", "random", "lasso", "gbm")
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """What the search is doing, for progress bars and widgets.
+
+    Attributes
+    ----------
+    method : str
+    statistic : int
+        Which statistic is being searched, 1-based, out of ``n_stats``.
+    n_stats : int
+    step : int
+        Which operator of that statistic is being chosen (1 = the Select).
+    simulation : int
+        Simulations run in the current tree, out of ``n_simulations``.
+    n_simulations : int
+    pipeline : str
+        The operators committed so far for this statistic.
+    best : str
+        The best complete statistic seen in this tree (or the last one found).
+    best_reward : float
+    found : tuple of str
+        Statistics found so far.
+    elapsed : float
+        Seconds since the search started.
+    """
+
+    method: str
+    statistic: int
+    n_stats: int
+    step: int
+    simulation: int
+    n_simulations: int
+    pipeline: str
+    best: str
+    best_reward: float
+    found: tuple[str, ...]
+    elapsed: float
+
+
+class SearchCancelled(RuntimeError):
+    """Raised when the progress callback asked to stop; ``statistics`` holds those found so far."""
+
+    def __init__(self, statistics: list[Statistic]):
+        super().__init__(f"statistics search cancelled after {len(statistics)} statistic(s)")
+        self.statistics = statistics
+
+
+class _Node:
+    __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "terminal", "dead")
+
+    def __init__(self, pipeline: Pipeline, parent: "_Node | None", untried: list[Operator]):
+        self.pipeline = pipeline
+        self.parent = parent
+        self.children: list[_Node] = []
+        self.untried = untried
+        self.visits = 0
+        self.total = 0.0
+        self.terminal = pipeline.complete
+        self.dead = False
+
+
+class StatisticsSearch:
+    """Search statistics of sequences that explain a target (stage 1 of RuDi).
+
+    Parameters
+    ----------
+    n_stats : int, default=20
+        Number of statistics K.
+    max_depth : int, default=4
+        Maximum depth D (operators after Select, the aggregation included).
+    batch_size : int, default=128
+        Users per reward batch B.
+    n_simulations : int, default=500
+        Tree iterations for each operator chosen.
+    method : {'mcts', 'random', 'lasso', 'gbm'}, default='mcts'
+    reward : {"split", "adjusted", "paper"}, default="split"
+        How a statistic is scored on a batch. 'paper' is equations 4 and 5
+        (|correlation|, or R of a least-squares fit for a vector), which
+        favours wide statistics on small batches: pure noise in 8 columns
+        scores about 0.25 on 128 users. 'split' (the default) fits on one
+        half of the batch and scores the correlation on the other half, so
+        extra columns earn nothing unless they predict; 'adjusted' uses R
+        from the adjusted R^2. benchmarks/bench_search.py compares them.
+    exploration : float, default=1/sqrt(2)
+        The UCT constant c of equation 2.
+    random_state : int or None, default=0
+
+    Attributes
+    ----------
+    statistics_ : list of Statistic
+    rewards_ : list of float
+        Mean batch reward of each statistic when it was committed.
+    partial_r_ : list of float
+        |correlation| (multiple R for vectors) of each statistic with the
+        residual target it was searched against, over all users.
+    seconds_ : float
+    n_evaluations_ : int
+        Batch evaluations made by the tree search.
+    """
+
+    def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
+                 method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
+                 random_state: int | None = 0) -> None:
+        self.n_stats = n_stats
+        self.max_depth = max_depth
+        self.batch_size = batch_size
+        self.n_simulations = n_simulations
+        self.method = method
+        self.reward = reward
+        self.exploration = exploration
+        self.random_state = random_state
+
+    # ---------------------------------------------------------------- checks
+    def _check(self, seqs: Sequences, target) -> np.ndarray:
+        if not isinstance(seqs, Sequences):
+            raise TypeError(f"search_statistics needs a Sequences, got {type(seqs).__name__}")
+        for name in ("n_stats", "max_depth", "batch_size", "n_simulations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        y = _target_array(target, seqs)
+        if np.ptp(y) == 0:
+            raise ValueError("the target is constant: there is nothing to explain")
+        return y
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, seqs: Sequences, target, progress: Callable[[SearchProgress], bool | None] | None = None
+            ) -> "StatisticsSearch":
+        """Search the statistics.
+
+        Parameters
+        ----------
+        seqs : Sequences
+        target : array-like of shape (n_users,) or pandas Series indexed by user id
+            The teacher's scores, aligned with ``seqs.users``.
+        progress : callable, optional
+            Receives :class:`SearchProgress` events; returning ``False``
+            cancels the search with :class:`SearchCancelled`.
+        """
+        y = self._check(seqs, target)
+        self._seqs, self._schema, self._y = seqs, Schema.of(seqs), y
+        self._rng = np.random.default_rng(self.random_state)
+        self._progress = progress
+        self._start = time.perf_counter()
+        self._marked: set[tuple] = set()
+        self._next_cache: dict[tuple[PipelineState, int], list[Operator]] = {}
+        self._key_cache: dict[tuple, tuple] = {}
+        self.statistics_: list[Statistic] = []
+        self.rewards_: list[float] = []
+        self.partial_r_: list[float] = []
+        self.n_evaluations_ = 0
+        self._values: list[np.ndarray] = []
+        if self.method == "mcts":
+            self._fit_mcts()
+        elif self.method == "random":
+            self._fit_random()
+        else:
+            self._fit_flat_selection()
+        self.seconds_ = time.perf_counter() - self._start
+        return self
+
+    def _report(self, k: int, step: int, simulation: int, pipeline: str, best: str, best_reward: float) -> None:
+        if self._progress is None:
+            return
+        event = SearchProgress(self.method, k, self.n_stats, step, simulation, self.n_simulations, pipeline,
+                               best, best_reward, tuple(map(str, self.statistics_)), time.perf_counter() - self._start)
+        if self._progress(event) is False:
+            raise SearchCancelled(list(self.statistics_))
+
+    # ------------------------------------------------------------- grammar
+    def _next(self, pipeline: Pipeline) -> list[Operator]:
+        """Valid next operators (cached by pipeline state: states repeat a lot)."""
+        key = (pipeline.state, self.max_depth)
+        ops = self._next_cache.get(key)
+        if ops is None:
+            ops = next_operators(pipeline, self._schema, self.max_depth)
+            self._next_cache[key] = ops
+        return ops
+
+    def _is_marked(self, operators: tuple[Operator, ...]) -> bool:
+        if not self._marked:
+            return False
+        key = self._key_cache.get(operators)
+        if key is None:
+            key = Statistic(operators).key
+            self._key_cache[operators] = key
+        return key in self._marked
+
+    def _expandable(self, pipeline: Pipeline) -> list[Operator]:
+        ops = [op for op in self._next(pipeline)
+               if not (isinstance(op, Aggregation) and self._is_marked(pipeline.operators + (op,)))]
+        self._rng.shuffle(ops)  # untried operators are tried in random order
+        return ops
+
+    def _rollout(self, pipeline: Pipeline, attempts: int = 20) -> Statistic | None:
+        """A random valid completion (equation 3) that is not marked."""
+        for _ in range(attempts):
+            p = pipeline
+            while not p.complete:
+                ops = self._next(p)
+                op = ops[self._rng.integers(len(ops))]
+                if isinstance(op, Aggregation) and self._is_marked(p.operators + (op,)):
+                    allowed = [o for o in ops if not (isinstance(o, Aggregation) and self._is_marked(p.operators + (o,)))]
+                    if not allowed:
+                        break
+                    op = allowed[self._rng.integers(len(allowed))]
+                p = p.then(op, self._schema)
+            if p.complete:
+                return p.statistic()
+        return None
+
+    # --------------------------------------------------------------- reward
+    def _batch_reward(self, stat: Statistic, target: np.ndarray) -> float:
+        n = self._seqs.n_users
+        users = self._rng.choice(n, self.batch_size, replace=False) if n > self.batch_size else np.arange(n)
+        self.n_evaluations_ += 1
+        return batch_reward(stat.evaluate(self._seqs, users=users), target[users], self.reward, self._rng)
+
+    def _residual(self) -> np.ndarray:
+        """Equation 7: the target less its least-squares fit on the statistics found so far."""
+        if not self.statistics_:
+            return self._y
+        X, _, _ = design_matrix(self._values)
+        fit = _LeastSquares(X, self._y)
+        return self._y - fit.predict(X)
+
+    def _accept(self, stat: Statistic, reward: float, target: np.ndarray) -> None:
+        values = stat.evaluate(self._seqs)
+        self._values.append(values)
+        self.statistics_.append(stat)
+        self.rewards_.append(float(reward))
+        self.partial_r_.append(batch_reward(values, target, "paper"))
+        self._marked.add(stat.key)
+
+    # ----------------------------------------------------------------- MCTS
+    def _fit_mcts(self) -> None:
+        c = self.exploration
+        for k in range(1, self.n_stats + 1):
+            target = self._residual()
+            pipeline = Pipeline((), schema=self._schema)
+            step = 0
+            reward = 0.0
+            while not pipeline.complete:
+                step += 1
+                root = _Node(pipeline, None, self._expandable(pipeline))
+                best_text, best_reward = "", -1.0
+                for it in range(1, self.n_simulations + 1):
+                    node = root
+                    while not node.terminal:  # selection and expansion
+                        if node.untried:
+                            op = node.untried.pop()
+                            child_pipeline = node.pipeline.then(op, self._schema)
+                            child = _Node(child_pipeline, node,
+                                          [] if child_pipeline.complete else self._expandable(child_pipeline))
+                            if not child.terminal and not child.untried:
+                                continue  # nothing valid below it: never added
+                            node.children.append(child)
+                            node = child
+                            break
+                        live = [ch for ch in node.children if not ch.dead]
+                        if not live:
+                            node.dead = True  # prune: nothing valid left in this subtree
+                            node = None
+                            break
+                        log_n = math.log(node.visits) if node.visits > 0 else 0.0
+                        node = max(live, key=lambda ch: math.inf if ch.visits == 0 else
+                                   ch.total / ch.visits + c * math.sqrt(2.0 * log_n / ch.visits))
+                    if node is None:
+                        if root.dead:
+                            break
+                        continue
+                    stat = node.pipeline.statistic() if node.terminal else self._rollout(node.pipeline)
+                    if stat is None:
+                        node.dead = True
+                        continue
+                    r = self._batch_reward(stat, target)
+                    if r > best_reward:
+                        best_text, best_reward = str(stat), r
+                    while node is not None:  # backpropagation
+                        node.visits += 1
+                        node.total += r
+                        node = node.parent
+                    if it % 100 == 0:
+                        self._report(k, step, it, str(pipeline), best_text, best_reward)
+                visited = [ch for ch in root.children if ch.visits > 0 and not ch.dead]
+                if not visited:
+                    self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
+                    return  # nothing valid is left to find
+                best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
+                pipeline, reward = best.pipeline, best.total / best.visits
+            stat = pipeline.statistic()
+            self._accept(stat, reward, target)
+            self._report(k, step, self.n_simulations, str(pipeline), str(stat), reward)
+
+    # ------------------------------------------------------------ baselines
+    def _fit_random(self) -> None:
+        empty = Pipeline((), schema=self._schema)
+        for k in range(1, self.n_stats + 1):
+            stat = self._rollout(empty, attempts=200)
+            if stat is None:
+                return
+            self._accept(stat, float("nan"), self._y)
+            self._report(k, 1, 0, "", str(stat), float("nan"))
+
+    def _fit_flat_selection(self) -> None:
+        """'lasso' / 'gbm': select among every single aggregation of every column."""
+        candidates = [s for s in single_aggregations(self._schema) if s.depth <= self.max_depth]
+        values = [s.evaluate(self._seqs) for s in candidates]
+        X, _, _ = design_matrix(values)
+        owner = np.concatenate([np.full(v.reshape(len(v), -1).shape[1], i) for i, v in enumerate(values)])
+        n = len(self._y)
+        rows = self._rng.choice(n, min(n, 20000), replace=False) if n > 20000 else np.arange(n)
+        Xs, y = X[rows], self._y[rows]
+        scale = Xs.std(axis=0)
+        usable = scale > 0
+        Xs = (Xs[:, usable] - Xs[:, usable].mean(axis=0)) / scale[usable]
+        owner = owner[usable]
+        if self.method == "lasso":
+            from sklearn.linear_model import lasso_path
+
+            _, coefs, _ = lasso_path(Xs, y - y.mean(), n_alphas=200, eps=1e-4)
+            active = np.abs(coefs) > 0
+            entry = np.where(active.any(axis=1), active.argmax(axis=1), coefs.shape[1])
+            # Features in order of entering the path; ties by final |coefficient|.
+            order = np.lexsort((-np.abs(coefs[:, -1]), entry))
+            order = order[entry[order] < coefs.shape[1]]
+        else:
+            order = np.argsort(-_gbm_importance(Xs, y, self.random_state))
+        chosen: list[int] = []
+        for feature in order:
+            statistic = int(owner[feature])
+            if statistic not in chosen:
+                chosen.append(statistic)
+            if len(chosen) == self.n_stats:
+                break
+        for k, i in enumerate(chosen, start=1):
+            self._accept(candidates[i], float("nan"), self._y)
+            self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
+
+
+def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> np.ndarray:
+    """Total split gain per feature of a gradient-boosted regressor (LightGBM's 'gain')."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=100, max_leaf_nodes=31, early_stopping=False,
+                                          random_state=random_state).fit(X, y)
+    gain = np.zeros(X.shape[1])
+    for trees in model._predictors:  # no public importances on this model: read the splits
+        for tree in trees:
+            nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
+            np.add.at(gain, nodes["feature_idx"], nodes["gain"])
+    return gain
+
+
+def single_aggregations(schema: Schema) -> list[Statistic]:
+    """Every single aggregation of every column: ``Select(c) | Agg``, one Count.
+
+    This is the flat per-user table the paper feeds its LightGBM teacher and
+    its Lasso / LightGBM selection baselines.
+    """
+    aggregations = [op for cls in OPERATORS.values() if issubclass(cls, Aggregation)
+                    for op in cls.candidates(schema)]
+    out: list[Statistic] = []
+    seen: set[tuple] = set()
+    for column in list(schema.numerical) + list(schema.vocabularies):
+        for agg in aggregations:
+            stat = Statistic((Select(column), agg))
+            if stat.key not in seen and stat.is_valid(schema):
+                seen.add(stat.key)
+                out.append(stat)
+    return out
+
+
+def _target_array(target, seqs: Sequences) -> np.ndarray:
+    import pandas as pd
+
+    if isinstance(target, pd.Series):
+        missing = pd.Index(seqs.users).difference(target.index)
+        if len(missing):
+            raise ValueError(f"the target has no value for {len(missing)} user(s), e.g. {list(missing[:5])}")
+        target = target.reindex(seqs.users)
+    y = np.asarray(target, dtype=np.float64)
+    if y.ndim != 1 or len(y) != seqs.n_users:
+        raise ValueError(f"the target must have one value per user ({seqs.n_users}), got shape {y.shape}")
+    bad = ~np.isfinite(y)
+    if bad.any():
+        users = seqs.users[np.flatnonzero(bad)[:5]].tolist()
+        raise ValueError(f"the target has NaN or infinite values for {int(bad.sum())} user(s), e.g. {users}")
+    return y
+
+
+def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
+                      n_simulations: int = 500, random_state: int | None = 0, method: str = "mcts",
+                      progress: Callable[[SearchProgress], bool | None] | None = None, *,
+                      reward: str = "split") -> list[Statistic]:
+    """Search K statistics of the sequences that explain a target (MCTS-SG).
+
+    Parameters
+    ----------
+    seqs : Sequences
+    target : array-like of shape (n_users,) or Series indexed by user id
+        Usually the teacher's scores.
+    n_stats, max_depth, batch_size, n_simulations : int
+        K, D, B and the iterations per tree (the paper's defaults).
+    random_state : int or None, default=0
+    method : {'mcts', 'random', 'lasso', 'gbm'}, default='mcts'
+        MCTS-SG or one of the paper's Table 3 baselines.
+    progress : callable, optional
+        Receives :class:`SearchProgress`; return ``False`` to cancel
+        (:class:`SearchCancelled` is raised with the statistics found so far).
+    reward : {"split", "adjusted", "paper"}, default="split"
+        See :class:`StatisticsSearch`.
+
+    Returns
+    -------
+    list of Statistic
+        In the order found; no two are equivalent.
+    """
+    search = StatisticsSearch(n_stats=n_stats, max_depth=max_depth, batch_size=batch_size,
+                              n_simulations=n_simulations, method=method, reward=reward,
+                              random_state=random_state)
+    return search.fit(seqs, target, progress=progress).statistics_

@@ -1,0 +1,130 @@
+"""MCTS-SG and the baselines: planted answers, determinism, diversity, cancel, errors."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import rudi_explain as rx
+from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch, single_aggregations
+from rudi_explain.statistics import Schema
+
+
+@pytest.fixture(scope="module")
+def payments():
+    demo = rx.datasets.make_payments(1500, random_state=2)
+    return demo, demo.sequences()
+
+
+def corr(a, b):
+    ok = np.isfinite(a) & np.isfinite(b)
+    return abs(np.corrcoef(a[ok], b[ok])[0, 1])
+
+
+def test_finds_the_only_signal(payments):
+    _, seqs = payments
+    planted = rx.Statistic.parse("Select(amount) | RetainBy(channel=atm) | FilterBy(country=home) | Sum")
+    target = planted.evaluate(seqs)
+    found = rx.search_statistics(seqs, target, n_stats=1, max_depth=3, n_simulations=300, random_state=0)
+    assert len(found) == 1
+    values = found[0].evaluate(seqs)
+    assert found[0].key == planted.key or corr(values, target) > 0.97, str(found[0])
+
+
+def test_same_random_state_same_result_and_no_equivalents(payments):
+    demo, seqs = payments
+    a = rx.search_statistics(seqs, demo.risk, n_stats=6, n_simulations=60, random_state=4)
+    b = rx.search_statistics(seqs, demo.risk, n_stats=6, n_simulations=60, random_state=4)
+    c = rx.search_statistics(seqs, demo.risk, n_stats=6, n_simulations=60, random_state=5)
+    assert a == b and a != c
+    assert len(a) == 6 and len({s.key for s in a}) == 6
+    assert all(s.depth <= 4 and s.is_valid(seqs) for s in a)
+
+
+def test_marking_holds_inside_rollouts_on_a_tiny_space():
+    # One numerical column, depth 1: 15 statistics in all. Asking for all of
+    # them must return each exactly once, then stop for lack of valid ones.
+    df = pd.DataFrame({"user_id": np.repeat(np.arange(40), 3), "ts": np.tile([0, 1, 2], 40),
+                       "x": np.random.default_rng(0).normal(size=120)})
+    seqs = rx.Sequences(df)
+    target = np.random.default_rng(1).normal(size=40)
+    search = StatisticsSearch(n_stats=20, max_depth=1, batch_size=16, n_simulations=30, random_state=0).fit(seqs, target)
+    texts = [str(s) for s in search.statistics_]
+    assert len(texts) == 15 == len(set(texts))
+    assert set(texts) == {str(s) for s in single_aggregations(Schema.of(seqs))}
+
+
+def test_residual_target_drives_later_statistics(payments):
+    _, seqs = payments
+    first = rx.Statistic.parse("Select(amount) | RetainBy(merchant_category=gambling) | Sum").evaluate(seqs)
+    second = rx.Statistic.parse("Select(hour) | Mean").evaluate(seqs)
+    target = (first - first.mean()) / first.std() + (second - np.nanmean(second)) / np.nanstd(second)
+    found = StatisticsSearch(n_stats=2, max_depth=2, n_simulations=250, random_state=0).fit(seqs, target)
+    values = [s.evaluate(seqs) for s in found.statistics_]
+    # Each planted statistic is picked up by one of the two found.
+    for planted in (first, second):
+        assert max(corr(v if v.ndim == 1 else np.nan_to_num(v).sum(1), planted) for v in values) > 0.9
+
+
+def test_progress_events_and_cancel(payments):
+    demo, seqs = payments
+    events = []
+
+    def progress(event):
+        events.append(event)
+        return len(events) < 3
+
+    with pytest.raises(SearchCancelled) as info:
+        rx.search_statistics(seqs, demo.risk, n_stats=5, n_simulations=400, progress=progress)
+    assert len(events) == 3
+    assert all(isinstance(e, SearchProgress) for e in events)
+    assert events[0].statistic == 1 and events[0].n_stats == 5 and events[0].simulation == 100
+    assert events[-1].best and 0 <= events[-1].best_reward <= 1
+    assert isinstance(info.value.statistics, list)
+
+
+@pytest.mark.parametrize("method", ["random", "lasso", "gbm"])
+def test_baselines(method, payments):
+    demo, seqs = payments
+    found = rx.search_statistics(seqs, demo.risk, n_stats=5, method=method, random_state=0)
+    assert len(found) == 5 and len({s.key for s in found}) == 5
+    assert all(s.is_valid(seqs) and s.depth <= 4 for s in found)
+    if method != "random":  # selection from single aggregations: depth 1, and informative
+        assert all(s.depth == 1 for s in found)
+        assert rx.metrics.multiple_correlation([s.evaluate(seqs) for s in found], demo.risk.to_numpy()) > 0.5
+
+
+def test_single_aggregations_catalogue(payments):
+    _, seqs = payments
+    stats = single_aggregations(Schema.of(seqs))
+    # 6 columns x 15 aggregations, Count counted once.
+    assert len(stats) == 6 * 15 - 5
+    assert sum(s.aggregation.name == "Count" for s in stats) == 1
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(n_stats=0), ValueError, "n_stats must be a whole number >= 1"),
+    (dict(max_depth=0), ValueError, "max_depth must be"),
+    (dict(batch_size=0), ValueError, "batch_size must be"),
+    (dict(method="grid"), ValueError, "method must be one of"),
+    (dict(reward="r2"), ValueError, "reward must be one of"),
+])
+def test_bad_arguments(kwargs, error, message, payments):
+    demo, seqs = payments
+    with pytest.raises(error, match=message):
+        rx.search_statistics(seqs, demo.risk, **kwargs)
+
+
+def test_bad_targets(payments):
+    demo, seqs = payments
+    with pytest.raises(ValueError, match="one value per user"):
+        rx.search_statistics(seqs, demo.risk.to_numpy()[:-1])
+    y = demo.risk.to_numpy().copy()
+    y[[3, 7]] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinite values for 2 user\(s\), e.g. \['u000003', 'u000007'\]"):
+        rx.search_statistics(seqs, y)
+    with pytest.raises(ValueError, match="constant"):
+        rx.search_statistics(seqs, np.ones(seqs.n_users))
+    with pytest.raises(ValueError, match="no value for 1 user"):
+        rx.search_statistics(seqs, demo.risk.iloc[1:])
+    with pytest.raises(TypeError, match="needs a Sequences"):
+        rx.search_statistics(demo.events, demo.risk)
