@@ -91,7 +91,7 @@ class SearchCancelled(RuntimeError):
 
 
 class _Node:
-    __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "terminal", "dead")
+    __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "best", "terminal", "dead")
 
     def __init__(self, pipeline: Pipeline, parent: "_Node | None", untried: list[Operator]):
         self.pipeline = pipeline
@@ -100,6 +100,7 @@ class _Node:
         self.untried = untried
         self.visits = 0
         self.total = 0.0
+        self.best = 0.0
         self.terminal = pipeline.complete
         self.dead = False
 
@@ -128,6 +129,28 @@ class StatisticsSearch:
         from the adjusted R^2. benchmarks/bench_search.py compares them.
     exploration : float, default=1/sqrt(2)
         The UCT constant c of equation 2.
+    commit : {'mean', 'max'}, default='mean'
+        Which child of the root is committed after each tree: the best mean
+        reward (the paper's equation 6) or the best single reward in its
+        subtree (as single-player MCTS does when one best answer is sought).
+    n_contenders : int, default=50
+        After a statistic is built by committing the best child by mean
+        reward (equation 6), it is compared with the ``n_contenders`` best
+        complete statistics met in the rollouts, on one larger batch of
+        ``contender_batch`` users, and the best of them is kept. The mean
+        favours operators whose random completions are good on average and
+        can walk past a sharp statistic (a needle such as one filter value
+        of forty) that a rollout did find; 0 keeps the paper's choice alone.
+    contender_batch : int, default=1024
+    polish_rounds : int, default=2
+        Rounds of local search from the kept statistic: every valid
+        statistic one edit away (an operator's argument changed, a filter
+        added or dropped, another aggregation or column) is scored on a
+        fresh batch of ``contender_batch`` users and the best replaces it if
+        it scores higher. The tree finds the region, polishing finds the
+        exact filter values that the mean reward blurs. 0 disables it.
+    n_polished : int, default=2
+        How many of the best contenders are polished; the best result is kept.
     random_state : int or None, default=0
 
     Attributes
@@ -145,7 +168,8 @@ class StatisticsSearch:
 
     def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
                  method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
-                 random_state: int | None = 0) -> None:
+                 commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
+                 polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -153,6 +177,11 @@ class StatisticsSearch:
         self.method = method
         self.reward = reward
         self.exploration = exploration
+        self.commit = commit
+        self.n_contenders = n_contenders
+        self.contender_batch = contender_batch
+        self.polish_rounds = polish_rounds
+        self.n_polished = n_polished
         self.random_state = random_state
 
     # ---------------------------------------------------------------- checks
@@ -165,6 +194,8 @@ class StatisticsSearch:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.commit not in ("mean", "max"):
+            raise ValueError(f"commit must be 'mean' or 'max', got {self.commit!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
         y = _target_array(target, seqs)
@@ -259,11 +290,89 @@ class StatisticsSearch:
         return None
 
     # --------------------------------------------------------------- reward
-    def _batch_reward(self, stat: Statistic, target: np.ndarray) -> float:
+    def _batch(self, size: int) -> np.ndarray:
         n = self._seqs.n_users
-        users = self._rng.choice(n, self.batch_size, replace=False) if n > self.batch_size else np.arange(n)
+        return self._rng.choice(n, size, replace=False) if n > size else np.arange(n)
+
+    def _batch_reward(self, stat: Statistic, target: np.ndarray) -> float:
+        users = self._batch(self.batch_size)
         self.n_evaluations_ += 1
         return batch_reward(stat.evaluate(self._seqs, users=users), target[users], self.reward, self._rng)
+
+    def _contenders(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray
+                    ) -> list[tuple[float, Statistic]]:
+        """The committed statistic and the best ones met in rollouts, scored on one larger batch, best first."""
+        contenders = [committed] + [s for s in sorted(seen, key=seen.get, reverse=True)
+                                    if s != committed][: self.n_contenders]
+        users = self._batch(self.contender_batch)
+        halves = np.random.default_rng(0)
+        scored = [(batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves), i, s)
+                  for i, s in enumerate(contenders)]
+        return [(score, s) for score, _, s in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def _refine(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray) -> Statistic:
+        """The committed statistic, or a better contender, polished by local search."""
+        if self.n_contenders == 0 and self.polish_rounds == 0:
+            return committed
+        ranked = self._contenders(committed, seen, target)
+        if self.polish_rounds == 0:
+            return ranked[0][1]
+        # Polish the few best: a contender one or two edits from the answer
+        # may rank below a broad statistic that is a dead end.
+        finals = [self._polish(s, target) for _, s in ranked[: self.n_polished]]
+        users = self._batch(self.contender_batch)
+        halves = np.random.default_rng(0)
+        scores = [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves) for _, s in finals]
+        return finals[int(np.argmax(scores))][1]
+
+    def _neighbours(self, stat: Statistic) -> list[Statistic]:
+        """Valid, unmarked statistics one edit away, within the depth bound."""
+        ops = list(stat.operators)
+        candidates = [op for op in _candidates(self._schema)]
+        variants: list[list[Operator]] = []
+        for i, op in enumerate(ops):
+            for other in candidates:  # the same kind of operator in this place
+                if other.kind == op.kind and other != op:
+                    variants.append(ops[:i] + [other] + ops[i + 1:])
+            if op.kind == "row":
+                variants.append(ops[:i] + ops[i + 1:])
+        if stat.depth < self.max_depth:
+            for i in range(1, len(ops)):
+                for other in candidates:
+                    if other.kind == "row" and not (i == len(ops) - 1 and stat.group is not None and False):
+                        variants.append(ops[:i] + [other] + ops[i:])
+        out, keys = [], {stat.key}
+        for variant in variants:
+            try:
+                candidate = Statistic(variant)
+            except ValueError:
+                continue
+            if candidate.depth > self.max_depth or not candidate.is_valid(self._schema):
+                continue
+            key = candidate.key
+            if key in keys or key in self._marked:
+                continue
+            keys.add(key)
+            out.append(candidate)
+        return out
+
+    def _polish(self, stat: Statistic, target: np.ndarray) -> tuple[float, Statistic]:
+        """Hill-climb by single edits; returns the final statistic and its last batch score."""
+        current = -1.0
+        for _ in range(self.polish_rounds):
+            neighbours = self._neighbours(stat)
+            if not neighbours:
+                break
+            users = self._batch(self.contender_batch)
+            score = lambda s: batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
+                                           np.random.default_rng(0))  # the same halves for every candidate
+            current = score(stat)
+            scores = [score(s) for s in neighbours]
+            best = int(np.argmax(scores))
+            if scores[best] <= current + 0.005:
+                break
+            stat, current = neighbours[best], scores[best]
+        return current, stat
 
     def _residual(self) -> np.ndarray:
         """Equation 7: the target less its least-squares fit on the statistics found so far."""
@@ -289,6 +398,7 @@ class StatisticsSearch:
             pipeline = Pipeline((), schema=self._schema)
             step = 0
             reward = 0.0
+            seen: dict[Statistic, float] = {}  # best batch reward of each complete statistic met
             while not pipeline.complete:
                 step += 1
                 root = _Node(pipeline, None, self._expandable(pipeline))
@@ -323,11 +433,14 @@ class StatisticsSearch:
                         node.dead = True
                         continue
                     r = self._batch_reward(stat, target)
+                    if r > seen.get(stat, -1.0):
+                        seen[stat] = r
                     if r > best_reward:
                         best_text, best_reward = str(stat), r
                     while node is not None:  # backpropagation
                         node.visits += 1
                         node.total += r
+                        node.best = max(node.best, r)
                         node = node.parent
                     if it % 100 == 0:
                         self._report(k, step, it, str(pipeline), best_text, best_reward)
@@ -335,9 +448,13 @@ class StatisticsSearch:
                 if not visited:
                     self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
                     return  # nothing valid is left to find
-                best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
+                if self.commit == "mean":
+                    best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
+                else:
+                    best = max(visited, key=lambda ch: (ch.best, ch.total / ch.visits))
                 pipeline, reward = best.pipeline, best.total / best.visits
             stat = pipeline.statistic()
+            stat = self._refine(stat, seen, target)
             self._accept(stat, reward, target)
             self._report(k, step, self.n_simulations, str(pipeline), str(stat), reward)
 
@@ -367,7 +484,7 @@ class StatisticsSearch:
         if self.method == "lasso":
             from sklearn.linear_model import lasso_path
 
-            _, coefs, _ = lasso_path(Xs, y - y.mean(), n_alphas=200, eps=1e-4)
+            _, coefs, _ = lasso_path(Xs, y - y.mean(), alphas=200, eps=1e-4)
             active = np.abs(coefs) > 0
             entry = np.where(active.any(axis=1), active.argmax(axis=1), coefs.shape[1])
             # Features in order of entering the path; ties by final |coefficient|.
@@ -385,6 +502,12 @@ class StatisticsSearch:
         for k, i in enumerate(chosen, start=1):
             self._accept(candidates[i], float("nan"), self._y)
             self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
+
+
+def _candidates(schema: Schema) -> tuple[Operator, ...]:
+    from rudi_explain.statistics.statistic import _all_candidates
+
+    return _all_candidates(schema)
 
 
 def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> np.ndarray:
