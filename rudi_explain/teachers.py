@@ -114,7 +114,7 @@ def check_scores(scores: Any, users: np.ndarray, *, allow_constant: bool = False
 
 
 def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
-                 allow_constant: bool = False) -> np.ndarray:
+                 allow_constant: bool = False, allow_extra: bool = False) -> np.ndarray:
     """Scores passed directly, lined up with ``seqs.users`` and checked.
 
     Parameters
@@ -126,6 +126,9 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
     seqs : Sequences
     allow_constant : bool, default=False
         See :func:`check_scores`.
+    allow_extra : bool, default=False
+        Accept a Series with ids the sequences lack (scoring a subset of the
+        users it covers). Missing ids are always an error.
 
     Returns
     -------
@@ -139,11 +142,11 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
             raise ValueError(f"scores as a DataFrame must have one column, got {list(scores.columns)}")
         scores = scores.iloc[:, 0]
     if isinstance(scores, pd.Series):
-        scores = _reindex_series(scores, seqs.users, "the given scores")
+        scores = _reindex_series(scores, seqs.users, "the given scores", allow_extra=allow_extra)
     return check_scores(scores, seqs.users, allow_constant=allow_constant, source="the given scores")
 
 
-def _reindex_series(scores: pd.Series, users: np.ndarray, source: str) -> np.ndarray:
+def _reindex_series(scores: pd.Series, users: np.ndarray, source: str, allow_extra: bool = False) -> np.ndarray:
     index = scores.index
     if index.has_duplicates:
         dup = index[index.duplicated()].unique()
@@ -157,7 +160,7 @@ def _reindex_series(scores: pd.Series, users: np.ndarray, source: str) -> np.nda
             hint = (f" (the scores are indexed by {index.dtype} ids such as {index[0]!r}, "
                     f"the users are ids such as {wanted[0]!r})")
         raise ValueError(f"{source} lack {len(missing)} of the {len(wanted)} users: {_name_users(missing)}{hint}")
-    if len(index) != len(wanted):
+    if len(index) != len(wanted) and not allow_extra:
         extra = index.difference(wanted)
         raise ValueError(f"{source} have {len(extra)} user ids that the sequences lack: {_name_users(extra)}")
     return scores.to_numpy()[position]
@@ -300,14 +303,16 @@ def _as_vector(result: Any, users: np.ndarray, source: str, pairs: bool = False)
 class GivenScores(Teacher):
     """Scores computed elsewhere: a Series indexed by user id, or an array.
 
-    A Series scores any Sequences whose users it covers (reindexed by id); an
-    array only Sequences with exactly as many users, in ``seqs.users`` order.
+    A Series scores any Sequences whose users it covers (reindexed by id, so
+    a subset of its users works too); an array only Sequences with exactly as
+    many users, in ``seqs.users`` order. For the strict check that the scores
+    cover exactly the users, use :func:`given_scores`.
     """
 
     kind = "given"
 
     def _raw_scores(self, seqs: Sequences) -> np.ndarray:
-        return given_scores(self.model, seqs, allow_constant=True)
+        return given_scores(self.model, seqs, allow_constant=True, allow_extra=True)
 
     def _describe(self) -> str:
         return "the given scores"
