@@ -85,35 +85,41 @@ def batch_reward(values: np.ndarray, target: np.ndarray, form: str = "split",
     rng : Generator, optional
         For the random halves of ``'split'``.
 
-    Users where the statistic is undefined (all NaN) are left out; in a vector
-    statistic a NaN next to defined values is filled with its column's batch
-    mean. A degenerate batch (fewer than 3 users left, a constant statistic or
+    Users where the statistic is undefined (all NaN) are left out of the fit;
+    in a vector statistic a NaN next to defined values is filled with its
+    column's batch mean. The corrected forms weight the result by the square
+    root of the share of users left in (the paper's form does not). A
+    degenerate batch (fewer than 3 users left, a constant statistic or
     target) scores 0.
     """
+    if form not in REWARDS:
+        raise ValueError(f"reward form must be one of {REWARDS}, got {form!r}")
     X, defined, _ = design_matrix(values)
     X, y = X[defined], target[defined]
     n = len(y)
     if n < 3 or np.ptp(y) == 0:
         return 0.0
+    if form == "paper":
+        fit = _LeastSquares(X, y)
+        return abs(_pearson(fit.predict(X), y)) if fit.rank else 0.0
+    # Undefined users are left out of the fit, but a statistic defined for a
+    # few users only must not win by a lucky fit on them: weight by
+    # sqrt(coverage), which is what the correlation over all users would give
+    # with undefined values set to the mean.
+    coverage = np.sqrt(n / len(defined))
     if form == "split":
         if n < 8:
             return 0.0
         order = (rng or np.random.default_rng(0)).permutation(n)
         a, b = order[: n // 2], order[n // 2:]
         fit = _LeastSquares(X[a], y[a])
-        return max(_pearson(fit.predict(X[b]), y[b]), 0.0) if fit.rank else 0.0
+        return coverage * max(_pearson(fit.predict(X[b]), y[b]), 0.0) if fit.rank else 0.0
     fit = _LeastSquares(X, y)
-    if fit.rank == 0:
+    if fit.rank == 0 or n - fit.rank - 1 <= 0:
         return 0.0
     r = abs(_pearson(fit.predict(X), y))
-    if form == "paper":
-        return r
-    if form != "adjusted":
-        raise ValueError(f"reward form must be one of {REWARDS}, got {form!r}")
-    if n - fit.rank - 1 <= 0:
-        return 0.0
     adjusted = 1.0 - (1.0 - r * r) * (n - 1) / (n - fit.rank - 1)
-    return float(np.sqrt(adjusted)) if adjusted > 0 else 0.0
+    return coverage * float(np.sqrt(adjusted)) if adjusted > 0 else 0.0
 
 
 def multiple_correlation(values: np.ndarray | Sequence[np.ndarray], target: np.ndarray, *,

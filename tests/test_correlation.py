@@ -43,10 +43,18 @@ def test_degenerate_batches_score_zero(form):
     assert batch_reward(np.array([1.0, 2.0, np.nan]), np.array([1.0, 2.0, 3.0]), form) == 0.0
 
 
-def test_undefined_users_left_out():
-    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0, np.nan, 8.0, 9.0, 10.0])
-    y = np.array([2.0, 4.0, -50.0, 8.0, 10.0, 12.0, 99.0, 16.0, 18.0, 20.0])
+def test_undefined_users_left_out_and_coverage_weighted():
+    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0, np.nan, 8.0, 9.0, 10.0] * 2)
+    y = np.array([2.0, 4.0, -50.0, 8.0, 10.0, 12.0, 99.0, 16.0, 18.0, 20.0] * 2)
     assert batch_reward(x, y, "paper") == pytest.approx(1.0)
+    # The corrected forms weight by sqrt(share defined): 16 of 20 users here.
+    assert batch_reward(x, y, "split") == pytest.approx(np.sqrt(0.8))
+    assert batch_reward(x, y, "adjusted") == pytest.approx(np.sqrt(0.8))
+
+
+def test_unknown_form():
+    with pytest.raises(ValueError, match="reward form"):
+        batch_reward(np.arange(5.0), np.arange(5.0), "r2")
 
 
 def test_corrected_rewards_do_not_reward_width():
