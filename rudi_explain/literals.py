@@ -378,7 +378,11 @@ def _as_value_matrix(values: ArrayLike) -> np.ndarray:
         raise ValueError(f"expected a value matrix (n_users, n_outputs), got shape {V.shape}")
     if V.dtype != bool and not np.issubdtype(V.dtype, np.number):
         raise ValueError(f"values must be numeric, got dtype {V.dtype}")
-    return V.astype(np.float64, copy=False)
+    V = V.astype(np.float64, copy=False)
+    if np.isinf(V).any():
+        j = int(np.flatnonzero(np.isinf(V).any(axis=0))[0])
+        raise ValueError(f"value column {j} has infinite values; a threshold can not be placed")
+    return V
 
 
 def _binarize(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -127,3 +127,22 @@ def test_bad_input():
         lits.values(object())
     with pytest.raises(ValueError, match="numeric"):
         lits.transform_values(pd.DataFrame({"a": ["x"], "b": ["y"]}).to_numpy())
+
+
+def test_infinite_values_are_rejected():
+    with pytest.raises(ValueError, match="column 1 has infinite values"):
+        Literals.from_values(np.array([[0.0, 1.0], [1.0, np.inf]]))
+
+
+def test_rules_score_sequences_only_with_a_literal_table(payments):
+    data, seqs = payments
+    lits = rx.Literals.fit(seqs, [rx.Statistic.parse("Select(amount) | Sum")])
+    from rudi_explain.rules import Lit
+
+    with_table = rx.RuleSet.from_formulas([Lit(0)], [2.0], 1.0, literals=lits)
+    expected = 1.0 + 2.0 * lits.transform(seqs)[:, 0]
+    np.testing.assert_array_equal(with_table.score(seqs), expected)
+    np.testing.assert_array_equal(with_table.fires(seqs)[:, 0], lits.transform(seqs)[:, 0])
+    names_only = rx.RuleSet.from_formulas([Lit(0)], [2.0], 1.0, literals=lits.names)
+    with pytest.raises(ValueError, match="without a Literals table"):
+        names_only.score(seqs)

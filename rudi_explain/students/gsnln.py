@@ -90,7 +90,7 @@ class _Adam:
         self.param.addcdiv_(self.m, denom, value=-lr / bc1)
 
 
-def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
+def _loss_and_grads(torch, z, y, logits, w, scaled_noise, tau, layers, grads):
     """One mini-batch: ranking loss, and its gradients written into ``grads``.
 
     The forward pass uses the hard Gumbel samples (each pick's input at the
@@ -98,7 +98,8 @@ def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
     estimator, i.e. the gradient of ``h @ (hard - soft.detach() + soft).T``
     with ``soft = softmax((logits + noise) / tau)`` (eq. 13). Written by hand
     rather than with autograd: for a network this small, graph bookkeeping
-    costs more than the arithmetic (tests check it against autograd).
+    and extra passes over the pick matrices cost more than the arithmetic
+    (tests check it against autograd).
 
     Parameters
     ----------
@@ -108,8 +109,8 @@ def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
         Teacher scores.
     logits : list of tensor (n_picks, n_in)
     w : tensor (n_rules,)
-    noise : list of tensor like ``logits``
-        Gumbel(0, 1) samples.
+    scaled_noise : list of tensor like ``logits``
+        Gumbel(0, 1) samples divided by ``tau``.
     grads : list of tensor
         Gradient buffers shaped like ``logits + [w]``; overwritten.
 
@@ -119,12 +120,14 @@ def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
     scores : tensor (m,)
     """
     m = z.shape[0]
+    h0 = z.shape[1]
+    inv_tau = 1.0 / tau
     h = z
     cache = []
-    for W, g, (n_in, n_conj, _, skip) in zip(logits, noise, layers):
-        perturbed = W + g
-        sel = perturbed.argmax(-1)
-        soft = torch.softmax(perturbed.mul_(1.0 / tau), dim=-1)
+    for W, g, (n_in, n_conj, _, skip) in zip(logits, scaled_noise, layers):
+        perturbed = torch.add(g, W, alpha=inv_tau)  # (logits + noise) / tau
+        sel = perturbed.max(-1).indices  # same arg-max as logits + noise
+        soft = torch.softmax(perturbed, dim=-1)
         picked = h.index_select(1, sel)
         a, b = picked[:, 0::2], picked[:, 1::2]
         ab = a * b
@@ -154,19 +157,38 @@ def _loss_and_grads(torch, z, y, logits, w, noise, tau, layers, grads):
         g_a = torch.cat((g_out[:, :n_conj] * b[:, :n_conj], g_out[:, n_conj:] * (1 - b[:, n_conj:])), 1)
         g_b = torch.cat((g_out[:, :n_conj] * a[:, :n_conj], g_out[:, n_conj:] * (1 - a[:, n_conj:])), 1)
         g_picked = torch.stack((g_a, g_b), dim=2).reshape(m, 2 * n)
-        g_q = g_picked.T @ h_in  # d loss / d pick weights
+        # d loss / d pick weights, times 1 / tau for the softmax's scaling
         gw = grads[l]
-        torch.mul(g_q, soft, out=gw)
-        gw.sub_(soft * gw.sum(-1, keepdim=True)).mul_(1.0 / tau)  # softmax backward
+        torch.addmm(gw, g_picked.T, h_in, beta=0, alpha=inv_tau, out=gw)
+        # softmax backward: soft * (g - <g, soft>), row by row
+        gw.sub_((gw * soft).sum(-1, keepdim=True)).mul_(soft)
         if l > 0:
-            g_in = torch.zeros_like(h_in).index_add_(1, sel, g_picked)
+            # Only units above the input layer need a gradient: every layer's
+            # input ends with the h0 input units (skip connections).
+            width = n_in - h0
+            keep = torch.nonzero(sel < width).squeeze(1)
+            g_in = torch.zeros((m, width), dtype=h_in.dtype, device=h_in.device)
+            g_in.index_add_(1, sel.index_select(0, keep), g_picked.index_select(1, keep))
             if skip:
-                g_in += g_h[:, n:]
+                g_in += g_h[:, n : n + width]
             g_h = g_in
     return loss, s
 
 
 _LOG2 = float(np.log(2.0))
+
+
+def _scaled_gumbel(torch, shape, tau, gen, np_gen, device):
+    """Gumbel(0, 1) samples divided by ``tau``: ``-log(-log(u)) / tau``.
+
+    From numpy's generator on the CPU, torch's on other devices. A uniform of
+    exactly 0 gives -inf: that input is never picked, as in the limit.
+    """
+    if np_gen is not None:
+        u = torch.from_numpy(np_gen.random(shape, dtype=np.float32))
+    else:
+        u = torch.rand(shape, generator=gen, device=device)
+    return u.log_().neg_().log_().mul_(-1.0 / tau)
 
 
 def _linear_schedule(start: float, end: float, epoch: int, epochs: int) -> float:
@@ -360,6 +382,8 @@ class GSNLN(RuleStudent):
         seed = 0 if self.random_state is None else int(self.random_state)
         init_gen = torch.Generator().manual_seed(seed)
         gen = torch.Generator(device=device).manual_seed(seed)
+        # numpy's PCG64 draws uniforms about twice as fast as torch's CPU generator
+        np_gen = np.random.default_rng(seed) if device.type == "cpu" else None
 
         # All parameters live in one flat buffer (views per layer), so that
         # Adam is a handful of whole-buffer operations per step.
@@ -384,7 +408,7 @@ class GSNLN(RuleStudent):
         z0 = torch.cat((Xt, 1 - Xt, ones, 0 * ones), dim=1)  # input layer (z, 1 - z, 1, 0)
         del Xt, ones
         yt = torch.from_numpy(yv).to(device=device, dtype=torch.float32)
-        epoch_scores = torch.empty(n_users, device=device)
+        epoch_scores = torch.zeros(n_users, device=device)
         bs = self.batch_size
         starts = [lo for lo in range(0, n_users, bs) if min(lo + bs, n_users) - lo >= 2]
         # Gumbel noise is drawn for many mini-batches in one call: per-call
@@ -401,14 +425,15 @@ class GSNLN(RuleStudent):
             loss_sum = torch.zeros((), device=device)
             for c0 in range(0, len(starts), chunk):
                 batch_starts = starts[c0 : c0 + chunk]
-                noise = []
-                for W in logits:
-                    u = torch.rand((len(batch_starts),) + tuple(W.shape), generator=gen, device=device)
-                    noise.append(u.clamp_(min=1e-30).log_().neg_().log_().neg_())  # Gumbel(0, 1)
+                noise = [
+                    _scaled_gumbel(torch, (len(batch_starts),) + tuple(W.shape), tau, gen, np_gen, device)
+                    for W in logits
+                ]
                 for k, lo in enumerate(batch_starts):
                     idx = perm[lo : lo + bs]
                     loss, s = _loss_and_grads(
-                        torch, z0[idx], yt[idx], logits, w, [g[k] for g in noise], tau, layers, grads
+                        torch, z0.index_select(0, idx), yt.index_select(0, idx), logits, w,
+                        [g[k] for g in noise], tau, layers, grads,
                     )
                     adam.step(grad, lr)
                     loss_sum += loss

@@ -119,7 +119,7 @@ def test_hand_written_gradients_match_autograd():
     w = torch.randn(4, generator=gen)
     noise = [-torch.log(-torch.log(torch.rand(W.shape, generator=gen))) for W in logits]
     grads = [torch.zeros_like(W) for W in logits] + [torch.zeros_like(w)]
-    loss, s = _loss_and_grads(torch, z, y, logits, w, noise, 0.7, layers, grads)
+    loss, s = _loss_and_grads(torch, z, y, logits, w, [g / 0.7 for g in noise], 0.7, layers, grads)
     ref_loss, ref_grads, ref_s = reference_loss(z, y, logits, w, noise, 0.7, layers)
     torch.testing.assert_close(s, ref_s.detach())
     torch.testing.assert_close(loss, ref_loss.detach())
