@@ -177,7 +177,8 @@ def train_demo_gru(
         :func:`~rudi_explain.teachers.encode_padded`). Attributes
         ``max_len``, ``categorical_``, ``numerical_`` and ``vocabularies_``
         let :func:`~rudi_explain.teachers.as_teacher` encode new sequences
-        the same way (recoding their categories to the training ones).
+        the same way (recoding their categories to the training ones), and
+        ``num_threads`` (as given) sets torch's threads while it scores.
 
     Examples
     --------
@@ -226,6 +227,8 @@ def train_demo_gru(
     model.categorical_ = categorical
     model.numerical_ = numerical
     model.vocabularies_ = {c: tuple(seqs.vocabularies[c]) for c in categorical}
+    # Scoring through as_teacher uses this many threads (see TorchTeacher).
+    model.num_threads = None if num_threads is None else int(num_threads)
     return model
 
 

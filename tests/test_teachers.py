@@ -101,9 +101,16 @@ def test_torch_batching_gives_the_same_scores(gru, seqs):
     one = as_teacher(gru, batch_size=10_000).score(seqs)
     many = as_teacher(gru, batch_size=7).score(seqs)
     np.testing.assert_allclose(many, one, rtol=1e-5, atol=1e-6)
-    threads = torch.get_num_threads()
-    np.testing.assert_allclose(as_teacher(gru, num_threads=1).score(seqs), one, rtol=1e-5, atol=1e-6)
-    assert torch.get_num_threads() == threads
+    torch.set_num_threads(2)
+    try:
+        seen = []
+        handle = gru.register_forward_pre_hook(lambda m, i: seen.append(torch.get_num_threads()))
+        np.testing.assert_allclose(as_teacher(gru, num_threads=1).score(seqs), one, rtol=1e-5, atol=1e-6)
+        assert gru.num_threads == 1 and seen == [1, 1]  # the demo GRU asks for one thread
+        handle.remove()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
 
 
 def test_torch_eval_mode_no_grad_and_modes_restored(gru, seqs):
