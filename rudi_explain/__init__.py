@@ -14,6 +14,12 @@ from rudi_explain.students import GSNLN, CARTRules, LassoLiterals, LassoStatisti
 _STAGE2 = ["metrics", "Literals", "Rule", "RuleSet", "GSNLN", "LassoStatistics", "LassoLiterals", "CARTRules"]
 # --- end stage 2 exports ---
 
+from rudi_explain.teachers import as_teacher
+from rudi_explain.aggregator import SequenceAggregator
+from rudi_explain.explanation import Explanation, ExplanationCancelled, JobProgress, UserView, explain, load
+
 __version__ = "0.1.0"
 
-__all__ = ["Sequences", "Statistic", "datasets", "search_statistics", "SearchProgress", "SearchCancelled", *_STAGE2]
+__all__ = ["Sequences", "Statistic", "datasets", "search_statistics", "SearchProgress", "SearchCancelled",
+           "as_teacher", "SequenceAggregator", "explain", "Explanation", "ExplanationCancelled", "JobProgress",
+           "UserView", "load", *_STAGE2]

@@ -1,55 +1,146 @@
-"""The ``rudi-explain`` command line."""
+"""The ``rudi-explain`` command line: the explain job for a terminal or a scheduled run."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["main"]
 
 
+def _write_outputs(exp, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "rules": out / "rules.txt",
+        "rules_json": out / "rules.json",
+        "report": out / "report.json",
+        "explanation": out / "explanation.rudi",
+    }
+    paths["rules"].write_text(str(exp.rules) + "\n")
+    paths["rules_json"].write_text(exp.rules.to_json(indent=2))
+    report = exp.report()
+    report["statistics"] = [str(s) for s in exp.statistics]
+    paths["report"].write_text(json.dumps(report, indent=2))
+    exp.save(paths["explanation"])
+    try:
+        exp.to_html(out / "report.html")
+        paths["html"] = out / "report.html"
+    except (AttributeError, ImportError):  # the HTML report comes with the widget
+        pass
+    return paths
+
+
+def _print_result(exp, paths: dict[str, Path]) -> None:
+    r = exp.report()
+    print("\nStatistics found:")
+    for i, stat in enumerate(exp.statistics, 1):
+        print(f"  {i:2d}. {stat}")
+    print(f"\nRules (weight first; {r['n_rules']} rules, at most {r['max_literals']} literals each):")
+    print(exp.rules)
+    auc = ""
+    if r["auc_teacher"] is not None:
+        auc = f"; AUC teacher {r['auc_teacher']:.3f}, rules {r['auc_student']:.3f}"
+    print(f"\nFidelity to the teacher: {r['fidelity_test']:.3f} on {r['n_test']:,} held-out users "
+          f"({r['fidelity_train']:.3f} on {r['n_train']:,} training users){auc}")
+    print("Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items()))
+    print("\nWritten:")
+    for name, path in paths.items():
+        print(f"  {path}")
+
+
 def _demo(args: argparse.Namespace) -> int:
-    from rudi_explain.datasets import make_payments
+    import rudi_explain as rx
+    from rudi_explain.demo_teachers import train_demo_gru
 
     t0 = time.perf_counter()
-    demo = make_payments(args.users, random_state=args.random_state)
+    demo = rx.datasets.make_payments(args.users, random_state=args.random_state)
     seqs = demo.sequences()
-    print(f"demo data: {seqs!r} in {time.perf_counter() - t0:.1f} s")
+    print(f"demo data: {seqs!r}")
     print(f"planted risk = {demo.formula}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for stat in demo.planted:
-        values = stat.evaluate(seqs)
-        names = stat.output_names(seqs)
-        column = values if values.ndim == 1 else values[:, 0]
-        defined = np.isfinite(column)
-        risk = demo.risk.to_numpy()
-        corr = np.corrcoef(column[defined], risk[defined])[0, 1] if defined.sum() > 2 else float("nan")
-        line = f"{str(stat):<75} depth {stat.depth}  corr(risk, {names[0][:30]}) = {corr:+.3f}"
-        print("  " + line)
-        print("      " + stat.describe(names[0] if values.ndim == 2 else None, data=seqs))
-        lines.append(line)
-    (out / "planted.txt").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out / 'planted.txt'}")
+    model = train_demo_gru(seqs, demo.labels, random_state=args.random_state)
+    print(f"demo teacher: a bidirectional 2-layer GRU trained on the labels in {time.perf_counter() - t0:.1f} s")
+    exp = rx.explain(model, seqs, labels=demo.labels, n_stats=args.n_stats, n_rules=args.n_rules,
+                     n_simulations=args.simulations, background=False, random_state=args.random_state,
+                     student_params={"epochs": args.epochs} if args.epochs else None)
+    _print_result(exp, _write_outputs(exp, Path(args.out)))
+    return 0
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise SystemExit(f"rudi-explain: {path} does not exist")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    if path.suffix.lower() in (".csv", ".txt", ".gz"):
+        return pd.read_csv(path)
+    raise SystemExit(f"rudi-explain: cannot read {path}: use a .csv or .parquet file")
+
+
+def _run(args: argparse.Namespace) -> int:
+    import rudi_explain as rx
+
+    events = _read_table(Path(args.events))
+    scores_table = _read_table(Path(args.scores))
+    if args.user not in scores_table.columns:
+        raise SystemExit(f"rudi-explain: the scores file has no {args.user!r} column; columns are "
+                         f"{list(scores_table.columns)}")
+    score_columns = [c for c in scores_table.columns if c != args.user]
+    column = args.score_column or (score_columns[0] if len(score_columns) == 1 else None)
+    if column is None or column not in scores_table.columns:
+        raise SystemExit(f"rudi-explain: name the score column with --score-column (one of {score_columns})")
+    scores = scores_table.set_index(args.user)[column]
+    labels = None
+    if args.label_column:
+        labels = scores_table.set_index(args.user)[args.label_column]
+    exp = rx.explain(None, events, user=args.user, time=args.time, scores=scores, labels=labels,
+                     n_stats=args.n_stats, n_rules=args.n_rules, n_simulations=args.simulations,
+                     background=False, random_state=args.random_state)
+    _print_result(exp, _write_outputs(exp, Path(args.out)))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rudi-explain`` command."""
-    parser = argparse.ArgumentParser(prog="rudi-explain", description="Explain a sequence model with a few weighted rules.")
+    parser = argparse.ArgumentParser(prog="rudi-explain",
+                                     description="Explain a model over behaviour sequences with a few weighted rules.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run end to end on built-in demo data and a demo teacher")
-    demo.add_argument("--out", default="out/demo", help="folder for the outputs (default: out/demo)")
-    demo.add_argument("--users", type=int, default=5000, help="number of demo users (default: 5000)")
-    demo.add_argument("--random-state", type=int, default=0)
+
+    def common(p: argparse.ArgumentParser, out: str) -> None:
+        p.add_argument("--out", default=out, help=f"folder for rules.txt, rules.json, report.json and the "
+                                                  f"saved explanation (default: {out})")
+        p.add_argument("--n-stats", type=int, default=20, help="statistics to search, K (default 20)")
+        p.add_argument("--n-rules", type=int, default=20, help="rules, R (default 20)")
+        p.add_argument("--simulations", type=int, default=500, help="MCTS simulations per step (default 500)")
+        p.add_argument("--random-state", type=int, default=0)
+
+    demo = sub.add_parser("demo", help="built-in data and a demo GRU teacher, end to end")
+    common(demo, "out/demo")
+    demo.add_argument("--users", type=int, default=5000, help="demo users (default 5000)")
+    demo.add_argument("--epochs", type=int, default=None, help="student epochs (default: the student's)")
     demo.set_defaults(func=_demo)
+
+    run = sub.add_parser("run", help="explain given scores of users over an event table (CSV or Parquet)")
+    run.add_argument("events", help="event table: one row per event")
+    run.add_argument("--scores", required=True, help="table of user id and score (CSV or Parquet)")
+    run.add_argument("--user", required=True, help="user id column (in both tables)")
+    run.add_argument("--time", default=None, help="time column of the events (default: file order)")
+    run.add_argument("--score-column", default=None, help="score column, if the scores table has several")
+    run.add_argument("--label-column", default=None, help="0/1 label column in the scores table, for AUC")
+    common(run, "out/run")
+    run.set_defaults(func=_run)
+
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, KeyError) as err:
+        print(f"rudi-explain: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

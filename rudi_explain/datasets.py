@@ -19,7 +19,7 @@ import pandas as pd
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import Statistic
 
-__all__ = ["DemoData", "make_payments", "make_edits"]
+__all__ = ["DemoData", "make_payments", "make_edits", "train_demo_gru", "make_demo_pipeline"]
 
 
 @dataclass
@@ -253,3 +253,17 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
     index = pd.Index(seqs.users, name="user_id")
     return DemoData(events, pd.Series(risk, index=index, name="risk"), pd.Series(labels, index=index, name="label"),
                     planted, formula, categorical, [])
+
+
+def train_demo_gru(*args, **kwargs):
+    """The demo PyTorch teacher; see :func:`rudi_explain.demo_teachers.train_demo_gru`."""
+    from rudi_explain.demo_teachers import train_demo_gru as train
+
+    return train(*args, **kwargs)
+
+
+def make_demo_pipeline(*args, **kwargs):
+    """The demo scikit-learn teacher; see :func:`rudi_explain.demo_teachers.make_demo_pipeline`."""
+    from rudi_explain.demo_teachers import make_demo_pipeline as make
+
+    return make(*args, **kwargs)

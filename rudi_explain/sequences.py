@@ -414,6 +414,58 @@ class Sequences:
         positions = np.arange(total, dtype=np.int64) + np.repeat(starts - block_start, lengths)
         return positions, segment
 
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The layout as JSON-ready metadata and plain numpy arrays (no objects).
+
+        :meth:`from_arrays` reads them back; saved explanations use this.
+        """
+        meta = {
+            "user_column": self.user_column,
+            "time_column": self.time_column,
+            "users": self.users.tolist(),
+            "vocabularies": {k: list(v) for k, v in self.vocabularies.items()},
+            "categorical": self.categorical,
+            "numerical": self.numerical,
+            "time_dtype": None if self.times is None else str(self.times.dtype),
+        }
+        arrays = {"offsets": self.offsets, "event_user": self.event_user, "input_row": self.input_row}
+        if self.times is not None:
+            arrays["times"] = self.times.view(np.int64) if self.times.dtype.kind in "mM" else self.times
+        for i, name in enumerate(self.categorical):
+            arrays[f"codes_{i}"] = self.codes[name]
+        for i, name in enumerate(self.numerical):
+            arrays[f"values_{i}"] = self.values[name]
+        return meta, arrays
+
+    @classmethod
+    def from_arrays(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Sequences":
+        """Rebuild a layout written by :meth:`to_arrays`, checking its shape."""
+        new = object.__new__(cls)
+        try:
+            new.user_column, new.time_column = meta["user_column"], meta["time_column"]
+            new.users = np.array(meta["users"], dtype=object if any(isinstance(u, str) for u in meta["users"]) else None)
+            new.offsets = np.asarray(arrays["offsets"], dtype=np.int64)
+            new.event_user = np.asarray(arrays["event_user"], dtype=np.int32)
+            new.input_row = np.asarray(arrays["input_row"], dtype=np.int64)
+            times = arrays.get("times")
+            dtype = meta.get("time_dtype")
+            new.times = None if times is None else (
+                times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times))
+            new.vocabularies = {k: tuple(v) for k, v in meta["vocabularies"].items()}
+            new.codes = {name: np.asarray(arrays[f"codes_{i}"], dtype=np.int32)
+                         for i, name in enumerate(meta["categorical"])}
+            new.values = {name: np.asarray(arrays[f"values_{i}"], dtype=np.float64)
+                          for i, name in enumerate(meta["numerical"])}
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"the saved sequences are incomplete or damaged: {err!r}") from None
+        n_events = len(new.event_user)
+        if len(new.offsets) != len(new.users) + 1 or new.offsets[-1] != n_events or \
+                any(len(a) != n_events for a in [*new.codes.values(), *new.values.values(), new.input_row]):
+            raise ValueError("the saved sequences are inconsistent: array lengths do not match")
+        new._user_position = None
+        new._cache = {}
+        return new
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the columnar layout."""

@@ -1,0 +1,677 @@
+"""``explain()``: the whole job, in the background, and what it leaves behind.
+
+The job queries the teacher for every user, splits users into training and
+held-out sets, searches statistics on the training users (stage 1), builds
+literals and trains the rule student (stage 2), then measures fidelity and
+AUC on the held-out users. The :class:`Explanation` it returns holds the
+result and answers questions about single users.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain import metrics
+from rudi_explain.literals import Literals
+from rudi_explain.rules import RuleSet
+from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
+from rudi_explain.sequences import Sequences
+from rudi_explain.statistics import Statistic
+from rudi_explain.teachers import Teacher, as_teacher, given_scores
+
+__all__ = ["explain", "Explanation", "UserView", "JobProgress", "ExplanationCancelled", "load", "STUDENTS",
+           "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "rudi-explain/explanation"
+FORMAT_VERSION = 1
+STAGES = ("teacher", "search", "literals", "student", "evaluate")
+
+
+class ExplanationCancelled(RuntimeError):
+    """The job was cancelled before it finished."""
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """One progress event of the explain job.
+
+    Attributes
+    ----------
+    stage : str
+        'teacher', 'search', 'literals', 'student', 'evaluate' or 'done'.
+    step, total : int
+        Where the stage is (e.g. statistic 3 of 20, epoch 120 of 500).
+    message : str
+        A line for people.
+    numbers : dict
+        Stage figures: the statistic searched and its reward, the training
+        loss and running fidelity, ...
+    elapsed : float
+        Seconds since the job started.
+    """
+
+    stage: str
+    step: int
+    total: int
+    message: str
+    numbers: dict = field(default_factory=dict)
+    elapsed: float = 0.0
+
+
+def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> Any:
+    if not isinstance(name_or_estimator, str):
+        return name_or_estimator
+    from rudi_explain.students import GSNLN, CARTRules, LassoLiterals
+
+    builders = {
+        "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
+        "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
+        "cart": lambda: CARTRules(n_rules=n_rules, random_state=random_state, **params),
+    }
+    extra = _optional_students()
+    builders.update({k: (lambda f=f: f(n_rules, random_state, params)) for k, f in extra.items()})
+    if name_or_estimator not in builders:
+        raise ValueError(f"student must be one of {sorted(builders)} or an estimator, got {name_or_estimator!r}")
+    return builders[name_or_estimator]()
+
+
+def _optional_students() -> dict[str, Callable]:
+    """Students added by later modules (BRL, HKL), if present."""
+    out: dict[str, Callable] = {}
+    try:
+        from rudi_explain.students import BayesianRuleList  # type: ignore[attr-defined]
+
+        out["brl"] = lambda n, rs, p: BayesianRuleList(random_state=rs, **p)
+    except ImportError:
+        pass
+    try:
+        from rudi_explain.students import HKLRuleEnsemble  # type: ignore[attr-defined]
+
+        out["hkl"] = lambda n, rs, p: HKLRuleEnsemble(n_rules=n, **p)
+    except ImportError:
+        pass
+    return out
+
+
+STUDENTS = ("gsnln", "lasso", "cart")
+
+
+def _labels_array(labels: Any, seqs: Sequences) -> np.ndarray | None:
+    if labels is None:
+        return None
+    if isinstance(labels, pd.Series):
+        missing = pd.Index(seqs.users).difference(labels.index)
+        if len(missing):
+            raise ValueError(f"labels are missing for {len(missing)} user(s), e.g. {list(missing[:5])}")
+        labels = labels.reindex(seqs.users)
+    y = np.asarray(labels, dtype=np.float64)
+    if y.shape != (seqs.n_users,):
+        raise ValueError(f"labels must have one value per user ({seqs.n_users}), got shape {y.shape}")
+    bad = ~np.isin(y, (0.0, 1.0))
+    if bad.any():
+        users = seqs.users[np.flatnonzero(bad)[:5]].tolist()
+        raise ValueError(f"labels must be 0 or 1; users {users} have {y[bad][:5].tolist()}")
+    return y
+
+
+class _TerminalBar:
+    """Progress for ``background=False`` runs: a live bar on a terminal, a line per stage otherwise."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.last = 0.0
+        self.stage = ""
+
+    def __call__(self, event: JobProgress) -> None:
+        if not self.tty:
+            if event.step == event.total or event.stage in ("failed", "cancelled"):
+                self.stream.write(f"[{event.elapsed:7.1f} s] {event.stage:<8} {event.message}\n")
+                self.stream.flush()
+            return
+        now = time.perf_counter()
+        if now - self.last < 0.25 and event.step not in (0, event.total) and event.stage == self.stage:
+            return
+        self.last, self.stage = now, event.stage
+        width = 24
+        filled = int(width * event.step / event.total) if event.total else 0
+        line = f"\r[{'#' * filled}{'-' * (width - filled)}] {event.stage:<8} {event.message[:70]:<70}"
+        end = "\n" if event.stage in ("done", "failed", "cancelled") else ""
+        self.stream.write(line + end)
+        self.stream.flush()
+
+
+class Explanation:
+    """The result of :func:`explain`: statistics, literals, rules and figures.
+
+    Returned at once when the job runs in the background: :meth:`wait`
+    blocks until it ends (and re-raises its failure), :attr:`done` tells
+    whether it has, :meth:`cancel` stops it, :attr:`progress` holds the last
+    progress event. In a notebook the object shows as the widget.
+
+    Attributes
+    ----------
+    sequences : Sequences
+    statistics : list of Statistic
+    literals : Literals
+    rules : RuleSet
+    teacher_scores, student_scores : pandas Series indexed by user id
+    is_test : ndarray of bool
+        Held-out users (aligned with ``sequences.users``).
+    """
+
+    def __init__(self, seqs: Sequences, params: dict) -> None:
+        self.sequences = seqs
+        self.params = params
+        self.statistics: list[Statistic] = []
+        self.literals: Literals | None = None
+        self.rules: RuleSet | None = None
+        self.student = None
+        self.teacher_kind = ""
+        self.teacher_scores: pd.Series | None = None
+        self.student_scores: pd.Series | None = None
+        self.labels: np.ndarray | None = None
+        self.is_test = np.zeros(seqs.n_users, dtype=bool)
+        self.seconds: dict[str, float] = {}
+        self.progress: JobProgress | None = None
+        self.history: list[JobProgress] = []
+        self.error: BaseException | None = None
+        self.status = "pending"
+        self._values: np.ndarray | None = None
+        self._literal_matrix: np.ndarray | None = None
+        self._fires: np.ndarray | None = None
+        self._listeners: list[Callable[[JobProgress], Any]] = []
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = time.perf_counter()
+
+    # ------------------------------------------------------------ the job
+    def _emit(self, stage: str, step: int, total: int, message: str, **numbers: Any) -> None:
+        event = JobProgress(stage, step, total, message, numbers, time.perf_counter() - self._start)
+        self.progress = event
+        if stage != "search" or step == total or not self.history or self.history[-1].stage != stage:
+            self.history.append(event)
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken display must not break the job
+                pass
+
+    def on_progress(self, listener: Callable[[JobProgress], Any]) -> None:
+        """Call ``listener(JobProgress)`` on every progress event from now on."""
+        self._listeners.append(listener)
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise ExplanationCancelled("the explanation was cancelled")
+
+    def _run(self, teacher: Teacher | None, scores: Any, labels: Any) -> None:
+        self.status = "running"
+        try:
+            self._job(teacher, scores, labels)
+            self.status = "done"
+            self._emit("done", 1, 1, self._summary_line())
+        except BaseException as err:  # re-raised by wait()
+            self.error = err
+            self.status = "cancelled" if isinstance(err, (ExplanationCancelled, SearchCancelled)) else "failed"
+            self._emit("failed" if self.status == "failed" else "cancelled", 0, 1, f"{type(err).__name__}: {err}")
+        finally:
+            self._finished.set()
+
+    def _job(self, teacher: Teacher | None, scores: Any, labels: Any) -> None:
+        p = self.params
+        seqs = self.sequences
+        rng = np.random.default_rng(p["random_state"])
+        n = seqs.n_users
+        n_test = int(round(n * p["test_size"]))
+        if n - n_test < 10 or n_test < 2:
+            raise ValueError(f"{n} users are too few to train on and hold out (test_size={p['test_size']})")
+        self.is_test = np.zeros(n, dtype=bool)
+        self.is_test[rng.permutation(n)[:n_test]] = True
+        self.labels = _labels_array(labels, seqs)
+
+        t = time.perf_counter()
+        self._emit("teacher", 0, 1, f"querying the teacher for {n:,} users")
+        if teacher is None:
+            y = given_scores(scores, seqs)
+            self.teacher_kind = "given scores"
+        else:
+            y = teacher.score(seqs)
+            self.teacher_kind = teacher.kind
+        self.teacher_scores = pd.Series(y, index=pd.Index(seqs.users, name=seqs.user_column), name="teacher")
+        self.seconds["teacher"] = time.perf_counter() - t
+        self._emit("teacher", 1, 1, f"teacher scores for {n:,} users")
+        self._check_cancel()
+
+        train_idx = np.flatnonzero(~self.is_test)
+        train = seqs.subset(train_idx)
+        y_train = y[train_idx]
+
+        t = time.perf_counter()
+        K = p["n_stats"]
+
+        def on_search(event: SearchProgress) -> bool:
+            self._emit("search", event.statistic - 1, K,
+                       f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
+                       statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
+                       best=event.best, reward=event.best_reward, pipeline=event.pipeline,
+                       found=list(event.found))
+            return not self._cancel.is_set()
+
+        search = StatisticsSearch(n_stats=K, max_depth=p["max_depth"], n_simulations=p["n_simulations"],
+                                  batch_size=p["batch_size"], random_state=p["random_state"], **p["search_params"])
+        self.statistics = search.fit(train, y_train, progress=on_search).statistics_
+        self.seconds["search"] = time.perf_counter() - t
+        self._emit("search", K, K, f"{len(self.statistics)} statistics found")
+        self._check_cancel()
+
+        t = time.perf_counter()
+        self._emit("literals", 0, 1, "thresholds at the deciles of the training users")
+        self.literals = Literals.fit(train, self.statistics)
+        self._values = self.literals.values(seqs)
+        self._literal_matrix = self.literals.transform_values(self._values)
+        self.seconds["literals"] = time.perf_counter() - t
+        self._emit("literals", 1, 1, f"{self.literals.n_literals} literals")
+        self._check_cancel()
+
+        t = time.perf_counter()
+        student = _student(p["student"], p["n_rules"], p["random_state"], dict(p["student_params"]))
+        epochs = getattr(student, "epochs", 0)
+
+        def on_epoch(event: Any) -> bool:
+            self._emit("student", event.epoch, event.epochs, f"epoch {event.epoch}/{event.epochs}: "
+                       f"loss {event.loss:.4f}, fidelity {event.fidelity:.3f}",
+                       epoch=event.epoch, loss=event.loss, fidelity=event.fidelity)
+            return not self._cancel.is_set()
+
+        self._emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
+        X_train = self._literal_matrix[train_idx]
+        try:
+            student.fit(X_train, y_train, progress=on_epoch)
+        except TypeError as err:
+            if "progress" not in str(err):
+                raise
+            student.fit(X_train, y_train)
+        self._check_cancel()
+        self.student = student
+        self.rules = student.rules(self.literals)
+        self.seconds["student"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        self._emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
+        self._fires = self.rules.fires(self._literal_matrix)
+        self.student_scores = pd.Series(self.rules.score(self._literal_matrix), index=self.teacher_scores.index,
+                                        name="student")
+        self.seconds["evaluate"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - self._start
+
+    # ------------------------------------------------------- job control
+    @property
+    def done(self) -> bool:
+        """Whether the job has ended (finished, failed or cancelled)."""
+        return self._finished.is_set()
+
+    def wait(self, timeout: float | None = None) -> "Explanation":
+        """Block until the job ends; re-raise its failure. Returns self."""
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"the explanation is still running after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def cancel(self) -> None:
+        """Ask the job to stop at its next check (within a second or so)."""
+        self._cancel.set()
+
+    def _ready(self) -> None:
+        if not self.done:
+            raise RuntimeError("the explanation is still running: call wait() first")
+        if self.error is not None:
+            raise RuntimeError(f"the explanation did not finish: {type(self.error).__name__}: {self.error}")
+
+    # ------------------------------------------------------------ results
+    def _summary_line(self) -> str:
+        r = self.report()
+        return (f"{r['n_rules']} rules, fidelity {r['fidelity_test']:.3f} on {r['n_test']:,} held-out users"
+                f" in {r['seconds']['total']:.1f} s")
+
+    def report(self) -> dict:
+        """Figures: fidelity (training and held out), AUCs, sizes and seconds per stage."""
+        if self.rules is None:
+            self._ready()
+        y = self.teacher_scores.to_numpy()
+        s = self.student_scores.to_numpy()
+        test, train = self.is_test, ~self.is_test
+        auc_teacher = auc_student = None
+        if self.labels is not None and len(np.unique(self.labels[test])) == 2:
+            auc_teacher = metrics.auc(self.labels[test], y[test])
+            auc_student = metrics.auc(self.labels[test], s[test])
+        return {
+            "fidelity_train": metrics.fidelity(y[train], s[train]),
+            "fidelity_test": metrics.fidelity(y[test], s[test]),
+            "auc_teacher": auc_teacher,
+            "auc_student": auc_student,
+            "n_users": int(len(y)),
+            "n_train": int(train.sum()),
+            "n_test": int(test.sum()),
+            "n_statistics": len(self.statistics),
+            "n_literals": int(self.literals.n_literals),
+            "n_rules": len(self.rules),
+            "max_literals": int(self.rules.max_literals) if len(self.rules) else 0,
+            "teacher": self.teacher_kind,
+            "student": self.params["student"] if isinstance(self.params["student"], str) else type(self.student).__name__,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+
+    def user(self, user_id: Any) -> "UserView":
+        """Why this user got their score: the per-user view."""
+        self._ready()
+        return UserView(self, self.sequences.user_index(user_id))
+
+    def predict(self, data: pd.DataFrame | Sequences) -> pd.Series:
+        """Rule scores for (new) users: a Series indexed by user id.
+
+        Categories the training data lacked are unseen: they match no filter.
+        """
+        self._ready()
+        if isinstance(data, pd.DataFrame):
+            seqs = self.sequences
+            data = Sequences(data, user=seqs.user_column, time=seqs.time_column, categorical=seqs.categorical,
+                             numerical=seqs.numerical, vocabularies=seqs.vocabularies)
+        elif isinstance(data, Sequences):
+            if any(data.vocabularies.get(c) != v for c, v in self.sequences.vocabularies.items()):
+                from rudi_explain.aggregator import align_vocabularies
+
+                data = align_vocabularies(data, self.sequences.vocabularies)
+        else:
+            raise TypeError(f"predict needs a DataFrame of events or Sequences, got {type(data).__name__}")
+        missing = [c for c in self.sequences.columns if c not in data.columns]
+        if missing:
+            raise ValueError(f"the new events lack the column(s) {missing} the rules use")
+        return pd.Series(self.rules.score(data), index=pd.Index(data.users, name=data.user_column), name="rules")
+
+    def widget(self):
+        """The notebook widget for this explanation."""
+        from rudi_explain.widget import ExplanationWidget
+
+        return ExplanationWidget(self)
+
+    def _ipython_display_(self) -> None:  # pragma: no cover - exercised in the browser tests
+        try:
+            from IPython.display import display
+
+            display(self.widget())
+        except ImportError:
+            print(repr(self))
+
+    def __repr__(self) -> str:
+        if self.status != "done":
+            stage = self.progress.message if self.progress else ""
+            return f"Explanation({self.status}: {stage})"
+        r = self.report()
+        return (f"Explanation({r['n_users']:,} users, {r['n_statistics']} statistics, {r['n_rules']} rules; "
+                f"fidelity {r['fidelity_test']:.3f} held out)")
+
+    # --------------------------------------------------------- save / load
+    def save(self, path: str | Path) -> Path:
+        """Write the explanation to one file: JSON plus numpy arrays in a zip, never pickle."""
+        self._ready()
+        path = Path(path)
+        seq_meta, seq_arrays = self.sequences.to_arrays()
+        meta = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "params": {k: v for k, v in self.params.items() if k != "student"} | {
+                "student": self.report()["student"]},
+            "statistics": [str(s) for s in self.statistics],
+            "literals": self.literals.to_dict(),
+            "rules": self.rules.to_dict(),
+            "teacher_kind": self.teacher_kind,
+            "seconds": self.seconds,
+            "history": [{"stage": e.stage, "step": e.step, "total": e.total, "message": e.message,
+                         "elapsed": e.elapsed} for e in self.history],
+            "sequences": seq_meta,
+        }
+        arrays = {"teacher_scores": self.teacher_scores.to_numpy(), "student_scores": self.student_scores.to_numpy(),
+                  "is_test": self.is_test, "values": self._values,
+                  **{f"seq_{k}": v for k, v in seq_arrays.items()}}
+        if self.labels is not None:
+            arrays["labels"] = self.labels
+        tmp = path.with_name(path.name + ".partial")
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("explanation.json", json.dumps(meta, default=_json_default))
+            for name, array in arrays.items():
+                buffer = BytesIO()
+                np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+                zf.writestr(f"arrays/{name}.npy", buffer.getvalue())
+        tmp.replace(path)  # a failed save never leaves a half-written file under the name
+        return path
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot save {type(value).__name__} in an explanation file")
+
+
+def load(path: str | Path) -> Explanation:
+    """Read an explanation written by :meth:`Explanation.save`."""
+    path = Path(path)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise ValueError(f"{path} is not a rudi-explain explanation file ({err})") from None
+    with zf:
+        try:
+            meta = json.loads(zf.read("explanation.json"))
+        except (KeyError, json.JSONDecodeError, UnicodeDecodeError):
+            raise ValueError(f"{path} is not a rudi-explain explanation file (no readable explanation.json)") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ValueError(f"{path} is not a rudi-explain explanation file")
+        if meta.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{path} has format version {meta.get('version')}; this rudi-explain reads version "
+                             f"{FORMAT_VERSION}")
+        arrays = {}
+        for name in zf.namelist():
+            if name.startswith("arrays/") and name.endswith(".npy"):
+                try:
+                    arrays[name[7:-4]] = np.load(BytesIO(zf.read(name)), allow_pickle=False)
+                except ValueError as err:
+                    raise ValueError(f"{path}: array {name} is damaged ({err})") from None
+    try:
+        seqs = Sequences.from_arrays(meta["sequences"], {k[4:]: v for k, v in arrays.items() if k.startswith("seq_")})
+        exp = Explanation(seqs, meta["params"])
+        exp.statistics = [Statistic.parse(t) for t in meta["statistics"]]
+        exp.literals = Literals.from_dict(meta["literals"])
+        exp.literals.statistics = exp.statistics
+        exp.rules = RuleSet.from_dict(meta["rules"])
+        exp.rules.literals = exp.literals
+        exp.teacher_kind = meta["teacher_kind"]
+        exp.seconds = meta["seconds"]
+        exp.history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])
+                       for e in meta["history"]]
+        index = pd.Index(seqs.users, name=seqs.user_column)
+        exp.teacher_scores = pd.Series(arrays["teacher_scores"], index=index, name="teacher")
+        exp.student_scores = pd.Series(arrays["student_scores"], index=index, name="student")
+        exp.is_test = arrays["is_test"].astype(bool)
+        exp.labels = arrays.get("labels")
+        exp._values = arrays["values"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is damaged: {err}") from None
+    if len(exp.is_test) != seqs.n_users or exp._values.shape[0] != seqs.n_users:
+        raise ValueError(f"{path} is damaged: arrays do not line up with its {seqs.n_users} users")
+    exp._literal_matrix = exp.literals.transform_values(exp._values)
+    exp._fires = exp.rules.fires(exp._literal_matrix)
+    exp.status = "done"
+    exp.progress = exp.history[-1] if exp.history else None
+    exp._finished.set()
+    return exp
+
+
+class UserView:
+    """One user's score and the rules behind it.
+
+    Attributes
+    ----------
+    user_id : object
+    teacher_score, student_score : float
+    percentile : float
+        Share of users (in percent) with a lower teacher score.
+    fired : list of int
+        Indices into ``explanation.rules`` of the rules that fire.
+    contributions : pandas Series
+        Rule text -> weight, for the fired rules, largest |weight| first.
+    literals : DataFrame
+        Each literal: its name, the statistic output's value for this user,
+        the threshold, and whether it holds.
+    events : DataFrame
+        The user's events in time order.
+    """
+
+    def __init__(self, exp: Explanation, index: int) -> None:
+        self.explanation = exp
+        self.index = index
+        self.user_id = exp.sequences.users[index]
+        y = exp.teacher_scores.to_numpy()
+        self.teacher_score = float(y[index])
+        self.student_score = float(exp.student_scores.iloc[index])
+        self.percentile = float(100.0 * (y < y[index]).mean())
+        self.is_held_out = bool(exp.is_test[index])
+        self.fired = [int(k) for k in np.flatnonzero(exp._fires[index])]
+        rules = exp.rules
+        fired = sorted(self.fired, key=lambda k: -abs(rules[k].weight))
+        self.contributions = pd.Series([rules[k].weight for k in fired], index=[str(rules[k].text) for k in fired],
+                                       name="weight", dtype=np.float64)
+        self.intercept = float(rules.intercept)
+        lit = exp.literals
+        values = exp._values[index, lit.column]
+        self.literals = pd.DataFrame({
+            "literal": lit.names,
+            "value": values,
+            "threshold": lit.thresholds,
+            "holds": exp._literal_matrix[index],
+        })
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return self.explanation.sequences.events(self.user_id)
+
+    def __repr__(self) -> str:
+        return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
+                f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g}, {len(self.fired)} rules fire)")
+
+
+def _interactive_kernel() -> bool:
+    """Whether we run in a live notebook kernel (not nbclient/nbval or a script)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+        return False
+    # Headless runners (nbclient, nbval, papermill) shut the kernel down before
+    # a background thread ends, so the saved state would show a progress bar.
+    import os
+
+    return not any(os.environ.get(v) for v in ("RUDI_EXPLAIN_BLOCK", "NBVAL", "PAPERMILL", "CI"))
+
+
+def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", time: str | None = "ts",
+            scores: Any = None, labels: Any = None, n_stats: int = 20, max_depth: int = 4, n_rules: int = 20,
+            student: Any = "gsnln", background: bool | str = True, random_state: int | None = 0, *,
+            categorical: list[str] | None = None, numerical: list[str] | None = None, test_size: float = 0.2,
+            n_simulations: int = 500, batch_size: int = 128, search_params: dict | None = None,
+            student_params: dict | None = None, teacher_params: dict | None = None,
+            progress: Callable[[JobProgress], Any] | None = None) -> Explanation:
+    """Distil a model over behaviour sequences into a few weighted rules.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, scikit-learn estimator, callable or None
+        The teacher (see :func:`rudi_explain.teachers.as_teacher`); None when
+        ``scores`` are given.
+    data : DataFrame (one row per event) or Sequences
+    user, time : str
+        Column names, for a DataFrame.
+    scores : Series indexed by user id or array, optional
+        The teacher's scores, instead of querying a model.
+    labels : Series or array of 0/1, optional
+        True outcomes: AUC of teacher and rules on held-out users.
+    n_stats, max_depth : int
+        Statistics to search (K) and their maximum depth (D).
+    n_rules : int
+        Rules of the student (R).
+    student : {'gsnln', 'lasso', 'cart', 'brl', 'hkl'} or estimator, default='gsnln'
+    background : bool or 'thread', default=True
+        Return at once and run in a worker thread, in a live notebook. In a
+        script, or a headless notebook run (nbclient, nbval, CI), the job
+        runs inline so that it finishes before the call returns (a headless
+        runner would shut the kernel down under the thread). ``'thread'``
+        always uses a thread; ``False`` runs inline with a progress bar.
+    random_state : int or None, default=0
+        Seeds the split, the search and the student.
+    test_size : float, default=0.2
+        Share of users held out for the figures.
+    n_simulations, batch_size : int
+        MCTS-SG settings; ``search_params`` passes others (``reward``, ...).
+    student_params, teacher_params : dict, optional
+        Passed to the student's constructor and to ``as_teacher``.
+    progress : callable, optional
+        Receives every :class:`JobProgress` event.
+
+    Returns
+    -------
+    Explanation
+    """
+    if background not in (True, False, "thread"):
+        raise ValueError(f"background must be True, False or 'thread', got {background!r}")
+    if not 0 < test_size < 1:
+        raise ValueError(f"test_size must lie strictly between 0 and 1, got {test_size!r}")
+    if model is not None and scores is not None:
+        raise ValueError("pass either a model or its scores (scores=...), not both")
+    if model is None and scores is None:
+        raise ValueError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
+    if isinstance(data, Sequences):
+        seqs = data
+    elif isinstance(data, (pd.DataFrame, dict)):
+        seqs = Sequences(data, user=user, time=time, categorical=categorical, numerical=numerical)
+    else:
+        raise TypeError(f"data must be a DataFrame of events or Sequences, got {type(data).__name__}")
+    for name, value in (("n_stats", n_stats), ("max_depth", max_depth), ("n_rules", n_rules)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    teacher = as_teacher(model, **(teacher_params or {})) if model is not None else None
+    if labels is not None:
+        _labels_array(labels, seqs)  # fail now, not in the background
+    params = {"n_stats": n_stats, "max_depth": max_depth, "n_rules": n_rules, "student": student,
+              "random_state": random_state, "test_size": test_size, "n_simulations": n_simulations,
+              "batch_size": batch_size, "search_params": dict(search_params or {}),
+              "student_params": dict(student_params or {})}
+    _student(student, n_rules, random_state, dict(student_params or {}))  # unknown students fail now
+    exp = Explanation(seqs, params)
+    if progress is not None:
+        exp.on_progress(progress)
+    if background == "thread" or (background is True and _interactive_kernel()):
+        exp._thread = threading.Thread(target=exp._run, args=(teacher, scores, labels), daemon=True,
+                                       name="rudi-explain")
+        exp._thread.start()
+        return exp
+    if not background and progress is None:
+        exp.on_progress(_TerminalBar())
+    exp._run(teacher, scores, labels)
+    return exp.wait()

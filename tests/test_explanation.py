@@ -1,0 +1,221 @@
+"""explain(): every teacher kind, the background job, the per-user view, save/load, predict, errors."""
+
+import json
+import threading
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import rudi_explain as rx
+from rudi_explain.explanation import FORMAT_VERSION, ExplanationCancelled
+from rudi_explain.teachers import TeacherError
+
+FAST = dict(n_stats=4, n_rules=8, n_simulations=40, student_params={"epochs": 25})
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return rx.datasets.make_payments(800, random_state=7)
+
+
+@pytest.fixture(scope="module")
+def exp(demo):
+    return rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background=False, **FAST)
+
+
+def test_report(exp, demo):
+    r = exp.report()
+    for key in ("fidelity_train", "fidelity_test", "auc_teacher", "auc_student", "n_users", "n_rules",
+                "max_literals", "seconds"):
+        assert key in r
+    assert r["n_users"] == 800 and r["n_test"] == 160 and r["n_train"] == 640
+    assert 0.6 < r["fidelity_test"] <= 1 and 0.6 < r["fidelity_train"] <= 1
+    assert 0.5 < r["auc_teacher"] < 1 and r["auc_student"] is not None
+    assert r["n_rules"] == len(exp.rules) and r["max_literals"] <= 4
+    assert set(r["seconds"]) >= {"teacher", "search", "literals", "student", "evaluate", "total"}
+    # The figures are what they say: recompute fidelity on held-out users.
+    y, s = exp.teacher_scores.to_numpy(), exp.student_scores.to_numpy()
+    assert r["fidelity_test"] == pytest.approx(rx.metrics.fidelity(y[exp.is_test], s[exp.is_test]))
+    assert exp.teacher_scores.index.tolist() == exp.sequences.users.tolist()
+    np.testing.assert_allclose(exp.teacher_scores.to_numpy(), demo.risk.to_numpy())
+
+
+def test_no_labels_no_auc(demo):
+    e = rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
+    assert e.report()["auc_teacher"] is None and e.report()["auc_student"] is None
+
+
+def test_user_view_against_a_hand_check(exp, demo):
+    uid = demo.risk.idxmax()
+    u = exp.user(uid)
+    assert u.teacher_score == pytest.approx(demo.risk[uid])
+    assert u.percentile == pytest.approx(100 * (demo.risk < demo.risk[uid]).mean())
+    # By hand: each literal from its statistic evaluated on this user alone.
+    one = exp.sequences.subset(np.array([exp.sequences.user_index(uid)]))
+    by_hand = np.concatenate([np.atleast_1d(s.evaluate(one)[0]) for s in exp.statistics])
+    values = by_hand[exp.literals.column]
+    np.testing.assert_allclose(u.literals["value"].to_numpy(), values, equal_nan=True)
+    holds = np.where(np.isnan(values), False, values > exp.literals.thresholds)
+    np.testing.assert_array_equal(u.literals["holds"].to_numpy(), holds)
+    fired_by_hand = [k for k, rule in enumerate(exp.rules) if rule.fires(holds[None, :])[0]]
+    assert sorted(u.fired) == fired_by_hand
+    assert u.student_score == pytest.approx(u.intercept + u.contributions.sum())
+    assert u.student_score == pytest.approx(exp.student_scores[uid])
+    assert list(u.contributions.index) == [exp.rules[k].text for k in sorted(u.fired, key=lambda k: -abs(exp.rules[k].weight))]
+    pd.testing.assert_frame_equal(u.events.reset_index(drop=True), exp.sequences.events(uid))
+    with pytest.raises(KeyError, match="user 'nobody'"):
+        exp.user("nobody")
+
+
+def test_predict_new_users_with_unseen_categories(exp, demo):
+    new = rx.datasets.make_payments(50, random_state=99).events
+    new = new.assign(user_id="new-" + new["user_id"].astype(str),
+                     channel=new["channel"].astype(str).replace({"atm": "kiosk"}))
+    before = new.copy()
+    scores = exp.predict(new)
+    pd.testing.assert_frame_equal(new, before)
+    assert len(scores) == 50 and scores.index[0].startswith("new-") and np.isfinite(scores).all()
+    # Same users as training data predict the training scores.
+    again = exp.predict(demo.events)
+    np.testing.assert_allclose(again.to_numpy(), exp.student_scores.to_numpy())
+    with pytest.raises(ValueError, match="numerical column 'amount' is not in the data"):
+        exp.predict(new.drop(columns=["amount"]))
+
+
+def test_save_load_round_trip(exp, tmp_path, demo):
+    path = exp.save(tmp_path / "audit.rudi")
+    back = rx.load(path)
+    assert str(back.rules) == str(exp.rules)
+    assert [str(s) for s in back.statistics] == [str(s) for s in exp.statistics]
+    pd.testing.assert_series_equal(back.teacher_scores, exp.teacher_scores)
+    pd.testing.assert_series_equal(back.student_scores, exp.student_scores)
+    assert back.report()["fidelity_test"] == pytest.approx(exp.report()["fidelity_test"])
+    uid = demo.risk.idxmin()
+    assert back.user(uid).fired == exp.user(uid).fired
+    np.testing.assert_allclose(back.predict(demo.events).to_numpy(), exp.student_scores.to_numpy())
+    with zipfile.ZipFile(path) as zf:  # JSON and .npy only: nothing pickled
+        assert all(n == "explanation.json" or n.endswith(".npy") for n in zf.namelist())
+
+
+def test_load_refuses_foreign_and_damaged_files(exp, tmp_path):
+    text = tmp_path / "notes.rudi"
+    text.write_text("hello")
+    with pytest.raises(ValueError, match="not a rudi-explain explanation file"):
+        rx.load(text)
+    foreign = tmp_path / "foreign.rudi"
+    with zipfile.ZipFile(foreign, "w") as zf:
+        zf.writestr("explanation.json", json.dumps({"format": "something-else"}))
+    with pytest.raises(ValueError, match="not a rudi-explain explanation file"):
+        rx.load(foreign)
+    path = exp.save(tmp_path / "a.rudi")
+    future = tmp_path / "future.rudi"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(future, "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "explanation.json":
+                meta = json.loads(data)
+                meta["version"] = FORMAT_VERSION + 1
+                data = json.dumps(meta)
+            dst.writestr(name, data)
+    with pytest.raises(ValueError, match="format version"):
+        rx.load(future)
+    damaged = tmp_path / "damaged.rudi"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(damaged, "w") as dst:
+        for name in src.namelist():
+            if name != "arrays/teacher_scores.npy":
+                dst.writestr(name, src.read(name))
+    with pytest.raises(ValueError, match="damaged"):
+        rx.load(damaged)
+
+
+def test_background_job_progress_and_wait(demo):
+    events = []
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=events.append, **FAST)
+    assert e.wait(timeout=300) is e and e.done and e.status == "done"
+    stages = [ev.stage for ev in events]
+    assert stages[0] == "teacher" and stages[-1] == "done"
+    assert {"search", "literals", "student", "evaluate"} <= set(stages)
+    epochs = [ev for ev in events if ev.stage == "student" and ev.step > 0]
+    assert epochs and "loss" in epochs[-1].numbers and "fidelity" in epochs[-1].numbers
+    searches = [ev for ev in events if ev.stage == "search" and "reward" in ev.numbers]
+    assert searches and searches[0].numbers["best"]
+
+
+def test_cancel(demo):
+    started = threading.Event()
+
+    def progress(event):
+        if event.stage == "search":
+            started.set()
+
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=progress,
+                   n_stats=20, n_simulations=2000)
+    assert started.wait(60)
+    e.cancel()
+    with pytest.raises((ExplanationCancelled, rx.SearchCancelled)):
+        e.wait(timeout=60)
+    assert e.status == "cancelled" and e.progress.stage == "cancelled"
+    with pytest.raises(RuntimeError, match="did not finish"):
+        e.report()
+
+
+def test_failure_is_re_raised_on_wait(demo):
+    def broken(seqs):
+        raise KeyError("feature_x")
+
+    e = rx.explain(broken, demo.events, background="thread", **FAST)
+    with pytest.raises(TeacherError, match="feature_x") as info:
+        e.wait(timeout=60)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert e.status == "failed" and "feature_x" in e.progress.message
+
+
+def test_sklearn_teacher(demo):
+    seqs = demo.sequences()
+    model = rx.datasets.make_demo_pipeline(random_state=0).fit(seqs, demo.labels.to_numpy())
+    e = rx.explain(model, seqs, labels=demo.labels, background=False, **FAST)
+    assert e.teacher_kind == "sklearn"
+    np.testing.assert_allclose(e.teacher_scores.to_numpy(), model.predict_proba(seqs)[:, 1])
+    assert e.report()["fidelity_test"] > 0.55
+
+
+def test_torch_teacher(demo):
+    seqs = demo.sequences()
+    model = rx.datasets.train_demo_gru(seqs, demo.labels, epochs=1, hidden_size=8)
+    e = rx.explain(model, seqs, background=False, **FAST)
+    assert e.teacher_kind == "torch"
+    np.testing.assert_allclose(e.teacher_scores.to_numpy(), rx.as_teacher(model).score(seqs))
+    assert not model.training
+
+
+def test_callable_teacher(demo):
+    e = rx.explain(lambda s: s.lengths.astype(float), demo.events, background=False, **FAST)
+    assert e.teacher_kind == "callable"
+    assert e.report()["fidelity_test"] > 0.8  # the number of events is easy to mimic
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(model=None, scores=None), ValueError, "no model to explain"),
+    (dict(model=lambda s: s.lengths, scores="x"), ValueError, "either a model or its scores"),
+    (dict(n_rules=0), ValueError, "n_rules must be"),
+    (dict(student="forest"), ValueError, "student must be one of"),
+    (dict(test_size=1.5), ValueError, "test_size"),
+    (dict(background="later"), ValueError, "background must be"),
+    (dict(labels=np.full(800, 2)), ValueError, "labels must be 0 or 1"),
+])
+def test_bad_arguments(demo, kwargs, error, message):
+    args = dict(model=None, scores=demo.risk) | kwargs
+    model = args.pop("model")
+    with pytest.raises(error, match=message):
+        rx.explain(model, demo.events, **args)
+
+
+def test_bad_data(demo):
+    with pytest.raises(ValueError, match="user column 'uid'"):
+        rx.explain(None, demo.events, user="uid", scores=demo.risk)
+    with pytest.raises(TypeError, match="DataFrame of events or Sequences"):
+        rx.explain(None, [1, 2], scores=demo.risk)
+    with pytest.raises(ValueError, match="the given scores lack 5 of the 800 users: 'u000000'"):
+        rx.explain(None, demo.events, scores=demo.risk.iloc[5:], background=False, **FAST)
