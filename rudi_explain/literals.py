@@ -121,14 +121,14 @@ class Literals:
         ----------
         seqs : Sequences
             The training users.
-        statistics : sequence of Statistic
-            E.g. the output of ``search_statistics``.
+        statistics : sequence of Statistic or str
+            E.g. the output of ``search_statistics``; text is parsed.
 
         Returns
         -------
         Literals
         """
-        statistics = list(statistics)
+        statistics = [_as_statistic(s) for s in statistics]
         if not statistics:
             raise ValueError("need at least one statistic to make literals from")
         blocks, names, descriptions, stat_of, index_of, undefined = [], [], [], [], [], []
@@ -347,6 +347,14 @@ class Literals:
     def from_json(cls, text: str) -> "Literals":
         """Read literals written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
+
+
+def _as_statistic(s: Any) -> Any:
+    if isinstance(s, str):
+        from rudi_explain.statistics import Statistic
+
+        return Statistic.parse(s)
+    return s
 
 
 def _can_be_undefined(stat: Any, seqs: Any) -> bool:

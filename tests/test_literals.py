@@ -79,7 +79,8 @@ def test_fit_on_statistics(payments):
 
 def test_transform_new_users_matches(payments):
     data, seqs = payments
-    lits = rx.Literals.fit(seqs, [rx.Statistic.parse(t) for t in STATS])
+    lits = rx.Literals.fit(seqs, STATS)  # text is parsed
+    assert lits.statistics == [rx.Statistic.parse(t) for t in STATS]
     idx = np.array([3, 10, 200, 399])
     part = seqs.subset(idx)
     np.testing.assert_array_equal(lits.transform(part), lits.transform(seqs)[idx])

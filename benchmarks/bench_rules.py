@@ -1,0 +1,216 @@
+"""Stage 2 figures: rule students against a teacher, and the speed of fidelity and GS-NLN.
+
+On make_payments data, a teacher (scikit-learn HistGradientBoosting on
+per-user aggregates) is trained on the labels of the training users. Each
+student (GS-NLN, Lasso on raw statistics, Lasso on literals, CART with at
+most R leaves; R = 20) learns to mimic the teacher's scores on the training
+users from the same statistics; fidelity to the teacher and AUC against the
+labels are measured on held-out users. Then:
+
+* exact fidelity of 1,000,000 users (target < 2 s);
+* GS-NLN at the paper's defaults (500 epochs, batch 128) on 25,000 users
+  (target < 3 min on a 2-core CPU), against faster settings.
+
+Run: .venv/bin/python benchmarks/bench_rules.py [--users 30000] [--stats fixed|search] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+import rudi_explain as rx
+from rudi_explain.metrics import auc, fidelity
+
+# Statistics of depth 1 to 4 on the payments data: the four planted ones and
+# sixteen plausible others (what a search might return).
+FIXED_STATISTICS = [
+    "Select(amount) | RetainBy(merchant_category=gambling) | Sum",
+    "Select(country) | Mean",
+    "Select(amount) | RetainBy(channel=atm) | FilterBy(country=home) | Sum",
+    "Select(hour) | RetainBy(channel=online) | SortBy(amount, desc) | Top(5) | Mean",
+    "Select(card_type) | Sum",
+    "Select(amount) | Sum",
+    "Select(amount) | Mean",
+    "Select(amount) | Max",
+    "Select(hour) | Mean",
+    "Select(channel) | Mean",
+    "Select(merchant_category) | Mean",
+    "Select(amount) | Count",
+    "Select(hour) | Std",
+    "Select(amount) | RetainBy(channel=online) | Sum",
+    "Select(amount) | RetainBy(country=other) | Sum",
+    "Select(hour) | RetainBy(channel=online) | Mean",
+    "Select(amount) | SortBy(amount, desc) | Top(5) | Mean",
+    "Select(card_type) | Max",
+    "Select(amount) | FilterBy(country=home) | Sum",
+    "Select(merchant_category) | RetainBy(channel=online) | Sum",
+]
+
+
+def teacher_features(events: pd.DataFrame, users: np.ndarray) -> pd.DataFrame:
+    """Per-user aggregates a data scientist would feed a GBM."""
+    g = events.groupby("user_id", observed=True)
+    parts = [
+        g["amount"].agg(["sum", "mean", "max", "min", "std", "count"]).add_prefix("amount_"),
+        g["hour"].agg(["mean", "std", "min", "max"]).add_prefix("hour_"),
+    ]
+    for col in ("card_type", "channel", "merchant_category", "country"):
+        share = pd.crosstab(events["user_id"], events[col], normalize="index")
+        parts.append(share.add_prefix(f"share_{col}_"))
+        spend = events.pivot_table(index="user_id", columns=col, values="amount", aggfunc="sum",
+                                   fill_value=0.0, observed=True)
+        parts.append(spend.add_prefix(f"spend_{col}_"))
+    night = events.assign(night=events["hour"] < 6).groupby("user_id")["night"].mean()
+    parts.append(night.rename("night_share").to_frame())
+    out = pd.concat(parts, axis=1).reindex(users)
+    out.columns = [str(c) for c in out.columns]
+    return out
+
+
+def line(name: str, fid: float, au: float, wall: float, cpu: float, rules: rx.RuleSet | None) -> str:
+    n_rules = "-" if rules is None else str(len(rules))
+    max_lits = "-" if rules is None else str(rules.max_literals)
+    return f"  {name:<30} {fid:>9.4f} {au:>8.4f} {wall:>9.1f} {cpu:>8.1f} {n_rules:>6} {max_lits:>9}"
+
+
+class Timer:
+    """Wall-clock and CPU seconds (the CPU figure is what an idle machine would take)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w
+        self.cpu = time.process_time() - self.c
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=30000, help="users in all (train: all but --test)")
+    parser.add_argument("--test", type=int, default=5000, help="held-out users")
+    parser.add_argument("--stats", choices=("fixed", "search"), default="fixed")
+    parser.add_argument("--quick", action="store_true", help="small run to check the script")
+    args = parser.parse_args()
+    if args.quick:
+        args.users, args.test = 3000, 1000
+    epochs_default = 20 if args.quick else 500
+
+    print("== data ==")
+    t0 = time.perf_counter()
+    data = rx.datasets.make_payments(args.users, random_state=0)
+    seqs = data.sequences()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(seqs.n_users)
+    test_idx, train_idx = np.sort(order[: args.test]), np.sort(order[args.test :])
+    labels = data.labels.to_numpy()
+    print(f"  make_payments: {seqs.n_users:,} users, {seqs.n_events:,} events "
+          f"({time.perf_counter() - t0:.1f} s); train {train_idx.size:,}, held out {test_idx.size:,}")
+
+    print("== teacher: HistGradientBoostingClassifier on per-user aggregates, trained on labels ==")
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    t0 = time.perf_counter()
+    F = teacher_features(data.events, seqs.users)
+    from threadpoolctl import threadpool_limits
+
+    gbm = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, random_state=0)
+    with threadpool_limits(1):  # OpenMP threads only fight each other on a shared 2-core box
+        gbm.fit(F.iloc[train_idx], labels[train_idx])
+        teacher = gbm.predict_proba(F)[:, 1]
+    print(f"  {F.shape[1]} features, fit {time.perf_counter() - t0:.1f} s; "
+          f"AUC held out {auc(labels[test_idx], teacher[test_idx]):.4f} "
+          f"(planted risk: {auc(labels[test_idx], data.risk.to_numpy()[test_idx]):.4f})")
+
+    print(f"== statistics ({args.stats}) and literals ==")
+    t0 = time.perf_counter()
+    train = seqs.subset(train_idx)
+    test = seqs.subset(test_idx)
+    if args.stats == "search":
+        from rudi_explain.search import search_statistics
+
+        stats = search_statistics(train, teacher[train_idx], n_stats=20, random_state=0)
+    else:
+        stats = [rx.Statistic.parse(t) for t in FIXED_STATISTICS]
+    lits = rx.Literals.fit(train, stats)
+    X_train, X_test = lits.transform(train), lits.transform(test)
+    V_train, V_test = lits.values(train), lits.values(test)
+    depths = [s.depth for s in stats]
+    print(f"  {len(stats)} statistics (depth {min(depths)}-{max(depths)}), {lits.n_outputs} outputs, "
+          f"{lits.n_literals} literals ({time.perf_counter() - t0:.1f} s)")
+    y_train, y_test = teacher[train_idx], teacher[test_idx]
+
+    print("== students, R = 20: fidelity to the teacher and AUC on held-out users ==")
+    print(f"  {'student':<30} {'fidelity':>9} {'AUC':>8} {'fit wall':>9} {'fit CPU':>8} {'rules':>6} {'max lits':>9}")
+    print(line("(teacher)", 1.0, auc(labels[test_idx], y_test), 0.0, 0.0, None))
+    results = {}
+    runs = [
+        ("Lasso (statistics)", rx.LassoStatistics(n_rules=20), V_train, V_test),
+        ("Lasso (literals)", rx.LassoLiterals(n_rules=20), X_train, X_test),
+        ("CART (<= 20 leaves)", rx.CARTRules(n_rules=20), X_train, X_test),
+    ]
+    for name, student, A_train, A_test in runs:
+        with Timer() as tm:
+            student.fit(A_train, y_train)
+        rules = student.rules(lits)
+        s = rules.score(test)  # scored from the sequences, through the rule set
+        results[name] = fidelity(y_test, s)
+        print(line(name, results[name], auc(labels[test_idx], s), tm.wall, tm.cpu, rules), flush=True)
+
+    default = rx.GSNLN()
+    settings = [(500, 128)] if not args.quick else [(epochs_default, 128)]
+    if not args.quick:
+        settings += [(100, 128), (50, 128), (100, 256)]
+    gs = {}
+    for epochs, batch_size in settings:
+        name = f"GS-NLN {epochs} ep, batch {batch_size}"
+        if (epochs, batch_size) == (500, 128):
+            name += " (paper)"
+        if (epochs, batch_size) == (default.epochs, default.batch_size):
+            name += " *"
+        with Timer() as tm:
+            student = rx.GSNLN(n_rules=20, hidden_size=20, n_layers=2, epochs=epochs,
+                               batch_size=batch_size, random_state=0).fit(X_train, y_train)
+        rules = student.rules(lits)
+        s = rules.score(test)
+        hard = student.decision_function(X_test)
+        assert np.allclose(s, hard, rtol=1e-5, atol=1e-5), "rule scores differ from the network"
+        gs[name] = (fidelity(y_test, s), tm.wall, tm.cpu, rules)
+        results[name] = gs[name][0]
+        print(line(name, gs[name][0], auc(labels[test_idx], s), tm.wall, tm.cpu, rules), flush=True)
+    print(f"  (* the library's defaults: epochs={default.epochs}, batch_size={default.batch_size})")
+
+    best = max(results, key=results.get)
+    print(f"  highest fidelity: {best}")
+    paper_name = next(iter(gs))
+    paper_rules = gs[paper_name][3]
+    print(f"\n== rules of {paper_name}: {len(paper_rules)} rules, "
+          f"at most {paper_rules.max_literals} literals per rule ==")
+    print("\n".join("  " + l for l in str(paper_rules).splitlines()))
+
+    print("\n== speed ==")
+    n = 1_000_000
+    rng = np.random.default_rng(1)
+    t = rng.normal(size=n)
+    s = np.round(t + rng.normal(size=n), 1)  # with ties
+    fidelity(t[:1000], s[:1000])
+    t0 = time.perf_counter()
+    f = fidelity(t, s)
+    print(f"  fidelity of {n:,} users (exact, with ties): {time.perf_counter() - t0:.2f} s (target < 2 s); value {f:.4f}")
+    p_fid, p_wall, p_cpu, _ = gs[paper_name]
+    print(f"  {paper_name} on {train_idx.size:,} users, {lits.n_literals} literals: "
+          f"{p_wall:.1f} s wall, {p_cpu:.1f} s CPU (target < 180 s)")
+    for name, (fid_, wall, cpu, _) in gs.items():
+        if name == paper_name:
+            continue
+        verdict = "same fidelity (within 0.005)" if fid_ >= p_fid - 0.005 else "lower fidelity"
+        print(f"  {name}: {wall:.1f} s wall, {cpu:.1f} s CPU, {p_cpu / cpu:.1f}x less CPU; "
+              f"fidelity {fid_:.4f} vs {p_fid:.4f}: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
