@@ -8,6 +8,7 @@ student does.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,41 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.metrics import fidelity
 
-__all__ = ["RuleStudent", "check_binary_matrix", "check_target", "check_value_matrix", "NotFittedError"]
+__all__ = [
+    "RuleStudent", "FitProgress", "check_binary_matrix", "check_target", "check_value_matrix", "NotFittedError",
+]
+
+
+@dataclass(frozen=True)
+class FitProgress:
+    """What a progress callback receives after each epoch.
+
+    Attributes
+    ----------
+    epoch : int
+        Epochs done so far (1-based).
+    epochs : int
+        Epochs planned.
+    loss : float
+        GS-NLN: mean ranking loss over the epoch's mini-batches; the
+        baselines (one "epoch"): mean squared error on the training users.
+    fidelity : float
+        Running fidelity to the teacher on the training users. For GS-NLN,
+        of the scores the network gave them during this epoch (with its
+        sampled picks, so slightly below that of the final rules early on).
+    temperature : float
+    learning_rate : float
+    seconds : float
+        Training time so far.
+    """
+
+    epoch: int
+    epochs: int
+    loss: float
+    fidelity: float
+    temperature: float
+    learning_rate: float
+    seconds: float
 
 
 class NotFittedError(RuntimeError):
@@ -144,3 +179,12 @@ class RuleStudent:
 
     def rules(self, literals: Any = None):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _report(self, progress: Any, X: np.ndarray, y: np.ndarray, seconds: float) -> None:
+        """One progress event for a student fitted in one go."""
+        if progress is None:
+            return
+        s = self.predict(X)
+        progress(FitProgress(epoch=1, epochs=1, loss=float(np.mean((s - y) ** 2)),
+                             fidelity=fidelity(y, s), temperature=float("nan"),
+                             learning_rate=float("nan"), seconds=seconds))

@@ -15,13 +15,15 @@ as the fitted model predicts.
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from rudi_explain.rules import And, Lit, LinearTerm, RuleSet, TRUE, literal_info
 from rudi_explain.students.base import (
+    FitProgress,
     RuleStudent,
     check_binary_matrix,
     check_target,
@@ -98,7 +100,8 @@ class LassoStatistics(RuleStudent):
         self.n_rules = n_rules
         self.n_alphas = n_alphas
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> "LassoStatistics":
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            progress: Callable[[FitProgress], Any] | None = None) -> "LassoStatistics":
         """Fit on a value matrix.
 
         Parameters
@@ -108,10 +111,14 @@ class LassoStatistics(RuleStudent):
         y : array-like of shape (n_users,)
             Teacher scores.
 
+        progress : callable, optional
+            Called once, after fitting, with a :class:`FitProgress`.
+
         Returns
         -------
         self
         """
+        start = time.perf_counter()
         _check_n_rules(self.n_rules)
         V = check_value_matrix(X)
         yv = check_target(y, V.shape[0])
@@ -123,6 +130,7 @@ class LassoStatistics(RuleStudent):
         self.fill_ = fill
         self.scale_ = Vf.std(axis=0)
         self.n_features_in_ = V.shape[1]
+        self._report(progress, V, yv, time.perf_counter() - start)
         return self
 
     def rules(self, literals: Any = None) -> RuleSet:
@@ -182,8 +190,13 @@ class LassoLiterals(RuleStudent):
         self.n_rules = n_rules
         self.n_alphas = n_alphas
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> "LassoLiterals":
-        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores."""
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            progress: Callable[[FitProgress], Any] | None = None) -> "LassoLiterals":
+        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
+
+        ``progress``, if given, is called once after fitting.
+        """
+        start = time.perf_counter()
         _check_n_rules(self.n_rules)
         Xb = check_binary_matrix(X)
         yv = check_target(y, Xb.shape[0])
@@ -191,6 +204,7 @@ class LassoLiterals(RuleStudent):
             Xb.astype(np.float64), yv, self.n_rules, self.n_alphas
         )
         self.n_features_in_ = Xb.shape[1]
+        self._report(progress, Xb, yv, time.perf_counter() - start)
         return self
 
     def rules(self, literals: Any = None) -> RuleSet:
@@ -231,10 +245,15 @@ class CARTRules(RuleStudent):
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> "CARTRules":
-        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores."""
+    def fit(self, X: ArrayLike, y: ArrayLike,
+            progress: Callable[[FitProgress], Any] | None = None) -> "CARTRules":
+        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
+
+        ``progress``, if given, is called once after fitting.
+        """
         from sklearn.tree import DecisionTreeRegressor
 
+        start = time.perf_counter()
         _check_n_rules(self.n_rules)
         Xb = check_binary_matrix(X)
         yv = check_target(y, Xb.shape[0])
@@ -244,6 +263,7 @@ class CARTRules(RuleStudent):
             random_state=self.random_state,
         ).fit(Xb, yv)
         self.n_features_in_ = Xb.shape[1]
+        self._report(progress, Xb, yv, time.perf_counter() - start)
         return self
 
     def leaf_formulas(self) -> tuple[list, np.ndarray]:

@@ -20,7 +20,6 @@ the rule set, and ``rules()`` returns it simplified.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -28,40 +27,9 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules import FALSE, TRUE, And, Formula, Lit, Or, RuleSet, literal_info
-from rudi_explain.students.base import RuleStudent, check_binary_matrix, check_target
+from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 
 __all__ = ["GSNLN", "FitProgress"]
-
-
-@dataclass(frozen=True)
-class FitProgress:
-    """What a progress callback receives after each epoch.
-
-    Attributes
-    ----------
-    epoch : int
-        Epochs done so far (1-based).
-    epochs : int
-        Epochs planned.
-    loss : float
-        Mean ranking loss over the epoch's mini-batches.
-    fidelity : float
-        Running fidelity: the fidelity to the teacher of the scores the
-        network gave the training users during this epoch (with its sampled
-        picks, so slightly below that of the final rules early on).
-    temperature : float
-    learning_rate : float
-    seconds : float
-        Training time so far.
-    """
-
-    epoch: int
-    epochs: int
-    loss: float
-    fidelity: float
-    temperature: float
-    learning_rate: float
-    seconds: float
 
 
 class _Adam:
