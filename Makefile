@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[test]'
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	touch $(STAMP)
 
 demo: $(STAMP)

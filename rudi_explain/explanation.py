@@ -408,6 +408,18 @@ class Explanation:
 
         return ExplanationWidget(self)
 
+    def to_html(self, path: str | Path, n_users: int = 40) -> Path:
+        """Write a standalone HTML report (one file, works offline from disk).
+
+        Summary, rule cards, thresholds and the drill-down of ``n_users``
+        users (top-scored, rule-card examples and a random sample); see
+        :func:`rudi_explain.report.write_html`.
+        """
+        from rudi_explain.report import write_html
+
+        self._ready()
+        return write_html(self, path, n_users=n_users)
+
     def _ipython_display_(self) -> None:  # pragma: no cover - exercised in the browser tests
         try:
             from IPython.display import display

@@ -1,0 +1,174 @@
+"""The standalone HTML report: the widget's front end in one self-contained file.
+
+The page inlines the same ES module and CSS as the notebook widget, the
+result payloads as JSON and the drill-down of a sample of users, plus a
+dozen-line stand-in for the anywidget model. It needs no kernel, no server
+and no network: it works opened from disk (``file://``).
+
+Embedding user data in HTML is where injection happens, so: the JSON goes
+into ``<script type="application/json">`` with every ``</`` written as
+``<\\/`` (still the same JSON), the module into a ``text/plain`` script with
+``</script`` broken up the same way, and the module builds its DOM with
+``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rudi_explain import widget_state as ws
+
+__all__ = ["write_html", "report_html", "sample_users"]
+
+# The model stand-in: get/on/off/send as anywidget's model offers them. A
+# drill-down request is answered from the embedded users, asynchronously as
+# a kernel would.
+_SHIM = """
+const state = JSON.parse(document.getElementById("rx-state").textContent);
+const users = JSON.parse(document.getElementById("rx-users").textContent);
+const listeners = {};
+const emit = (name, ...args) => (listeners[name] || []).forEach((f) => f(...args));
+const model = {
+  get: (key) => state[key],
+  set: (key, value) => { state[key] = value; emit("change:" + key); },
+  on: (name, f) => { (listeners[name] ||= []).push(f); },
+  off: (name, f) => { listeners[name] = (listeners[name] || []).filter((g) => g !== f); },
+  save_changes() {},
+  send(msg) {
+    if (!msg || msg.type !== "user") return;
+    const detail = Object.prototype.hasOwnProperty.call(users, msg.id) ? users[msg.id] : null;
+    const reply = detail ? { type: "user", request: msg.request, id: msg.id, ok: true, detail }
+      : { type: "user", request: msg.request, id: msg.id, ok: false,
+          error: "user " + JSON.stringify(msg.id) + " is not in this report; it embeds the drill-down of " +
+                 Object.keys(users).length + " users (the top-scored, the rule cards' examples and a random sample)" };
+    setTimeout(() => emit("msg:custom", reply, []), 0);
+  },
+};
+const source = document.getElementById("rx-esm").textContent;
+const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+const mod = (await import(url)).default;
+const widget = typeof mod === "function" ? await mod() : mod;
+await widget.initialize?.({ model });
+await widget.render({ model, el: document.getElementById("rx-app") });
+document.getElementById("rx-app").dataset.ready = "1";
+"""
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src data:">
+<title>{title}</title>
+<style>
+body {{ margin: 16px auto; max-width: 1000px; padding: 0 12px; background: #fff; }}
+.rx-report-head {{ font-family: system-ui, sans-serif; color: #59636e; font-size: 12px; margin-bottom: 8px; }}
+{css}
+</style>
+</head>
+<body>
+<div class="rx-report-head">{subtitle}</div>
+<div id="rx-app"></div>
+<script type="application/json" id="rx-state">{state}</script>
+<script type="application/json" id="rx-users">{users}</script>
+<script type="text/plain" id="rx-esm">{esm}</script>
+<script type="module">{shim}</script>
+<noscript>This report needs JavaScript (no network access is made).</noscript>
+</body>
+</html>
+"""
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no ``</`` can close it early."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any]:
+    """Users whose drill-down a report embeds: top-scored, rule-card examples, random.
+
+    About half the budget goes to the highest teacher scores, then the first
+    examples of each rule card (so clicks on cards lead somewhere), then a
+    random sample. The order is reproducible for a given ``random_state``.
+    """
+    ids = exp.sequences.users
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    chosen: dict[str, Any] = {}
+
+    def add(i: int) -> None:
+        if len(chosen) < n_users:
+            chosen.setdefault(ws.user_key(ids[i]), ids[i])
+
+    for item in ws.top_users(exp, n=max(1, n_users // 2)):
+        add(exp.sequences.user_index(ws.resolve_user(exp, item["id"])))
+    for card in ws.rule_cards(exp, n_examples=3):
+        for example in card["examples"]:
+            add(exp.sequences.user_index(ws.resolve_user(exp, example["id"])))
+    rng = np.random.default_rng(random_state)
+    for i in rng.permutation(len(ids))[: n_users]:
+        add(int(i))
+    return list(chosen.values())
+
+
+def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
+    """The report as one HTML string; see :func:`write_html`."""
+    from rudi_explain.widget import front_end
+
+    exp._ready()
+    esm, css = front_end()
+    results = ws.results_state(exp)
+    state = {
+        "status": "done",
+        "progress": ws.progress_state(exp.progress, "done"),
+        "chart": ws.thin([p for p in map(ws.chart_point, exp.history) if p is not None]),
+        "results": results,
+        "error": "",
+    }
+    users = {ws.user_key(uid): ws.user_detail(exp, uid, max_events=max_events)
+             for uid in sample_users(exp, n_users)}
+    sm = results["summary"]
+    title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
+    subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users "
+                f"(type an id or click one). Works offline.")
+    # .format() is safe here: the inserted texts are never formatted again.
+    return _PAGE.format(
+        title=html.escape(title),
+        subtitle=html.escape(subtitle),
+        css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
+        state=_script_json(state),
+        users=_script_json(users),
+        esm=esm.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT"),
+        shim=_SHIM,
+    )
+
+
+def write_html(exp: Any, path: str | Path, n_users: int = 40, max_events: int = 100) -> Path:
+    """Write the standalone report of an explanation.
+
+    Parameters
+    ----------
+    exp : Explanation
+        A finished explanation.
+    path : str or Path
+        The HTML file to write.
+    n_users : int, default=40
+        Users whose drill-down is embedded (see :func:`sample_users`).
+    max_events : int, default=100
+        Events shown per embedded user.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    text = report_html(exp, n_users=n_users, max_events=max_events)
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

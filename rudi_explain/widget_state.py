@@ -1,0 +1,440 @@
+"""Compact JSON payloads that describe an explanation to a front end.
+
+Pure functions from an :class:`~rudi_explain.explanation.Explanation` (or the
+progress events of its job) to plain dicts and lists of str, float, int,
+bool and None. The notebook widget syncs them as traits and the standalone
+report embeds them, so both show the same thing.
+
+Every payload is small whatever the number of users: distributions are
+pre-binned here, example users are a handful per rule, and a user's details
+(:func:`user_detail`) are built only when asked for. Nothing here escapes
+HTML: the front end puts every string into the page as text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain.rules import LinearTerm, Lit, format_threshold, formula_literals
+from rudi_explain.statistics.frame import EventFrame
+from rudi_explain.statistics.operators import RowOperator
+
+__all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
+           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS"]
+
+#: Events shown in a user's drill-down (the first ones in time order).
+MAX_EVENTS = 300
+#: Example users listed on a rule card.
+N_EXAMPLES = 8
+#: Bins of a threshold histogram.
+N_BINS = 24
+#: Statistic outputs shown in the thresholds view (those used by rules first).
+MAX_OUTPUTS = 40
+
+
+def _num(x: Any, digits: int = 6) -> float | None:
+    """A JSON-safe float: None for NaN or infinity, rounded to keep payloads short."""
+    if x is None:
+        return None
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.{digits}g}")
+
+
+def user_key(user_id: Any) -> str:
+    """A user id as the front end shows and sends it (ids may be int or str)."""
+    return str(user_id)
+
+
+# ------------------------------------------------------------------ progress
+def progress_state(event: Any, status: str) -> dict:
+    """The progress view's state from one :class:`JobProgress` event (or None)."""
+    if event is None:
+        return {"status": status, "stage": "pending", "step": 0, "total": 1, "fraction": 0.0,
+                "message": "waiting to start", "elapsed": 0.0}
+    numbers = event.numbers or {}
+    out = {
+        "status": status,
+        "stage": event.stage,
+        "step": int(event.step),
+        "total": int(event.total),
+        "fraction": _num(event.step / event.total if event.total else 0.0, 4),
+        "message": str(event.message),
+        "elapsed": _num(event.elapsed, 4),
+    }
+    if event.stage == "search":
+        out["search"] = {
+            "statistic": int(numbers.get("statistic", event.step + 1)),
+            "best": str(numbers.get("best", "")),
+            "reward": _num(numbers.get("reward")),
+            "pipeline": str(numbers.get("pipeline", "")),
+            "simulation": int(numbers.get("simulation", 0) or 0),
+            "found": [str(s) for s in numbers.get("found", [])],
+        }
+    return out
+
+
+def chart_point(event: Any) -> dict | None:
+    """A point of the live training chart (epoch, loss, fidelity), or None."""
+    numbers = event.numbers or {}
+    if event.stage != "student" or "loss" not in numbers:
+        return None
+    return {"epoch": int(numbers.get("epoch", event.step)), "loss": _num(numbers["loss"], 5),
+            "fidelity": _num(numbers.get("fidelity"), 5)}
+
+
+def thin(points: list, limit: int = 200) -> list:
+    """At most ``limit`` points, evenly spread, the last one kept."""
+    if len(points) <= limit:
+        return list(points)
+    idx = np.unique(np.linspace(0, len(points) - 1, limit).round().astype(int))
+    return [points[i] for i in idx]
+
+
+# ------------------------------------------------------------------ results
+def summary(exp: Any) -> dict:
+    """Teacher, sizes, held-out fidelity and AUCs, seconds per stage."""
+    r = exp.report()
+    return {
+        "teacher": str(r["teacher"]),
+        "student": str(r["student"]),
+        "n_users": int(r["n_users"]),
+        "n_train": int(r["n_train"]),
+        "n_test": int(r["n_test"]),
+        "n_statistics": int(r["n_statistics"]),
+        "n_literals": int(r["n_literals"]),
+        "n_rules": int(r["n_rules"]),
+        "max_literals": int(r["max_literals"]),
+        "fidelity_train": _num(r["fidelity_train"], 4),
+        "fidelity_test": _num(r["fidelity_test"], 4),
+        "auc_teacher": _num(r["auc_teacher"], 4),
+        "auc_student": _num(r["auc_student"], 4),
+        "intercept": _num(exp.rules.intercept),
+        "seconds": {str(k): _num(v, 4) for k, v in r["seconds"].items()},
+    }
+
+
+def _literal_part(exp: Any, lit: Lit) -> dict:
+    """One literal of a rule: the statistic output, comparison and threshold."""
+    L = exp.literals
+    i = lit.index
+    column = int(L.column[i])
+    stat_index = int(L.output_statistic[column])
+    statistic = str(exp.statistics[stat_index]) if stat_index < len(exp.statistics) else ""
+    undefined = bool(L.output_undefined[column])
+    return {
+        "literal": i,
+        "column": column,
+        "statistic": stat_index,
+        "statistic_text": statistic,
+        "words": L.output_descriptions[column],
+        "op": "<=" if lit.negated else ">",
+        "threshold": _num(L.thresholds[i]),
+        "threshold_text": L.threshold_text[i],
+        # A negated literal is also true where the value is undefined (SEMANTICS.md).
+        "or_undefined": bool(lit.negated and undefined),
+    }
+
+
+def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
+    """One card per rule, largest |weight| first.
+
+    Each card: the rule's text and literals, its weight and direction,
+    coverage, the mean teacher score where it fires and where it does not,
+    and example users it fires for, spread over its teacher-score range.
+    """
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    ids = exp.sequences.users
+    fires = exp._fires
+    n = len(y)
+    order = np.argsort(-y, kind="stable")  # once: examples are read off in score order
+    cards = []
+    for k, rule in enumerate(exp.rules):
+        f = fires[:, k]
+        n_fire = int(f.sum())
+        fire_mean = y[f].mean() if n_fire else np.nan
+        rest_mean = y[~f].mean() if n_fire < n else np.nan
+        ranked = order[f[order]]
+        pick = np.unique(np.linspace(0, len(ranked) - 1, min(n_examples, len(ranked))).round().astype(int)) \
+            if len(ranked) else np.zeros(0, dtype=int)
+        examples = [{"id": user_key(ids[ranked[j]]), "teacher": _num(y[ranked[j]], 4)} for j in pick]
+        linear = isinstance(rule, LinearTerm)
+        parts = [] if linear else [_literal_part(exp, lit) for lit in formula_literals(rule.formula)]
+        cards.append({
+            "index": k,
+            "text": str(rule.text),
+            "weight": _num(rule.weight),
+            "direction": "raises" if rule.weight > 0 else "lowers",
+            "linear": linear,
+            "literals": parts,
+            "connective": _connective(rule),
+            "n_literals": int(rule.n_literals),
+            "coverage": _num(n_fire / n if n else 0.0, 4),
+            "n_fires": n_fire,
+            "mean_fires": _num(fire_mean, 4),
+            "mean_not": _num(rest_mean, 4),
+            "examples": examples,
+        })
+    cards.sort(key=lambda c: (-abs(c["weight"] or 0.0), c["index"]))
+    return cards
+
+
+def _connective(rule: Any) -> str:
+    """'AND', 'OR' or 'MIXED': how a rule's literals combine, for the card's layout."""
+    if isinstance(rule, LinearTerm):
+        return "LINEAR"
+    from rudi_explain.rules import And, Or
+
+    f = rule.formula
+    if isinstance(f, Lit):
+        return "AND"
+    kinds = {type(c) for c in f.children}
+    if kinds <= {Lit}:
+        return "AND" if isinstance(f, And) else "OR" if isinstance(f, Or) else "MIXED"
+    return "MIXED"
+
+
+def _bins(v: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Bin edges for the defined values ``v``: one bin per value for small integers."""
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        return np.array([lo - 0.5, hi + 0.5]), True
+    if hi - lo <= N_BINS and np.all(v == np.round(v)):
+        return np.arange(lo - 0.5, hi + 1.0, 1.0), True
+    # Heavy tails: clip the range at the 99.5th percentile, the rest falls in the last bin.
+    top = float(np.quantile(v, 0.995))
+    if top <= lo:
+        top = hi
+    return np.linspace(lo, top, N_BINS + 1), False
+
+
+def thresholds(exp: Any) -> list[dict]:
+    """The distribution of each thresholded statistic output, pre-binned.
+
+    For each output: bin edges, users and mean teacher score per bin, the
+    undefined users, and each of its literals' thresholds with the share of
+    users above it and whether a rule uses it. Outputs used by rules first.
+    """
+    L = exp.literals
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    used = set()
+    for rule in exp.rules:
+        if not isinstance(rule, LinearTerm):
+            used.update(lit.index for lit in formula_literals(rule.formula))
+    columns = list(dict.fromkeys(int(c) for c in L.column))
+    columns.sort(key=lambda c: (not any(L.column[i] == c for i in used), c))
+    out = []
+    for c in columns[:MAX_OUTPUTS]:
+        values = exp._values[:, c]
+        defined = ~np.isnan(values)
+        v, yv = values[defined], y[defined]
+        entry: dict[str, Any] = {
+            "column": c,
+            "statistic": int(L.output_statistic[c]),
+            "words": L.output_descriptions[c],
+            "name": L.output_names[c],
+            "n_undefined": int((~defined).sum()),
+            "mean_undefined": _num(y[~defined].mean(), 4) if (~defined).any() else None,
+        }
+        if len(v):
+            edges, discrete = _bins(v)
+            which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
+            counts = np.bincount(which, minlength=len(edges) - 1)
+            sums = np.bincount(which, weights=yv, minlength=len(edges) - 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = sums / counts
+            entry.update({
+                "edges": [_num(e) for e in edges],
+                "discrete": discrete,
+                "min": _num(v.min()),
+                "max": _num(v.max()),
+                "counts": counts.astype(int).tolist(),
+                "mean_teacher": [_num(m, 4) for m in means],
+            })
+        else:
+            entry.update({"edges": [], "discrete": False, "counts": [], "mean_teacher": [], "min": None, "max": None})
+        lits = [i for i in range(L.n_literals) if L.column[i] == c]
+        entry["thresholds"] = [{
+            "literal": i,
+            "name": L.names[i],
+            "threshold": _num(L.thresholds[i]),
+            "threshold_text": L.threshold_text[i],
+            "share_above": _num((values > L.thresholds[i]).mean(), 4),
+            "in_rules": i in used,
+        } for i in lits]
+        out.append(entry)
+    return out
+
+
+def statistics_table(exp: Any) -> list[dict]:
+    """The found statistics: text form, plain words, depth, number of outputs."""
+    seqs = exp.sequences
+    rows = []
+    for k, s in enumerate(exp.statistics):
+        rows.append({"index": k, "text": str(s), "words": s.describe(data=seqs), "depth": int(s.depth),
+                     "n_outputs": int(s.n_outputs(seqs))})
+    return rows
+
+
+def top_users(exp: Any, n: int = 15) -> list[dict]:
+    """The ``n`` users with the highest teacher scores, for a quick pick."""
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    s = exp.student_scores.to_numpy(dtype=np.float64)
+    n = min(n, len(y))
+    idx = np.argpartition(-y, n - 1)[:n] if n < len(y) else np.arange(len(y))
+    idx = idx[np.argsort(-y[idx], kind="stable")]
+    ids = exp.sequences.users
+    return [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in idx]
+
+
+def results_state(exp: Any) -> dict:
+    """Every result payload the front end shows at once (no per-user details)."""
+    return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
+            "statistics": statistics_table(exp), "top_users": top_users(exp)}
+
+
+# ------------------------------------------------------------------ one user
+def _format_cell(value: Any) -> str | float | None:
+    if value is None:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return _num(value, 8)
+    if isinstance(value, (int, np.integer, bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (pd.Timestamp, np.datetime64)):
+        return str(pd.Timestamp(value))
+    if value is pd.NaT:
+        return None
+    return str(value)
+
+
+def feeding_rows(exp: Any, index: int, stat_index: int, output: str | None = None) -> list[int]:
+    """Positions (in the user's time-ordered events) of the events a statistic keeps.
+
+    The statistic's row operators (RetainBy, FilterBy, SortBy, Top, ...) run
+    on this one user's events; for one output of a GroupBy statistic only the
+    events of that group are kept. The result is in time order.
+    """
+    seqs = exp.sequences
+    stat = exp.statistics[stat_index]
+    frame = EventFrame.batch(seqs, np.array([index], dtype=np.int64))
+    for op in stat.operators[1:-1]:
+        if isinstance(op, RowOperator):
+            frame = op.apply(frame)
+    positions = np.arange(seqs.offsets[index], seqs.offsets[index + 1]) if frame.positions is None \
+        else frame.positions
+    rows = np.sort(positions - seqs.offsets[index])
+    group = stat.group
+    if group is not None and output:
+        parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+        if group in parts and parts[group] in seqs.vocabularies[group]:
+            code = seqs.vocabularies[group].index(parts[group])
+            rows = rows[seqs.codes[group][seqs.offsets[index] + rows] == code]
+    return rows.astype(int).tolist()
+
+
+def resolve_user(exp: Any, key: Any) -> Any:
+    """The user id behind ``key`` as typed or sent by the front end (always text).
+
+    Raises
+    ------
+    KeyError
+        Naming the id, if no explained user has it.
+    """
+    seqs = exp.sequences
+    try:
+        seqs.user_index(key)
+        return key
+    except KeyError:
+        pass
+    text = str(key).strip()
+    for candidate in (text, _as_int(text)):
+        if candidate is None:
+            continue
+        try:
+            seqs.user_index(candidate)
+            return candidate
+        except KeyError:
+            continue
+    raise KeyError(f"user {text!r} is not among the explained users")
+
+
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
+    """Everything the drill-down shows for one user, built on request.
+
+    Based on :meth:`Explanation.user`, so the fired rules, scores and literal
+    values are exactly those of the per-user view.
+
+    Raises
+    ------
+    KeyError
+        If the user is not among the explained users.
+    """
+    u = exp.user(resolve_user(exp, user_id))
+    i = u.index
+    rules = exp.rules
+    L = exp.literals
+    fired = sorted(u.fired, key=lambda k: (-abs(rules[k].weight), k))
+    used: dict[int, set[int]] = {}  # literal -> fired rules using it
+    all_rule_literals: set[int] = set()
+    for k, rule in enumerate(rules):
+        if isinstance(rule, LinearTerm):
+            continue
+        for lit in formula_literals(rule.formula):
+            all_rule_literals.add(lit.index)
+            if k in u.fired:
+                used.setdefault(lit.index, set()).add(k)
+    values = u.literals["value"].to_numpy()
+    holds = u.literals["holds"].to_numpy()
+    literal_rows = [{
+        "literal": j,
+        "name": L.names[j],
+        "words": L.output_descriptions[int(L.column[j])],
+        "value": _num(values[j]),
+        "threshold": _num(L.thresholds[j]),
+        "threshold_text": L.threshold_text[j],
+        "holds": bool(holds[j]),
+        "in_fired": sorted(used.get(j, ())),
+    } for j in sorted(all_rule_literals)]
+
+    # The statistic outputs behind the fired rules, and which events feed each.
+    feeds = []
+    for c in sorted({int(L.column[j]) for j in used}):
+        s = int(L.output_statistic[c])
+        feeds.append({"column": c, "statistic": s, "words": L.output_descriptions[c],
+                      "text": str(exp.statistics[s]), "value": _num(exp._values[i, c]),
+                      "rows": [r for r in feeding_rows(exp, i, s, L.output_names[c]) if r < max_events]})
+
+    events = u.events
+    n_events = len(events)
+    shown = events.iloc[:max_events]
+    columns = [str(c) for c in shown.columns if c != exp.sequences.user_column]
+    rows = [[_format_cell(v) for v in row] for row in shown[columns].itertuples(index=False, name=None)]
+    return {
+        "id": user_key(u.user_id),
+        "teacher": _num(u.teacher_score),
+        "student": _num(u.student_score),
+        "percentile": _num(u.percentile, 4),
+        "held_out": u.is_held_out,
+        "intercept": _num(u.intercept),
+        "fired": [int(k) for k in u.fired],
+        "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(rules[k].weight)}
+                          for k in fired],
+        "literals": literal_rows,
+        "feeds": feeds,
+        "columns": columns,
+        "events": rows,
+        "n_events": n_events,
+    }

@@ -1,0 +1,445 @@
+// rudi-explain widget: live progress, summary, rule cards, thresholds, per-user drill-down.
+//
+// A plain ES module for anywidget (no build step, no CDN). It touches the
+// model only through get / on / off / send, so the standalone report can
+// drive it with a small local shim. Every string from the data goes into the
+// page with textContent or an attribute value, never innerHTML.
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const STAGES = ["teacher", "search", "literals", "student", "evaluate"];
+// Rough share of a run each stage takes, for one overall bar.
+const STAGE_WEIGHT = { teacher: 0.05, search: 0.6, literals: 0.05, student: 0.25, evaluate: 0.05 };
+const STAGE_LABEL = { teacher: "teacher scores", search: "statistics search", literals: "literals",
+  student: "rule student", evaluate: "held-out figures" };
+const FEED_COLORS = ["#d9480f", "#1971c2", "#2b8a3e", "#862e9c", "#e67700", "#0b7285"];
+
+// ------------------------------------------------------------------ DOM helpers
+function h(tag, props, ...children) {
+  const node = document.createElement(tag);
+  setProps(node, props);
+  append(node, children);
+  return node;
+}
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) node.setAttribute(k, String(v));
+  append(node, children);
+  return node;
+}
+
+function setProps(node, props) {
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "data") for (const [dk, dv] of Object.entries(v)) node.dataset[dk] = String(dv);
+    else if (k === "on") for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
+    else if (k === "style") node.setAttribute("style", v);
+    else if (k === "value") node.value = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+}
+
+function append(node, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));  // text, never HTML
+  }
+}
+
+function fmt(x, digits = 4) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (typeof x !== "number") return String(x);
+  if (Number.isInteger(x)) return x.toLocaleString("en-US");
+  const a = Math.abs(x);
+  if (a >= 1e4) return x.toLocaleString("en-US", { maximumFractionDigits: 0 });
+  if (a >= 1e-3 || a === 0) return String(Number(x.toPrecision(digits)));
+  return x.toExponential(2);
+}
+
+const pct = (x, d = 1) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(d)}%`);
+const signed = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + fmt(Math.abs(x));
+
+// ------------------------------------------------------------------ progress view
+function overallFraction(p) {
+  const i = STAGES.indexOf(p.stage);
+  if (p.stage === "done") return 1;
+  if (i < 0) return 0;
+  let done = 0;
+  for (let j = 0; j < i; j++) done += STAGE_WEIGHT[STAGES[j]];
+  return Math.min(1, done + STAGE_WEIGHT[p.stage] * (p.fraction || 0));
+}
+
+function lineChart(points) {
+  const W = 420, H = 130, L = 40, R = 40, T = 14, B = 22;
+  const box = svg("svg", { class: "rx-chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": "training loss and running fidelity" });
+  box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
+  if (!points.length) {
+    box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "rx-chart-empty" },
+      "training starts after the search"));
+    return box;
+  }
+  const maxEpoch = Math.max(1, ...points.map((p) => p.epoch));
+  const losses = points.map((p) => p.loss).filter((v) => v !== null);
+  const lo = Math.min(...losses), hi = Math.max(...losses);
+  const x = (e) => L + ((W - L - R) * e) / maxEpoch;
+  const yLoss = (v) => T + (H - T - B) * (hi === lo ? 0.5 : (hi - v) / (hi - lo));
+  const yFid = (v) => T + (H - T - B) * (1 - v);
+  const path = (key, y) => points.filter((p) => p[key] !== null)
+    .map((p, i) => `${i ? "L" : "M"}${x(p.epoch).toFixed(1)},${y(p[key]).toFixed(1)}`).join(" ");
+  box.appendChild(svg("path", { d: path("loss", yLoss), class: "rx-line-loss" }));
+  box.appendChild(svg("path", { d: path("fidelity", yFid), class: "rx-line-fid" }));
+  box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis rx-loss-label" }, fmt(hi, 3)));
+  box.appendChild(svg("text", { x: L - 4, y: H - B, "text-anchor": "end", class: "rx-axis rx-loss-label" }, fmt(lo, 3)));
+  box.appendChild(svg("text", { x: W - R + 4, y: T + 8, class: "rx-axis rx-fid-label" }, "1"));
+  box.appendChild(svg("text", { x: W - R + 4, y: H - B, class: "rx-axis rx-fid-label" }, "0"));
+  box.appendChild(svg("text", { x: W / 2, y: H - 5, "text-anchor": "middle", class: "rx-axis" }, `epoch (of ${maxEpoch})`));
+  const last = points[points.length - 1];
+  return h("div", { class: "rx-chart-wrap" }, box,
+    h("div", { class: "rx-legend" },
+      h("span", { class: "rx-key rx-key-loss" }, `loss ${fmt(last.loss, 4)}`),
+      h("span", { class: "rx-key rx-key-fid" }, `running fidelity ${fmt(last.fidelity, 3)}`)));
+}
+
+function progressView(model, ui, redraw) {
+  const p = model.get("progress") || {};
+  const status = model.get("status");
+  const stageIdx = STAGES.indexOf(p.stage);
+  const stages = h("ol", { class: "rx-stages" }, STAGES.map((s, i) => h("li", {
+    class: "rx-stage" + (i < stageIdx || p.stage === "done" ? " rx-stage-done" : i === stageIdx ? " rx-stage-active" : ""),
+    data: { stage: s } }, STAGE_LABEL[s])));
+  const frac = overallFraction(p);
+  const bar = h("div", { class: "rx-bar", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100",
+    "aria-valuenow": String(Math.round(100 * frac)) },
+  h("div", { class: "rx-bar-fill", style: `width:${(100 * frac).toFixed(1)}%` }));
+  const parts = [stages, bar, h("div", { class: "rx-message" },
+    h("span", { class: "rx-stage-name" }, p.stage || "pending"), " · ", p.message || "",
+    h("span", { class: "rx-elapsed" }, ` · ${fmt(p.elapsed || 0, 3)} s`))];
+  if (p.search) {
+    const s = p.search;
+    parts.push(h("div", { class: "rx-search" },
+      h("div", null, `Searching statistic ${s.statistic}`, s.simulation ? ` (simulation ${s.simulation})` : "", ": best so far"),
+      h("code", { class: "rx-code rx-search-best" }, s.best || "…"),
+      h("span", { class: "rx-reward" }, ` reward ${fmt(s.reward, 3)}`),
+      s.found && s.found.length ? h("div", { class: "rx-found" }, "found: ",
+        s.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))) : null));
+  }
+  parts.push(lineChart(model.get("chart") || []));
+  if (status === "running" || status === "pending") {
+    parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling,
+      on: { click: () => { ui.cancelling = true; model.send({ type: "cancel" }); redraw(); } } },
+    ui.cancelling ? "Cancelling…" : "Cancel"));
+  }
+  return h("section", { class: "rx-progress", data: { status } }, parts);
+}
+
+// ------------------------------------------------------------------ summary
+function summaryView(sm) {
+  const item = (label, value, cls) => h("div", { class: "rx-figure" + (cls ? ` ${cls}` : "") },
+    h("div", { class: "rx-figure-value" }, value), h("div", { class: "rx-figure-label" }, label));
+  const secs = Object.entries(sm.seconds || {}).filter(([k]) => k !== "total")
+    .map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(" · ");
+  return h("section", { class: "rx-summary" },
+    h("div", { class: "rx-figures" },
+      item("held-out fidelity", fmt(sm.fidelity_test, 3), "rx-figure-main"),
+      item("training fidelity", fmt(sm.fidelity_train, 3)),
+      item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
+      item("rules", fmt(sm.n_rules)),
+      item("statistics", fmt(sm.n_statistics)),
+      item("literals", fmt(sm.n_literals)),
+      item("users (held out)", `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),
+    h("div", { class: "rx-summary-line" },
+      `Teacher: ${sm.teacher} · student: ${sm.student} · score = ${fmt(sm.intercept)} + weights of the rules that fire · `,
+      `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));
+}
+
+// ------------------------------------------------------------------ rule cards
+function literalChip(l) {
+  return h("span", { class: "rx-literal", title: l.statistic_text, data: { literal: l.literal } },
+    h("span", { class: "rx-literal-words" }, l.words),
+    h("span", { class: "rx-op" }, l.op === ">" ? " > " : " ≤ "),
+    h("span", { class: "rx-threshold" }, l.threshold_text),
+    l.or_undefined ? h("span", { class: "rx-undef" }, " or undefined") : null);
+}
+
+function ruleBody(card) {
+  if (card.connective === "AND" || card.connective === "OR") {
+    const out = [];
+    card.literals.forEach((l, i) => {
+      if (i) out.push(h("span", { class: "rx-conn" }, card.connective === "AND" ? " and " : " or "));
+      out.push(literalChip(l));
+    });
+    return h("div", { class: "rx-rule-text" }, "If ", out);
+  }
+  return h("div", { class: "rx-rule-text" }, "If ", h("span", { class: "rx-literal" }, card.text));
+}
+
+function ruleCard(card, ui, openUser, redraw) {
+  const open = ui.openRule === card.index;
+  const raise = card.weight > 0;
+  const examples = open ? h("div", { class: "rx-examples", data: { ruleIndex: card.index } },
+    h("div", { class: "rx-examples-title" }, `Example users it fires for (${fmt(card.n_fires)} in all), by teacher score:`),
+    card.examples.length ? card.examples.map((u) => userLink(u, openUser)) : h("span", null, "none")) : null;
+  return h("div", {
+    class: "rx-card" + (open ? " rx-open" : "") + (raise ? " rx-raises" : " rx-lowers"),
+    data: { ruleIndex: card.index }, tabindex: "0", role: "button", "aria-expanded": String(open),
+    on: { click: (e) => { if (e.target.closest(".rx-user-link")) return; ui.openRule = open ? null : card.index; redraw(); },
+      keydown: (e) => { if (e.key === "Enter") { ui.openRule = open ? null : card.index; redraw(); } } },
+  },
+  h("div", { class: "rx-card-head" },
+    h("span", { class: "rx-weight" }, signed(card.weight)),
+    h("span", { class: "rx-direction" }, raise ? `raises the score by ${fmt(Math.abs(card.weight))}`
+      : `lowers the score by ${fmt(Math.abs(card.weight))}`),
+    h("span", { class: "rx-rule-id" }, `rule ${card.index + 1}`)),
+  ruleBody(card),
+  h("div", { class: "rx-card-figures" },
+    h("span", { class: "rx-coverage" }, h("span", { class: "rx-cov-bar" },
+      h("span", { class: "rx-cov-fill", style: `width:${(100 * (card.coverage || 0)).toFixed(1)}%` })),
+    ` fires for ${pct(card.coverage)} of users`),
+    h("span", { class: "rx-means" }, `mean teacher score where it fires ${fmt(card.mean_fires, 3)}, where not ${fmt(card.mean_not, 3)}`)),
+  examples);
+}
+
+function userLink(u, openUser) {
+  return h("button", { class: "rx-user-link", type: "button", data: { user: u.id },
+    on: { click: (e) => { e.stopPropagation(); openUser(u.id); } } },
+  h("span", { class: "rx-user-id" }, u.id), u.teacher !== undefined ? h("span", { class: "rx-user-score" }, ` ${fmt(u.teacher, 3)}`) : null);
+}
+
+// ------------------------------------------------------------------ thresholds
+function histogram(t) {
+  const W = 460, H = 150, L = 44, R = 44, T = 10, B = 26;
+  const box = svg("svg", { class: "rx-hist", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": `distribution of ${t.words}` });
+  const edges = t.edges, counts = t.counts;
+  if (!edges.length) {
+    box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "undefined for every user"));
+    return box;
+  }
+  const lo = edges[0], hi = edges[edges.length - 1];
+  const x = (v) => L + (W - L - R) * (Math.min(Math.max(v, lo), hi) - lo) / (hi - lo || 1);
+  const maxC = Math.max(1, ...counts);
+  const y = (c) => T + (H - T - B) * (1 - c / maxC);
+  counts.forEach((c, i) => {
+    const x0 = x(edges[i]), x1 = x(edges[i + 1]);
+    box.appendChild(svg("rect", { class: "rx-hist-bar", x: x0 + 0.5, y: y(c), width: Math.max(0.5, x1 - x0 - 1), height: H - B - y(c) },
+      svg("title", null, `${fmt(edges[i])} to ${fmt(edges[i + 1])}: ${fmt(c)} users, mean teacher score ${fmt(t.mean_teacher[i], 3)}`)));
+  });
+  // Mean teacher score per bin, on its own scale (right axis).
+  const means = t.mean_teacher.filter((m) => m !== null);
+  if (means.length) {
+    const mlo = Math.min(...means), mhi = Math.max(...means);
+    const ym = (m) => T + (H - T - B) * (mhi === mlo ? 0.5 : (mhi - m) / (mhi - mlo));
+    let d = "";
+    t.mean_teacher.forEach((m, i) => {
+      if (m === null) return;
+      const cx = (x(edges[i]) + x(edges[i + 1])) / 2;
+      d += `${d ? "L" : "M"}${cx.toFixed(1)},${ym(m).toFixed(1)} `;
+      box.appendChild(svg("circle", { class: "rx-hist-mean", cx, cy: ym(m), r: 2.5 }));
+    });
+    box.appendChild(svg("path", { class: "rx-hist-mean-line", d }));
+    box.appendChild(svg("text", { x: W - R + 4, y: T + 8, class: "rx-axis rx-mean-label" }, fmt(mhi, 3)));
+    box.appendChild(svg("text", { x: W - R + 4, y: H - B, class: "rx-axis rx-mean-label" }, fmt(mlo, 3)));
+  }
+  for (const th of t.thresholds) {
+    const tx = x(th.threshold);
+    box.appendChild(svg("line", { class: "rx-hist-threshold" + (th.in_rules ? " rx-in-rules" : ""), x1: tx, x2: tx, y1: T - 4, y2: H - B },
+      svg("title", null, `${th.name}: ${pct(th.share_above)} of users above`)));
+  }
+  box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(maxC)));
+  box.appendChild(svg("text", { x: L, y: H - 8, class: "rx-axis" }, fmt(lo)));
+  box.appendChild(svg("text", { x: W - R, y: H - 8, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + fmt(hi)));
+  return box;
+}
+
+function thresholdsView(results, ui, redraw) {
+  const all = results.thresholds || [];
+  const inRules = all.filter((t) => t.thresholds.some((th) => th.in_rules));
+  const list = ui.allThresholds || !inRules.length ? all : inRules;
+  const more = all.length - list.length;
+  return h("section", { class: "rx-thresholds" },
+    h("p", { class: "rx-help" }, "Each statistic over all users: bars count users, dots are the mean teacher score per bin (right axis), ",
+      "red lines are thresholds used by rules, grey lines other literal thresholds."),
+    list.map((t) => h("div", { class: "rx-threshold-block", data: { column: t.column } },
+      h("div", { class: "rx-threshold-title" }, t.words),
+      h("div", { class: "rx-threshold-body" }, histogram(t),
+        h("table", { class: "rx-table rx-threshold-table" },
+          h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
+          h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
+            h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : ""))))),
+        t.n_undefined ? h("div", { class: "rx-undefined-note" },
+          `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null))),
+    more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button",
+      on: { click: () => { ui.allThresholds = !ui.allThresholds; redraw(); } } },
+    ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
+}
+
+// ------------------------------------------------------------------ statistics
+function statisticsView(results) {
+  return h("section", { class: "rx-statistics" }, h("table", { class: "rx-table rx-stat-table" },
+    h("thead", null, h("tr", null, ["#", "statistic", "in plain words", "depth", "outputs"].map((c) => h("th", null, c)))),
+    h("tbody", null, (results.statistics || []).map((s) => h("tr", { data: { statistic: s.index } },
+      h("td", null, `S${s.index + 1}`), h("td", null, h("code", { class: "rx-code" }, s.text)),
+      h("td", null, s.words), h("td", null, String(s.depth)), h("td", null, String(s.n_outputs)))))));
+}
+
+// ------------------------------------------------------------------ one user
+function waterfall(d) {
+  const steps = [{ label: "intercept", from: 0, to: d.intercept, kind: "base" }];
+  let run = d.intercept;
+  for (const c of d.contributions) {
+    steps.push({ label: `rule ${c.index + 1}`, from: run, to: run + c.weight, kind: c.weight >= 0 ? "up" : "down", title: c.text });
+    run += c.weight;
+  }
+  steps.push({ label: "rule score", from: 0, to: d.student, kind: "total" });
+  const vals = steps.flatMap((s) => [s.from, s.to]).concat([d.teacher]);
+  const lo = Math.min(0, ...vals), hi = Math.max(0, ...vals);
+  const W = 460, rowH = 20, L = 90, R = 60, T = 6;
+  const H = T + rowH * steps.length + 22;
+  const x = (v) => L + (W - L - R) * (v - lo) / (hi - lo || 1);
+  const box = svg("svg", { class: "rx-waterfall", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": "rule score as intercept plus fired rules" });
+  box.appendChild(svg("line", { x1: x(0), x2: x(0), y1: T, y2: H - 18, class: "rx-zero" }));
+  steps.forEach((s, i) => {
+    const y0 = T + i * rowH;
+    const a = Math.min(x(s.from), x(s.to)), b = Math.max(x(s.from), x(s.to));
+    box.appendChild(svg("text", { x: L - 6, y: y0 + 14, "text-anchor": "end", class: "rx-axis" }, s.label));
+    box.appendChild(svg("rect", { x: a, y: y0 + 3, width: Math.max(1, b - a), height: rowH - 6, class: `rx-wf rx-wf-${s.kind}` },
+      s.title ? svg("title", null, s.title) : null));
+    box.appendChild(svg("text", { x: b + 4, y: y0 + 14, class: "rx-axis" }, s.kind === "up" || s.kind === "down" ? signed(s.to - s.from) : fmt(s.to)));
+  });
+  const tx = x(d.teacher);
+  box.appendChild(svg("line", { x1: tx, x2: tx, y1: T, y2: H - 18, class: "rx-teacher-line" }));
+  box.appendChild(svg("text", { x: tx, y: H - 5, "text-anchor": "middle", class: "rx-axis rx-teacher-label" }, `teacher ${fmt(d.teacher, 3)}`));
+  return box;
+}
+
+function userView(results, ui, openUser, redraw) {
+  const search = h("form", { class: "rx-user-search", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
+    h("input", { class: "rx-user-input", type: "search", placeholder: "user id", value: ui.query, "aria-label": "user id",
+      on: { input: (e) => { ui.query = e.target.value; } } }),
+    h("button", { class: "rx-button", type: "submit" }, "Show"));
+  const top = h("div", { class: "rx-top-users" }, h("span", { class: "rx-top-title" }, "Top-scored users: "),
+    (results.top_users || []).map((u) => userLink(u, openUser)));
+  const parts = [search, top];
+  if (ui.loading) parts.push(h("div", { class: "rx-loading" }, `Loading ${ui.userId}…`));
+  else if (ui.userError) parts.push(h("div", { class: "rx-user-error" }, ui.userError));
+  else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw));
+  else parts.push(h("p", { class: "rx-help" }, "Pick a user: type an id, click one above, or click an example user on a rule card."));
+  return h("section", { class: "rx-user-panel" }, parts);
+}
+
+function userDetail(d, results, ui, redraw) {
+  const feeds = d.feeds || [];
+  const ruleByIndex = new Map((results.rules || []).map((r) => [r.index, r]));
+  const head = h("div", { class: "rx-user-head" },
+    h("span", { class: "rx-user-title" }, "User ", h("span", { class: "rx-user-id" }, d.id)),
+    d.held_out ? h("span", { class: "rx-tag" }, "held out") : h("span", { class: "rx-tag rx-tag-train" }, "training"));
+  const scores = h("div", { class: "rx-figures" },
+    h("div", { class: "rx-figure rx-figure-main" }, h("div", { class: "rx-figure-value rx-teacher-score" }, fmt(d.teacher, 4)),
+      h("div", { class: "rx-figure-label" }, `teacher score (${fmt(d.percentile, 3)}th percentile)`)),
+    h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value rx-rule-score" }, fmt(d.student, 4)),
+      h("div", { class: "rx-figure-label" }, "rule score")),
+    h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value" }, `${d.fired.length} of ${ruleByIndex.size}`),
+      h("div", { class: "rx-figure-label" }, "rules fire")));
+  const fired = h("ol", { class: "rx-fired" }, d.contributions.map((c) => h("li", {
+    class: "rx-fired-rule " + (c.weight >= 0 ? "rx-raises" : "rx-lowers"), data: { ruleIndex: c.index } },
+  h("span", { class: "rx-weight" }, signed(c.weight)), ` rule ${c.index + 1}: `, h("span", { class: "rx-fired-text" }, c.text))));
+  const lits = h("table", { class: "rx-table rx-user-literals" },
+    h("thead", null, h("tr", null, ["statistic", "value", "threshold", "value > threshold?", "in fired rules"].map((c) => h("th", null, c)))),
+    h("tbody", null, d.literals.map((l) => h("tr", { class: (l.holds ? "rx-holds" : "rx-fails") + (l.in_fired.length ? " rx-in-fired" : ""),
+      data: { literal: l.literal } },
+    h("td", null, l.words), h("td", { class: "rx-num" }, fmt(l.value)), h("td", { class: "rx-num" }, `> ${l.threshold_text}`),
+    h("td", null, l.holds ? "✓ yes" : "✗ no"), h("td", null, l.in_fired.map((k) => `rule ${k + 1}`).join(", "))))));
+  // Events, with a marker column per statistic output behind the fired rules.
+  const feedSets = feeds.map((f) => new Set(f.rows));
+  const active = ui.feed === null || ui.feed === undefined || ui.feed >= feeds.length ? null : ui.feed;
+  const legend = h("div", { class: "rx-feed-legend" }, feeds.length ? "Rows feeding the statistics of the fired rules (click to pick one): " :
+    "No fired rule uses a statistic of the events.",
+  feeds.map((f, j) => h("button", { type: "button", class: "rx-feed-key" + (active === j ? " rx-active" : ""), title: f.text,
+    style: `border-color:${FEED_COLORS[j % FEED_COLORS.length]}`, data: { feed: j },
+    on: { click: () => { ui.feed = active === j ? null : j; redraw(); } } },
+  h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }), ` ${f.words} = ${fmt(f.value)} (${f.rows.length} rows)`)));
+  const table = h("table", { class: "rx-table rx-events" },
+    h("thead", null, h("tr", null, h("th", null, "#"), feeds.map((f, j) => h("th", { title: f.words },
+      h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }))), d.columns.map((c) => h("th", null, c)))),
+    h("tbody", null, d.events.map((row, r) => {
+      const feedsRow = feedSets.map((s) => s.has(r));
+      const on = active === null ? feedsRow.some(Boolean) : feedsRow[active];
+      return h("tr", { class: on ? "rx-feeds" : "", data: { row: r } },
+        h("td", { class: "rx-num" }, String(r + 1)),
+        feedsRow.map((x, j) => h("td", { class: "rx-feed-cell" }, x ? h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }) : "")),
+        row.map((v) => h("td", { class: typeof v === "number" ? "rx-num" : "" }, v === null ? "" : typeof v === "number" ? fmt(v, 6) : v)));
+    })));
+  return h("div", { class: "rx-user", data: { user: d.id } }, head, scores,
+    h("div", { class: "rx-user-grid" },
+      h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
+      h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
+    h("h4", null, "Literals of the rules: this user's value against the threshold"), lits,
+    h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
+    h("div", { class: "rx-events-wrap" }, table));
+}
+
+// ------------------------------------------------------------------ the widget
+function render({ model, el }) {
+  const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
+    request: 0, feed: null, cancelling: false, allThresholds: false };
+  const root = h("div", { class: "rx-root" });
+  el.appendChild(root);
+
+  const openUser = (id) => {
+    ui.tab = "user"; ui.loading = true; ui.userError = ""; ui.userId = String(id); ui.query = String(id);
+    ui.request += 1; ui.feed = null;
+    model.send({ type: "user", id: String(id), request: ui.request });
+    draw();
+  };
+
+  function draw() {
+    const status = model.get("status");
+    const results = model.get("results") || {};
+    const error = model.get("error");
+    const parts = [h("div", { class: "rx-header" }, h("span", { class: "rx-title" }, "rudi-explain"),
+      h("span", { class: `rx-status rx-status-${status}` }, status))];
+    const hasResults = status === "done" && results.summary;
+    if (!hasResults) parts.push(progressView(model, ui, draw));
+    if (error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, status === "cancelled" ? "Cancelled: " : "Failed: "), error));
+    if (status === "cancelled" && !error) parts.push(h("div", { class: "rx-error" }, "The explanation was cancelled."));
+    if (hasResults) {
+      parts.push(summaryView(results.summary));
+      const tabs = [["rules", `Rules (${results.rules.length})`], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      parts.push(h("div", { class: "rx-tabs", role: "tablist" }, tabs.map(([k, label]) => h("button", {
+        class: "rx-tab" + (ui.tab === k ? " rx-active" : ""), type: "button", role: "tab", data: { tab: k },
+        "aria-selected": String(ui.tab === k), on: { click: () => { ui.tab = k; draw(); } } }, label))));
+      let panel;
+      if (ui.tab === "rules") {
+        panel = h("section", { class: "rx-rules" },
+          h("p", { class: "rx-help" }, "Largest weight first. Click a card for example users it fires for."),
+          results.rules.map((c) => ruleCard(c, ui, openUser, draw)));
+      } else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
+      else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
+      else panel = statisticsView(results);
+      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab } }, panel));
+    }
+    root.replaceChildren(...parts);
+  }
+
+  const onMsg = (msg) => {
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "user" && msg.request === ui.request) {
+      ui.loading = false;
+      if (msg.ok) { ui.user = msg.detail; ui.userError = ""; } else { ui.user = null; ui.userError = msg.error || "no such user"; }
+      draw();
+    }
+  };
+  const events = ["change:status", "change:progress", "change:chart", "change:results", "change:error"];
+  for (const ev of events) model.on(ev, draw);
+  model.on("msg:custom", onMsg);
+  draw();
+  return () => {
+    for (const ev of events) model.off(ev, draw);
+    model.off("msg:custom", onMsg);
+  };
+}
+
+export default { render };
