@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 
@@ -36,7 +37,9 @@ def columns(values: np.ndarray) -> np.ndarray:
 def recovery(found, planted, seqs) -> list[float]:
     """For each planted statistic, the best |corr| of any found output with any planted output."""
     found_cols = np.column_stack([columns(s.evaluate(seqs)) for s in found])
-    found_cols = np.nan_to_num(found_cols - np.nanmean(found_cols, axis=0))
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no mean, filled with 0
+        found_cols = np.nan_to_num(found_cols - np.nanmean(found_cols, axis=0))
     norms = np.sqrt((found_cols ** 2).sum(axis=0))
     out = []
     for stat in planted:

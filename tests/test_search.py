@@ -62,11 +62,13 @@ def test_residual_target_drives_later_statistics(payments):
     target = (first - first.mean()) / first.std() + (second - np.nanmean(second)) / np.nanstd(second)
     found = StatisticsSearch(n_stats=2, max_depth=2, n_simulations=250, random_state=0).fit(seqs, target)
     values = [s.evaluate(seqs) for s in found.statistics_]
-    # The second statistic explains what the first left: each planted part is
-    # picked up by a different found statistic.
+    # The first statistic takes one planted part; the second is searched
+    # against the residual, so it picks up the other part, not more of the first.
     r = np.array([[multiple_correlation(v, planted) for planted in (first, second)] for v in values])
-    assert r.max(axis=0).min() > 0.7 and r.argmax(axis=0)[0] != r.argmax(axis=0)[1], r
-    assert multiple_correlation(values, target) > 0.85
+    taken = int(r[0].argmax())
+    assert r[0, taken] > 0.9, r
+    assert r[1, 1 - taken] > 0.4 and r[1, taken] < 0.2, r
+    assert multiple_correlation(values, target) > 0.75
 
 
 def test_progress_events_and_cancel(payments):
