@@ -120,7 +120,8 @@ def main() -> None:
         r_lit = multiple_correlation(l_train, y_train, test=(l_test, y_test))
         exact = sum(k in {s.key for s in found} for k in planted_keys)
         rec = recovery(found, demo.planted, seqs)
-        per_sim = f" ({seconds / search.n_evaluations_ * 1e3:.2f} ms/simulation)" if search.n_evaluations_ else ""
+        per_sim = (f" ({search.n_evaluations_:,} simulations, {search.tree_seconds_ / search.n_evaluations_ * 1e3:.2f}"
+                   f" ms each; trees {search.tree_seconds_:.0f} s of {seconds:.0f} s)") if search.n_evaluations_ else ""
         results[name] = (r_raw, r_lit)
         print(f"{name:<52} {r_raw:7.4f} {r_lit:10.4f} {seconds:7.1f}s  {exact:>5}  "
               + " ".join(f"{r:.3f}" for r in rec) + per_sim)

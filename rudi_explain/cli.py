@@ -111,16 +111,19 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Explain a model over behaviour sequences with a few weighted rules.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser, out: str) -> None:
+    def common(p: argparse.ArgumentParser, out: str, n_stats: int, simulations: int) -> None:
         p.add_argument("--out", default=out, help=f"folder for rules.txt, rules.json, report.json and the "
                                                   f"saved explanation (default: {out})")
-        p.add_argument("--n-stats", type=int, default=20, help="statistics to search, K (default 20)")
+        p.add_argument("--n-stats", type=int, default=n_stats, help=f"statistics to search, K (default {n_stats})")
         p.add_argument("--n-rules", type=int, default=20, help="rules, R (default 20)")
-        p.add_argument("--simulations", type=int, default=500, help="MCTS simulations per step (default 500)")
+        p.add_argument("--simulations", type=int, default=simulations,
+                       help=f"MCTS simulations per step (default {simulations})")
         p.add_argument("--random-state", type=int, default=0)
 
     demo = sub.add_parser("demo", help="built-in data and a demo GRU teacher, end to end")
-    common(demo, "out/demo")
+    # The demo searches fewer statistics with fewer simulations than the
+    # paper's defaults (K=20, 500) so that it ends in a couple of minutes.
+    common(demo, "out/demo", n_stats=10, simulations=200)
     demo.add_argument("--users", type=int, default=5000, help="demo users (default 5000)")
     demo.add_argument("--epochs", type=int, default=None, help="student epochs (default: the student's)")
     demo.set_defaults(func=_demo)
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--time", default=None, help="time column of the events (default: file order)")
     run.add_argument("--score-column", default=None, help="score column, if the scores table has several")
     run.add_argument("--label-column", default=None, help="0/1 label column in the scores table, for AUC")
-    common(run, "out/run")
+    common(run, "out/run", n_stats=20, simulations=500)
     run.set_defaults(func=_run)
 
     args = parser.parse_args(argv)

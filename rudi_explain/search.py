@@ -162,8 +162,12 @@ class StatisticsSearch:
         |correlation| (multiple R for vectors) of each statistic with the
         residual target it was searched against, over all users.
     seconds_ : float
+        Wall time of the whole search.
+    tree_seconds_ : float
+        Of which growing the trees (simulations: selection, expansion,
+        rollout, batch evaluation, reward, backpropagation).
     n_evaluations_ : int
-        Batch evaluations made by the tree search.
+        Batch evaluations made by the tree search (one per simulation).
     """
 
     def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
@@ -229,6 +233,7 @@ class StatisticsSearch:
         self.rewards_: list[float] = []
         self.partial_r_: list[float] = []
         self.n_evaluations_ = 0
+        self.tree_seconds_ = 0.0
         self._values: list[np.ndarray] = []
         if self.method == "mcts":
             self._fit_mcts()
@@ -401,6 +406,7 @@ class StatisticsSearch:
             seen: dict[Statistic, float] = {}  # best batch reward of each complete statistic met
             while not pipeline.complete:
                 step += 1
+                tree_start = time.perf_counter()
                 root = _Node(pipeline, None, self._expandable(pipeline))
                 best_text, best_reward = "", -1.0
                 for it in range(1, self.n_simulations + 1):
@@ -444,6 +450,7 @@ class StatisticsSearch:
                         node = node.parent
                     if it % 100 == 0:
                         self._report(k, step, it, str(pipeline), best_text, best_reward)
+                self.tree_seconds_ += time.perf_counter() - tree_start
                 visited = [ch for ch in root.children if ch.visits > 0 and not ch.dead]
                 if not visited:
                     self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
