@@ -91,8 +91,10 @@ class ExplanationWidget(anywidget.AnyWidget):
     selected_user = t.Unicode("").tag(sync=True)
 
     def __init__(self, explanation: Any, **kwargs: Any) -> None:
-        esm, css = front_end()
-        super().__init__(_esm=esm, _css=css, **kwargs)
+        # Read per widget (not at import): an edited front end shows on the next widget.
+        # anywidget turns these attributes into synced traits in its __init__.
+        self._esm, self._css = front_end()
+        super().__init__(**kwargs)
         self._exp = explanation
         self._lock = threading.Lock()
         self._points: list[dict] = []

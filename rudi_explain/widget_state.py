@@ -134,7 +134,7 @@ def _literal_part(exp: Any, lit: Lit) -> dict:
         "statistic_text": statistic,
         "words": L.output_descriptions[column],
         "op": "<=" if lit.negated else ">",
-        "threshold": _num(L.thresholds[i]),
+        "threshold": _num(L.thresholds[i], 17),
         "threshold_text": L.threshold_text[i],
         # A negated literal is also true where the value is undefined (SEMANTICS.md).
         "or_undefined": bool(lit.negated and undefined),
@@ -262,7 +262,7 @@ def thresholds(exp: Any) -> list[dict]:
         entry["thresholds"] = [{
             "literal": i,
             "name": L.names[i],
-            "threshold": _num(L.thresholds[i]),
+            "threshold": _num(L.thresholds[i], 17),
             "threshold_text": L.threshold_text[i],
             "share_above": _num((values > L.thresholds[i]).mean(), 4),
             "in_rules": i in used,
@@ -403,7 +403,7 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
         "name": L.names[j],
         "words": L.output_descriptions[int(L.column[j])],
         "value": _num(values[j]),
-        "threshold": _num(L.thresholds[j]),
+        "threshold": _num(L.thresholds[j], 17),
         "threshold_text": L.threshold_text[j],
         "holds": bool(holds[j]),
         "in_fired": sorted(used.get(j, ())),
