@@ -100,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         labels = scores_table.set_index(args.user)[args.label_column]
     exp = rx.explain(None, events, user=args.user, time=args.time, scores=scores, labels=labels,
                      n_stats=args.n_stats, n_rules=args.n_rules, n_simulations=args.simulations,
-                     background=False, random_state=args.random_state)
+                     background=False, random_state=args.random_state,
+                     student_params={"epochs": args.epochs} if args.epochs else None)
     _print_result(exp, _write_outputs(exp, Path(args.out)))
     return 0
 
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--n-rules", type=int, default=20, help="rules, R (default 20)")
         p.add_argument("--simulations", type=int, default=simulations,
                        help=f"MCTS simulations per step (default {simulations})")
+        p.add_argument("--epochs", type=int, default=None, help="student epochs (default: the student's)")
         p.add_argument("--random-state", type=int, default=0)
 
     demo = sub.add_parser("demo", help="built-in data and a demo GRU teacher, end to end")
@@ -125,7 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     # paper's defaults (K=20, 500) so that it ends in a couple of minutes.
     common(demo, "out/demo", n_stats=10, simulations=200)
     demo.add_argument("--users", type=int, default=5000, help="demo users (default 5000)")
-    demo.add_argument("--epochs", type=int, default=None, help="student epochs (default: the student's)")
     demo.set_defaults(func=_demo)
 
     run = sub.add_parser("run", help="explain given scores of users over an event table (CSV or Parquet)")
