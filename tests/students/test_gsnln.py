@@ -239,3 +239,18 @@ def test_cuda_matches_the_cpu_contract(planted_and):
     student = GSNLN(n_rules=4, hidden_size=4, epochs=40, device="cuda").fit(X, y)
     np.testing.assert_allclose(student.rules().score(X), student.decision_function(X), rtol=1e-5, atol=1e-5)
     assert fidelity(y, student.predict(X)) > 0.9
+
+
+def test_fit_restores_thread_and_denormal_settings(planted_and):
+    from rudi_explain.students.gsnln import _flushes_denormals
+
+    X, y, _ = planted_and
+    threads = torch.get_num_threads()
+    try:
+        for flush in (False, True):
+            torch.set_flush_denormal(flush)
+            GSNLN(n_rules=4, hidden_size=4, epochs=1, n_threads=1).fit(X[:300], y[:300])
+            assert _flushes_denormals(torch) is flush
+            assert torch.get_num_threads() == threads
+    finally:
+        torch.set_flush_denormal(False)
