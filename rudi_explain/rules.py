@@ -399,7 +399,8 @@ class Rule:
     weight : float
         Added to a user's score when the rule fires.
     literals : tuple of str
-        Names of the literals the rule uses (negated ones as ``NOT name``).
+        Names of the literals the rule uses (see also ``negated`` and
+        ``conditions``).
     n_literals : int
         Number of literal occurrences in the rule.
     text : str
@@ -412,11 +413,18 @@ class Rule:
 
     @property
     def literals(self) -> tuple:
-        out = []
-        for lit in formula_literals(self.formula):
-            name = self.info.names[lit.index]
-            out.append(f"NOT {name}" if lit.negated else name)
-        return tuple(out)
+        """Names of the literals the rule uses, as in ``Literals.names``."""
+        return tuple(self.info.names[lit.index] for lit in formula_literals(self.formula))
+
+    @property
+    def negated(self) -> tuple:
+        """Per entry of :attr:`literals`, whether the rule uses its negation."""
+        return tuple(lit.negated for lit in formula_literals(self.formula))
+
+    @property
+    def conditions(self) -> tuple:
+        """Each literal as the rule uses it, in words (negations as ``<=``)."""
+        return tuple(self.info.render_literal(lit) for lit in formula_literals(self.formula))
 
     @property
     def n_literals(self) -> int:

@@ -145,7 +145,9 @@ def test_text_rendering():
     assert lines[2] == "+0.2  1 < x <= 7 AND y > 0"
     assert lines[3] == "+0.1  NOT z"
     assert lines[-1] == "+0  (intercept)"
-    assert rules[0].literals == ("NOT x > 3", "y > 5")
+    assert rules[0].literals == ("x > 3", "y > 5")
+    assert rules[0].negated == (True, False)
+    assert rules[0].conditions == ("x <= 3 or undefined", "y > 5")
 
 
 def test_json_round_trip_with_names():
