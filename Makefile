@@ -21,11 +21,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rudi-explain demo --out out/demo
 
+# RUDI_EXPLAIN_BLOCK: explain() finishes before returning in the notebooks that nbval runs.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_engine.py
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) out test-output .pytest_cache
