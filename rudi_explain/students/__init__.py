@@ -8,6 +8,7 @@ matrix for :class:`LassoStatistics`; ``y`` the teacher's scores) and
 from rudi_explain.students.base import NotFittedError, RuleStudent
 from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStatistics
 from rudi_explain.students.gsnln import GSNLN, FitProgress
+from rudi_explain.students.brl import BayesianRuleList, RuleList
 
 __all__ = [
     "RuleStudent",
@@ -17,4 +18,6 @@ __all__ = [
     "LassoStatistics",
     "LassoLiterals",
     "CARTRules",
+    "BayesianRuleList",
+    "RuleList",
 ]
