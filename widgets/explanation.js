@@ -316,9 +316,15 @@ function waterfall(d) {
 }
 
 function userView(results, ui, openUser, redraw) {
-  const search = h("form", { class: "rx-user-search", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
+  // data-lm-suppress-shortcuts: JupyterLab would take Enter (and other keys) typed here as notebook commands.
+  const search = h("form", { class: "rx-user-search", "data-lm-suppress-shortcuts": "true", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
     h("input", { class: "rx-user-input", type: "search", placeholder: "user id", value: ui.query, "aria-label": "user id",
-      on: { input: (e) => { ui.query = e.target.value; } } }),
+      on: { input: (e) => { ui.query = e.target.value; },
+        keydown: (e) => {  // Enter opens the user, also where the page would not submit the form
+          if (e.key !== "Enter") return;
+          e.preventDefault(); e.stopPropagation();
+          const v = e.target.value.trim(); if (v) openUser(v);
+        } } }),
     h("button", { class: "rx-button", type: "submit" }, "Show"));
   const top = h("div", { class: "rx-top-users" }, h("span", { class: "rx-top-title" }, "Top-scored users: "),
     (results.top_users || []).map((u) => userLink(u, openUser)));
