@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain import metrics
+from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
 from rudi_explain.rules import RuleSet
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
@@ -110,18 +111,10 @@ STUDENTS = ("gsnln", "lasso", "cart")
 def _labels_array(labels: Any, seqs: Sequences) -> np.ndarray | None:
     if labels is None:
         return None
-    if isinstance(labels, pd.Series):
-        missing = pd.Index(seqs.users).difference(labels.index)
-        if len(missing):
-            raise ValueError(f"labels are missing for {len(missing)} user(s), e.g. {list(missing[:5])}")
-        labels = labels.reindex(seqs.users)
-    y = np.asarray(labels, dtype=np.float64)
-    if y.shape != (seqs.n_users,):
-        raise ValueError(f"labels must have one value per user ({seqs.n_users}), got shape {y.shape}")
+    y = per_user_values(labels, seqs.users, "the labels")
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
-        users = seqs.users[np.flatnonzero(bad)[:5]].tolist()
-        raise ValueError(f"labels must be 0 or 1; users {users} have {y[bad][:5].tolist()}")
+        raise ValueError(f"labels must be 0 or 1; users {name_users(seqs.users[bad])} have {y[bad][:5].tolist()}")
     return y
 
 

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from rudi_explain.alignment import per_user_values
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import (
@@ -551,21 +552,7 @@ def single_aggregations(schema: Schema) -> list[Statistic]:
 
 
 def _target_array(target, seqs: Sequences) -> np.ndarray:
-    import pandas as pd
-
-    if isinstance(target, pd.Series):
-        missing = pd.Index(seqs.users).difference(target.index)
-        if len(missing):
-            raise ValueError(f"the target has no value for {len(missing)} user(s), e.g. {list(missing[:5])}")
-        target = target.reindex(seqs.users)
-    y = np.asarray(target, dtype=np.float64)
-    if y.ndim != 1 or len(y) != seqs.n_users:
-        raise ValueError(f"the target must have one value per user ({seqs.n_users}), got shape {y.shape}")
-    bad = ~np.isfinite(y)
-    if bad.any():
-        users = seqs.users[np.flatnonzero(bad)[:5]].tolist()
-        raise ValueError(f"the target has NaN or infinite values for {int(bad.sum())} user(s), e.g. {users}")
-    return y
+    return per_user_values(target, seqs.users, "the target values")
 
 
 def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.alignment import name_users, reindex_series
 from rudi_explain.sequences import Sequences
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
 #: Users per batch for a PyTorch module when ``batch_size`` is None.
 TORCH_BATCH_SIZE = 256
 #: How many user ids an error message names.
-_N_NAMED = 5
 
 
 class TeacherError(RuntimeError):
@@ -57,14 +57,6 @@ class TeacherError(RuntimeError):
 
 
 # --------------------------------------------------------------------------- helpers
-def _name_users(users: Any, limit: int = _N_NAMED) -> str:
-    """``'u1', 'u2', 'u3' and 12 more``: the first few ids of a group of users."""
-    users = list(np.asarray(users, dtype=object).ravel())
-    shown = ", ".join(repr(u.item() if isinstance(u, np.generic) else u) for u in users[:limit])
-    more = len(users) - limit
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
 def check_scores(scores: Any, users: np.ndarray, *, allow_constant: bool = False,
                  source: str = "the teacher") -> np.ndarray:
     """Check scores against the users they belong to.
@@ -106,7 +98,7 @@ def check_scores(scores: Any, users: np.ndarray, *, allow_constant: bool = False
     if bad.any():
         kinds = " or ".join(k for k, m in (("NaN", np.isnan(arr)), ("infinite", np.isinf(arr))) if m.any())
         raise ValueError(f"{source} gave {kinds} scores for {int(bad.sum())} users: "
-                         f"{_name_users(np.asarray(users, dtype=object)[bad])}")
+                         f"{name_users(np.asarray(users, dtype=object)[bad])}")
     if not allow_constant and len(arr) > 1 and np.all(arr == arr[0]):
         raise ValueError(f"{source} gave the same score ({arr[0]:g}) to all {len(arr)} users: "
                          "there is nothing to explain")
@@ -142,28 +134,8 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
             raise ValueError(f"scores as a DataFrame must have one column, got {list(scores.columns)}")
         scores = scores.iloc[:, 0]
     if isinstance(scores, pd.Series):
-        scores = _reindex_series(scores, seqs.users, "the given scores", allow_extra=allow_extra)
+        scores = reindex_series(scores, seqs.users, "the given scores", allow_extra=allow_extra)
     return check_scores(scores, seqs.users, allow_constant=allow_constant, source="the given scores")
-
-
-def _reindex_series(scores: pd.Series, users: np.ndarray, source: str, allow_extra: bool = False) -> np.ndarray:
-    index = scores.index
-    if index.has_duplicates:
-        dup = index[index.duplicated()].unique()
-        raise ValueError(f"{source} have more than one score for {len(dup)} user ids: {_name_users(dup)}")
-    wanted = pd.Index(users)
-    position = index.get_indexer(wanted)
-    missing = wanted[position < 0]
-    if len(missing):
-        hint = ""
-        if len(missing) == len(wanted) and len(index):
-            hint = (f" (the scores are indexed by {index.dtype} ids such as {index[0]!r}, "
-                    f"the users are ids such as {wanted[0]!r})")
-        raise ValueError(f"{source} lack {len(missing)} of the {len(wanted)} users: {_name_users(missing)}{hint}")
-    if len(index) != len(wanted) and not allow_extra:
-        extra = index.difference(wanted)
-        raise ValueError(f"{source} have {len(extra)} user ids that the sequences lack: {_name_users(extra)}")
-    return scores.to_numpy()[position]
 
 
 def _batches(n: int, batch_size: int | None) -> list[np.ndarray]:
@@ -182,7 +154,7 @@ def _check_batch_size(batch_size: Any) -> int | None:
 
 def _batch_error(err: Exception, what: str, b: int, n_batches: int, users: np.ndarray) -> TeacherError:
     return TeacherError(
-        f"{what} failed on batch {b + 1} of {n_batches} ({len(users)} users: {_name_users(users)}): "
+        f"{what} failed on batch {b + 1} of {n_batches} ({len(users)} users: {name_users(users)}): "
         f"{type(err).__name__}: {err}"
     )
 
@@ -283,7 +255,7 @@ def _as_vector(result: Any, users: np.ndarray, source: str, pairs: bool = False)
         result = result.iloc[:, 0]
     if isinstance(result, pd.Series) and not isinstance(result.index, pd.RangeIndex):
         # A Series indexed by user id is aligned by id, not by position.
-        return np.asarray(_reindex_series(result, users, f"scores from {source}"), dtype=np.float64)
+        return np.asarray(reindex_series(result, users, f"scores from {source}"), dtype=np.float64)
     try:
         arr = np.asarray(result, dtype=np.float64)
     except (TypeError, ValueError) as err:

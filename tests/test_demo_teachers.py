@@ -12,15 +12,7 @@ from rudi_explain.demo_teachers import DEMO_MAX_LEN, make_demo_pipeline, train_d
 from rudi_explain.teachers import as_teacher
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # See tests/test_teachers.py: one thread is fastest for these models on a shared box.
-    from threadpoolctl import threadpool_limits
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with threadpool_limits(1):
-        yield
-    torch.set_num_threads(threads)
+# One thread for torch and BLAS: see tests/conftest.py.
 
 
 @pytest.fixture(scope="module")

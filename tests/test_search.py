@@ -122,15 +122,15 @@ def test_bad_arguments(kwargs, error, message, payments):
 
 def test_bad_targets(payments):
     demo, seqs = payments
-    with pytest.raises(ValueError, match="one value per user"):
+    with pytest.raises(ValueError, match=r"the target values must have one value per user \(1500\)"):
         rx.search_statistics(seqs, demo.risk.to_numpy()[:-1])
     y = demo.risk.to_numpy().copy()
     y[[3, 7]] = np.nan
-    with pytest.raises(ValueError, match=r"NaN or infinite values for 2 user\(s\), e.g. \['u000003', 'u000007'\]"):
+    with pytest.raises(ValueError, match="the target values have NaN or infinite values for 2 users: 'u000003', 'u000007'"):
         rx.search_statistics(seqs, y)
     with pytest.raises(ValueError, match="constant"):
         rx.search_statistics(seqs, np.ones(seqs.n_users))
-    with pytest.raises(ValueError, match="no value for 1 user"):
+    with pytest.raises(ValueError, match="the target values lack 1 of the 1500 users: 'u000000'"):
         rx.search_statistics(seqs, demo.risk.iloc[1:])
     with pytest.raises(TypeError, match="needs a Sequences"):
         rx.search_statistics(demo.events, demo.risk)

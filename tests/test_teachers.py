@@ -20,16 +20,7 @@ from rudi_explain.teachers import (
     given_scores,
 )
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # On 2 shared cores, OpenMP threads of torch and HistGradientBoosting spin-wait
-    # while other processes run (8x slower seen); these small models need one.
-    from threadpoolctl import threadpool_limits
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with threadpool_limits(1):
-        yield
-    torch.set_num_threads(threads)
+# One thread for torch and BLAS: see tests/conftest.py.
 
 
 GAMBLING = rx.Statistic.parse("Select(amount) | RetainBy(merchant_category=gambling) | Sum")
@@ -371,7 +362,7 @@ def test_given_series_misaligned(data, seqs):
     extra = pd.concat([risk, pd.Series([0.1, 0.2], index=["zz1", "zz2"])])
     with pytest.raises(ValueError, match="2 user ids that the sequences lack: 'zz1', 'zz2'"):
         given_scores(extra, seqs)
-    with pytest.raises(ValueError, match="more than one score"):
+    with pytest.raises(ValueError, match="more than one entry"):
         given_scores(pd.concat([risk, risk.iloc[:1]]), seqs)
     with pytest.raises(ValueError, match="indexed by int64 ids"):
         given_scores(risk.reset_index(drop=True).set_axis(np.arange(400) + 1000), seqs)
