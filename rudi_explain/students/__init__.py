@@ -9,6 +9,7 @@ from rudi_explain.students.base import NotFittedError, RuleStudent
 from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStatistics
 from rudi_explain.students.gsnln import GSNLN, FitProgress
 from rudi_explain.students.brl import BayesianRuleList, RuleList
+from rudi_explain.students.hkl import HKLRuleEnsemble
 
 __all__ = [
     "RuleStudent",
@@ -20,4 +21,5 @@ __all__ = [
     "CARTRules",
     "BayesianRuleList",
     "RuleList",
+    "HKLRuleEnsemble",
 ]
