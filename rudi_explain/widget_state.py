@@ -258,16 +258,29 @@ def thresholds(exp: Any) -> list[dict]:
             })
         else:
             entry.update({"edges": [], "discrete": False, "counts": [], "mean_teacher": [], "min": None, "max": None})
-        lits = [i for i in range(L.n_literals) if L.column[i] == c]
+        lits = np.flatnonzero(L.column == c)
+        above = _counts_above(v, L.thresholds[lits])
         entry["thresholds"] = [{
-            "literal": i,
+            "literal": int(i),
             "name": L.names[i],
             "threshold": _num(L.thresholds[i], 17),
             "threshold_text": L.threshold_text[i],
-            "share_above": _num((values > L.thresholds[i]).mean(), 4),
-            "in_rules": i in used,
-        } for i in lits]
+            "share_above": _num(a / len(values), 4),  # undefined values are never above
+            "in_rules": int(i) in used,
+        } for i, a in zip(lits, above)]
         out.append(entry)
+    return out
+
+
+def _counts_above(v: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """How many of ``v`` exceed each threshold: one pass over ``v``, not one per threshold."""
+    order = np.argsort(thresholds)
+    # pos = number of thresholds strictly below the value: the value exceeds thresholds[order[:pos]].
+    pos = np.searchsorted(thresholds[order], v, side="left")
+    counts = np.bincount(pos, minlength=len(thresholds) + 1)
+    above_sorted = len(v) - np.cumsum(counts)[:-1]
+    out = np.empty(len(thresholds), dtype=np.int64)
+    out[order] = above_sorted
     return out
 
 

@@ -78,9 +78,8 @@ def test_state_of_a_finished_explanation(exp):
         assert card["mean_fires"] == pytest.approx(y[fires].mean(), rel=1e-3)
         assert card["mean_not"] == pytest.approx(y[~fires].mean(), rel=1e-3)
         assert card["direction"] == ("raises" if rule.weight > 0 else "lowers")
-        assert [p["literal"] for p in card["literals"]] == [exp.literals.names.index(n.removeprefix("NOT "))
-                                                             for n in rule.literals]
-        assert [p["op"] for p in card["literals"]] == ["<=" if n.startswith("NOT ") else ">" for n in rule.literals]
+        assert [exp.literals.names[p["literal"]] for p in card["literals"]] == list(rule.literals)
+        assert [p["op"] for p in card["literals"]] == ["<=" if neg else ">" for neg in rule.negated]
         assert 0 < len(card["examples"]) <= ws.N_EXAMPLES
         for example in card["examples"]:  # every example user really fires the rule
             assert exp._fires[exp.sequences.user_index(example["id"]), k]
