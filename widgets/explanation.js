@@ -70,7 +70,7 @@ function overallFraction(p) {
   return Math.min(1, done + STAGE_WEIGHT[p.stage] * (p.fraction || 0));
 }
 
-function lineChart(points) {
+function lineChart(points, totalEpochs) {
   const W = 420, H = 130, L = 40, R = 40, T = 14, B = 22;
   const box = svg("svg", { class: "rx-chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
     "aria-label": "training loss and running fidelity" });
@@ -80,7 +80,7 @@ function lineChart(points) {
       "training starts after the search"));
     return box;
   }
-  const maxEpoch = Math.max(1, ...points.map((p) => p.epoch));
+  const maxEpoch = Math.max(1, totalEpochs || 0, ...points.map((p) => p.epoch));
   const losses = points.map((p) => p.loss).filter((v) => v !== null);
   const lo = Math.min(...losses), hi = Math.max(...losses);
   const x = (e) => L + ((W - L - R) * e) / maxEpoch;
@@ -125,7 +125,7 @@ function progressView(model, ui, redraw) {
       s.found && s.found.length ? h("div", { class: "rx-found" }, "found: ",
         s.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))) : null));
   }
-  parts.push(lineChart(model.get("chart") || []));
+  parts.push(lineChart(model.get("chart") || [], p.stage === "student" ? p.total : null));
   if (status === "running" || status === "pending") {
     parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling,
       on: { click: () => { ui.cancelling = true; model.send({ type: "cancel" }); redraw(); } } },

@@ -142,7 +142,12 @@ def shots():
     """Save a full-page PNG of a page under test-output/screenshots/."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    def save(page, name: str) -> Path:
+    def save(page, name: str, top=None) -> Path:
+        """``top``: a locator scrolled to the top of its scrolling area first (JupyterLab
+        scrolls the notebook inside the page, so a full-page shot shows only the viewport)."""
+        if top is not None:
+            top.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(150)  # let the scroll settle before the shot
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path

@@ -81,7 +81,7 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
     for name in ("expected.json", "kernel_user.json", "report.html"):
         (root / name).unlink(missing_ok=True)
     _notebook(root / "widget.ipynb")
-    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     console: list[str] = []
@@ -102,8 +102,11 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         assert page.locator(".rx-stage").count() == 5
         assert page.locator(".rx-bar-fill").count() == 1
         assert page.locator(".rx-cancel").count() == 1  # the job can be cancelled from here
-        progress.scroll_into_view_if_needed()
         shots(page, "1-progress")
+        # Best effort: the live training chart shows for a few seconds only, before the cards.
+        page.locator(".rx-progress path.rx-line-loss, .rx-card").first.wait_for(timeout=180_000)
+        if page.locator(".rx-progress path.rx-line-loss").count():
+            shots(page, "1b-progress-training")
 
         # 2. The rule cards once the job is done; the kernel answers the next cell meanwhile.
         page.locator(".rx-card").first.wait_for(timeout=180_000)
@@ -113,7 +116,7 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         assert cards.count() == expected["n_rules"]
         assert [int(x) for x in cards.evaluate_all("els => els.map(e => e.dataset.ruleIndex)")] == expected["order"]
         assert page.locator(".rx-status").inner_text() == "done"
-        shots(page, "2-rule-cards")
+        shots(page, "2-rule-cards", top=page.locator(".rx-root"))
 
         # 3. The escaping case: the category shows as text, no element is made of it.
         evil_cards = [i for i, t in enumerate(expected["texts"]) if EVIL in t]
@@ -128,7 +131,7 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         links.first.wait_for()
         shown = links.evaluate_all("els => els.map(e => e.dataset.user)")
         assert shown == expected["examples"][0]
-        shots(page, "3-card-examples")
+        shots(page, "3-card-examples", top=page.locator(".rx-tabs"))
 
         # 5. Open a user: the fired rules shown match exp.user(uid) in the kernel.
         uid = shown[0]
@@ -143,8 +146,7 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         assert kernel["user"] == uid
         assert fired_shown == sorted(kernel["fired"])
         assert page.locator(".rx-user .rx-events tr.rx-feeds").count() > 0  # rows feeding the statistics
-        user.scroll_into_view_if_needed()
-        shots(page, "4-user")
+        shots(page, "4-user", top=user)
 
         # 6. The search box finds another user by id.
         other = expected["examples"][0][-1]
@@ -160,10 +162,10 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         page.locator(".rx-tab[data-tab='thresholds']").click()
         page.locator(".rx-threshold-block svg.rx-hist").first.wait_for()
         assert page.locator(".rx-hist-threshold.rx-in-rules").count() > 0
-        shots(page, "5-thresholds")
+        shots(page, "5-thresholds", top=page.locator(".rx-tabs"))
         page.locator(".rx-tab[data-tab='statistics']").click()
         assert page.locator(".rx-stat-table tbody tr").count() == 4
-        shots(page, "6-statistics")
+        shots(page, "6-statistics", top=page.locator(".rx-root"))
         assert not dialogs, f"an alert ran: {dialogs}"
 
         # 8. The standalone report, from file:// with no server behind it.
