@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import html
 import json
+import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,28 @@ import numpy as np
 
 from rudi_explain import widget_state as ws
 
-__all__ = ["write_html", "report_html", "sample_users"]
+__all__ = ["write_html", "report_html", "sample_users", "front_end", "front_end_dir"]
+
+def front_end_dir() -> Path:
+    """The folder holding ``explanation.js`` and ``explanation.css``."""
+    candidates = [
+        Path(__file__).resolve().parent.parent / "widgets",
+        Path(sys.prefix) / "share" / "rudi-explain" / "widgets",
+        Path(sysconfig.get_path("data")) / "share" / "rudi-explain" / "widgets",
+    ]
+    for folder in candidates:
+        if (folder / "explanation.js").is_file() and (folder / "explanation.css").is_file():
+            return folder
+    raise FileNotFoundError("the widget's front end (explanation.js, explanation.css) is missing; looked in "
+                            + ", ".join(str(c) for c in candidates))
+
+
+def front_end() -> tuple[str, str]:
+    """The ES module and the CSS, as text."""
+    folder = front_end_dir()
+    return (folder / "explanation.js").read_text(encoding="utf-8"), \
+        (folder / "explanation.css").read_text(encoding="utf-8")
+
 
 # The model stand-in: get/on/off/send as anywidget's model offers them. A
 # drill-down request is answered from the embedded users, asynchronously as
@@ -118,8 +141,6 @@ def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any
 
 def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
     """The report as one HTML string; see :func:`write_html`."""
-    from rudi_explain.widget import front_end
-
     exp._ready()
     esm, css = front_end()
     results = ws.results_state(exp)

@@ -1,7 +1,8 @@
 """The notebook widget: an anywidget over the payloads of :mod:`widget_state`.
 
 The front end is a plain ES module and a CSS file in the repository's
-``widgets/`` folder (no build step, no CDN). They are found, in this order:
+``widgets/`` folder (no build step, no CDN). :func:`rudi_explain.report.front_end_dir`
+finds them (the report uses them too, without anywidget), in this order:
 
 1. ``<repository>/widgets/`` next to the package (a source checkout or an
    editable install);
@@ -18,43 +19,20 @@ the traits, so the notebook file stays small whatever the number of users.
 
 from __future__ import annotations
 
-import sys
-import sysconfig
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets as t
 
 from rudi_explain import widget_state as ws
+from rudi_explain.report import front_end, front_end_dir
 
 __all__ = ["ExplanationWidget", "front_end", "front_end_dir"]
 
 #: Seconds between two progress pushes of one stage (stage changes go at once).
 PUSH_INTERVAL = 0.2
-
-
-def front_end_dir() -> Path:
-    """The folder holding ``explanation.js`` and ``explanation.css``."""
-    candidates = [
-        Path(__file__).resolve().parent.parent / "widgets",
-        Path(sys.prefix) / "share" / "rudi-explain" / "widgets",
-        Path(sysconfig.get_path("data")) / "share" / "rudi-explain" / "widgets",
-    ]
-    for folder in candidates:
-        if (folder / "explanation.js").is_file() and (folder / "explanation.css").is_file():
-            return folder
-    raise FileNotFoundError("the widget's front end (explanation.js, explanation.css) is missing; looked in "
-                            + ", ".join(str(c) for c in candidates))
-
-
-def front_end() -> tuple[str, str]:
-    """The ES module and the CSS, as text."""
-    folder = front_end_dir()
-    return (folder / "explanation.js").read_text(encoding="utf-8"), \
-        (folder / "explanation.css").read_text(encoding="utf-8")
 
 
 class ExplanationWidget(anywidget.AnyWidget):

@@ -15,8 +15,9 @@ import json
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 EVIL = "<img src=x onerror=alert(1)>"
 
