@@ -70,42 +70,27 @@ class JobProgress:
     elapsed: float = 0.0
 
 
+#: Students by name, for ``explain(student=...)``.
+STUDENTS = ("gsnln", "brl", "hkl", "cart", "lasso")
+
+
 def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> Any:
+    """A student instance: a name from :data:`STUDENTS`, or the estimator given."""
     if not isinstance(name_or_estimator, str):
         return name_or_estimator
-    from rudi_explain.students import GSNLN, CARTRules, LassoLiterals
+    from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals
 
     builders = {
         "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
-        "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
+        # A rule list's length comes from its prior, not from n_rules.
+        "brl": lambda: BayesianRuleList(random_state=random_state, **params),
+        "hkl": lambda: HKLRuleEnsemble(n_rules=n_rules, random_state=random_state, **params),
         "cart": lambda: CARTRules(n_rules=n_rules, random_state=random_state, **params),
+        "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
     }
-    extra = _optional_students()
-    builders.update({k: (lambda f=f: f(n_rules, random_state, params)) for k, f in extra.items()})
     if name_or_estimator not in builders:
-        raise ValueError(f"student must be one of {sorted(builders)} or an estimator, got {name_or_estimator!r}")
+        raise ValueError(f"student must be one of {list(STUDENTS)} or an estimator, got {name_or_estimator!r}")
     return builders[name_or_estimator]()
-
-
-def _optional_students() -> dict[str, Callable]:
-    """Students added by later modules (BRL, HKL), if present."""
-    out: dict[str, Callable] = {}
-    try:
-        from rudi_explain.students import BayesianRuleList  # type: ignore[attr-defined]
-
-        out["brl"] = lambda n, rs, p: BayesianRuleList(random_state=rs, **p)
-    except ImportError:
-        pass
-    try:
-        from rudi_explain.students import HKLRuleEnsemble  # type: ignore[attr-defined]
-
-        out["hkl"] = lambda n, rs, p: HKLRuleEnsemble(n_rules=n, **p)
-    except ImportError:
-        pass
-    return out
-
-
-STUDENTS = ("gsnln", "lasso", "cart")
 
 
 def _labels_array(labels: Any, seqs: Sequences) -> np.ndarray | None:
@@ -291,12 +276,7 @@ class Explanation:
 
         self._emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
         X_train = self._literal_matrix[train_idx]
-        try:
-            student.fit(X_train, y_train, progress=on_epoch)
-        except TypeError as err:
-            if "progress" not in str(err):
-                raise
-            student.fit(X_train, y_train)
+        student.fit(X_train, y_train, progress=on_epoch)
         self._check_cancel()
         self.student = student
         self.rules = student.rules(self.literals)
