@@ -4,28 +4,34 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+BASE := $(VENV)/.installed-base
+TEST := $(VENV)/.installed-test
 
 .PHONY: demo test bench venv clean
 
-venv: $(STAMP)
+venv: $(BASE)
 
 # PyTorch is pinned and installed first: an unpinned torch pulls gigabytes of CUDA packages.
-$(STAMP): pyproject.toml
+$(BASE): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE)
+
+# The tests also need JupyterLab, Playwright, nbval and Debian's chromium (browser tests).
+$(TEST): $(BASE)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
-	touch $(STAMP)
+	touch $(TEST)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(BIN)/rudi-explain demo --out out/demo
 
 # RUDI_EXPLAIN_BLOCK: explain() finishes before returning in the notebooks that nbval runs.
-test: $(STAMP)
+test: $(TEST)
 	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax
 
-bench: $(STAMP)
+bench: $(TEST)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
