@@ -24,7 +24,6 @@ import warnings
 
 import numpy as np
 
-import rudi_explain as rx
 from rudi_explain.correlation import multiple_correlation
 from rudi_explain.datasets import make_payments
 from rudi_explain.search import StatisticsSearch

@@ -13,45 +13,18 @@ the same statistics, literals and rules. Prints one line per figure.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import json
 import statistics
 import time
 
 import numpy as np
-import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.explanation import Explanation
 
-
-def scaled(exp: Explanation, n_users: int, events_per_user: int, seed: int = 0) -> Explanation:
-    """A finished Explanation over synthetic users with ``exp``'s statistics and rules."""
-    seqs = exp.sequences
-    rng = np.random.default_rng(seed)
-    n = n_users * events_per_user
-    data = {"user_id": np.char.add("u", np.repeat(np.arange(n_users), events_per_user).astype(str)),
-            "ts": np.tile(np.arange(events_per_user), n_users).astype("datetime64[s]")}
-    for c in seqs.categorical:
-        vocab = list(seqs.vocabularies[c])
-        data[c] = pd.Categorical.from_codes(rng.integers(0, len(vocab), n), categories=vocab)
-    for c in seqs.numerical:
-        data[c] = rng.gamma(2.0, 30.0, n)
-    big = rx.Sequences(pd.DataFrame(data), user="user_id", time="ts", categorical=seqs.categorical,
-                       numerical=seqs.numerical, vocabularies=seqs.vocabularies)
-    out = Explanation(big, exp.params)
-    out.statistics, out.literals, out.rules, out.teacher_kind = exp.statistics, exp.literals, exp.rules, "synthetic"
-    out._values = exp.literals.values(big)
-    out._literal_matrix = exp.literals.transform_values(out._values)
-    out._fires = exp.rules.fires(out._literal_matrix)
-    student = exp.rules.score(out._literal_matrix)
-    index = pd.Index(big.users, name="user_id")
-    out.student_scores = pd.Series(student, index=index)
-    out.teacher_scores = pd.Series(student + rng.normal(0, 0.3, n_users), index=index)
-    out.is_test = rng.random(n_users) < 0.2
-    out.seconds, out.history, out.progress = dict(exp.seconds), list(exp.history), exp.history[-1]
-    out.status = "done"
-    out._finished.set()
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from synthetic import scaled_explanation  # noqa: E402  (shared with tests/test_widget.py)
 
 
 def main() -> None:
@@ -67,7 +40,7 @@ def main() -> None:
     small = rx.explain(None, demo.events, scores=demo.risk, background=False, progress=lambda e: None,
                        n_stats=6, n_rules=12, n_simulations=60, student_params={"epochs": 60})
     t = time.perf_counter()
-    exp = scaled(small, args.users, args.events)
+    exp = scaled_explanation(small, args.users, args.events, string_ids=True)
     print(f"users                 {exp.sequences.n_users:>12,}  ({exp.sequences.n_events:,} events, "
           f"{len(exp.rules)} rules, {exp.literals.n_literals} literals; built in {time.perf_counter() - t:.1f} s)")
 

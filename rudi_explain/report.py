@@ -121,7 +121,6 @@ def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any
     random sample. The order is reproducible for a given ``random_state``.
     """
     ids = exp.sequences.users
-    y = exp.teacher_scores.to_numpy(dtype=np.float64)
     chosen: dict[str, Any] = {}
 
     def add(i: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -28,7 +28,8 @@ from rudi_explain.alignment import per_user_values
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import (
-    OPERATORS, Aggregation, Count, Pipeline, PipelineState, Schema, Select, Statistic, next_operators,
+    OPERATORS, Aggregation, Pipeline, PipelineState, Schema, Select, Statistic, candidate_operators,
+    next_operators,
 )
 from rudi_explain.statistics.operators import Operator
 
@@ -334,7 +335,7 @@ class StatisticsSearch:
     def _neighbours(self, stat: Statistic) -> list[Statistic]:
         """Valid, unmarked statistics one edit away, within the depth bound."""
         ops = list(stat.operators)
-        candidates = [op for op in _candidates(self._schema)]
+        candidates = candidate_operators(self._schema)
         variants: list[list[Operator]] = []
         for i, op in enumerate(ops):
             for other in candidates:  # the same kind of operator in this place
@@ -345,7 +346,7 @@ class StatisticsSearch:
         if stat.depth < self.max_depth:
             for i in range(1, len(ops)):
                 for other in candidates:
-                    if other.kind == "row" and not (i == len(ops) - 1 and stat.group is not None and False):
+                    if other.kind == "row":
                         variants.append(ops[:i] + [other] + ops[i:])
         out, keys = [], {stat.key}
         for variant in variants:
@@ -510,12 +511,6 @@ class StatisticsSearch:
         for k, i in enumerate(chosen, start=1):
             self._accept(candidates[i], float("nan"), self._y)
             self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
-
-
-def _candidates(schema: Schema) -> tuple[Operator, ...]:
-    from rudi_explain.statistics.statistic import _all_candidates
-
-    return _all_candidates(schema)
 
 
 def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rudi_explain.rules import LinearTerm, Lit, format_threshold, formula_literals
+from rudi_explain.rules import LinearTerm, Lit, formula_literals
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.statistics import (
-    Abs, Count, FilterBy, First, GroupBy, Max, Mean, Min, Percentile, Ptp, RetainBy, SortBy, Std, Sum, Top,
+    Abs, FilterBy, RetainBy, SortBy, Top,
 )
 
 NA = "<NA>"

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-import rudi_explain as rx
 from rudi_explain.datasets import make_edits, make_payments
 
 

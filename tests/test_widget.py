@@ -19,8 +19,8 @@ pytest.importorskip("anywidget")
 
 import rudi_explain as rx  # noqa: E402
 from rudi_explain import widget_state as ws  # noqa: E402
-from rudi_explain.explanation import Explanation  # noqa: E402
 from rudi_explain.widget import ExplanationWidget  # noqa: E402
+from synthetic import scaled_explanation  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
 EVIL_SCRIPT = "</script><img src=x onerror=alert(2)>"
@@ -312,42 +312,6 @@ def test_report_samples_top_users_and_card_examples(exp):
 
 
 # ---------------------------------------------------------------- scale
-def scaled_explanation(exp: Explanation, n_users: int, events_per_user: int = 2, seed: int = 0) -> Explanation:
-    """A finished Explanation over ``n_users`` synthetic users, with ``exp``'s statistics and rules.
-
-    Everything the widget reads is real (sequences, statistic values, literal
-    matrix, firings, scores); only the search and training are skipped.
-    """
-    seqs = exp.sequences
-    rng = np.random.default_rng(seed)
-    n = n_users * events_per_user
-    data = {"user_id": np.repeat(np.arange(n_users), events_per_user),
-            "ts": np.tile(np.arange(events_per_user), n_users).astype("datetime64[s]")}
-    for c in seqs.categorical:
-        vocab = list(seqs.vocabularies[c])
-        data[c] = pd.Categorical.from_codes(rng.integers(0, len(vocab), n), categories=vocab)
-    for c in seqs.numerical:
-        data[c] = rng.gamma(2.0, 30.0, n)
-    big = rx.Sequences(pd.DataFrame(data), user="user_id", time="ts", categorical=seqs.categorical,
-                       numerical=seqs.numerical, vocabularies=seqs.vocabularies)
-    out = Explanation(big, exp.params)
-    out.statistics, out.literals, out.rules, out.teacher_kind = exp.statistics, exp.literals, exp.rules, "synthetic"
-    out._values = exp.literals.values(big)
-    out._literal_matrix = exp.literals.transform_values(out._values)
-    out._fires = exp.rules.fires(out._literal_matrix)
-    student = exp.rules.score(out._literal_matrix)
-    index = pd.Index(big.users, name="user_id")
-    out.student_scores = pd.Series(student, index=index)
-    out.teacher_scores = pd.Series(student + rng.normal(0, 0.3, n_users), index=index)
-    out.is_test = rng.random(n_users) < 0.2
-    out.seconds = dict(exp.seconds)
-    out.history = list(exp.history)
-    out.progress = exp.history[-1]
-    out.status = "done"
-    out._finished.set()
-    return out
-
-
 def test_payload_stays_small_for_a_million_users(exp, sent):
     big = scaled_explanation(exp, 1_000_000)
     w = ExplanationWidget(big)

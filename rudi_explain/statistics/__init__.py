@@ -25,10 +25,10 @@ from rudi_explain.statistics.operators import (
     Top,
     register_operator,
 )
-from rudi_explain.statistics.statistic import Pipeline, Statistic, next_operators
+from rudi_explain.statistics.statistic import Pipeline, Statistic, candidate_operators, next_operators
 
 __all__ = [
-    "Statistic", "Pipeline", "next_operators", "Schema", "PipelineState", "Operator", "RowOperator",
+    "Statistic", "Pipeline", "next_operators", "candidate_operators", "Schema", "PipelineState", "Operator", "RowOperator",
     "Aggregation", "Select", "RetainBy", "FilterBy", "SortBy", "Top", "Abs", "GroupBy", "Mean", "Max",
     "Min", "Sum", "Std", "Ptp", "Count", "First", "Percentile", "PERCENTILES", "OPERATORS",
     "register_operator",

@@ -303,10 +303,7 @@ class Top(RowOperator):
             raise ValueError(f"Top(k) needs a whole number k >= 1, got {self.k!r}")
 
     def arguments(self):
-        return [str(self.k)] if self.k != 5 else []
-
-    def to_text(self):
-        return f"Top({self.k})"
+        return [str(self.k)]  # always written, Top(5) included
 
     @classmethod
     def from_arguments(cls, positional, keyword):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from rudi_explain.statistics.operators import (
 )
 from rudi_explain.statistics.text import parse_operators
 
-__all__ = ["Statistic", "Pipeline", "next_operators"]
+__all__ = ["Statistic", "Pipeline", "next_operators", "candidate_operators"]
 
 
 class Statistic:
@@ -296,7 +295,7 @@ class Pipeline:
 _CANDIDATES: dict[int, tuple[Schema, tuple[Operator, ...]]] = {}
 
 
-def _all_candidates(schema: Schema) -> tuple[Operator, ...]:
+def candidate_operators(schema: Schema) -> tuple[Operator, ...]:
     """Every operator instance the registered classes offer for this schema (cached)."""
     hit = _CANDIDATES.get(id(schema))
     if hit is None or hit[0] is not schema:
@@ -317,7 +316,7 @@ def next_operators(pipeline: Pipeline, schema: Schema, max_depth: int) -> list[O
     if state.aggregated:
         return []
     out = []
-    for op in _all_candidates(schema):
+    for op in candidate_operators(schema):
         if isinstance(op, Select) != (state.selected is None):
             continue
         # A non-aggregation must leave room for the aggregation after it.

@@ -186,7 +186,6 @@ class HKLRuleEnsemble(RuleStudent):
         c = 1.0 / (1.0 + beta) ** 2
         items = item_matrix(Xs)
         Phi = items.astype(np.float64)
-        n_items = 2 * p
         # G_ij = (1 + c) ** (items shared by users i and j), scaled by (1 + c) ** -p
         # (each user holds exactly p items) so that it stays <= 1; the scale is put back below
         shared = Phi @ Phi.T

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rudi_explain as rx
-from rudi_explain.statistics import OPERATORS, Percentile, Pipeline, Schema, Top, next_operators
+from rudi_explain.statistics import OPERATORS, Pipeline, Schema, Top, next_operators
 from reference_impl import reference_evaluate
 
 CATEGORICAL = ["a", "b"]

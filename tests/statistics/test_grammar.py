@@ -1,14 +1,13 @@
 """Validity rules, the valid next operators, equivalence and depth."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rudi_explain as rx
 from rudi_explain.statistics import (
-    Abs, Count, First, GroupBy, Mean, Pipeline, RetainBy, Schema, Select, SortBy, Sum, Top, next_operators,
+    GroupBy, Pipeline, RetainBy, Schema, Select, SortBy, next_operators,
 )
 
 SCHEMA = Schema(vocabularies={"card": ("credit", "debit"), "channel": ("atm", "online", "pos")},
