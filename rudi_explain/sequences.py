@@ -69,6 +69,13 @@ class Sequences:
         training sequences (``other.vocabularies``). Values they lack become
         "unseen" (code ``-1``): they match no ``RetainBy``/``FilterBy`` value
         and add to no one-hot dimension.
+    reference_time : scalar or None, default=None
+        The time at which time statistics are measured ("now" for
+        ``Recency``, the end of a ``Within`` window): a datetime (anything
+        ``pandas.Timestamp`` reads; time zones are converted to UTC) for a
+        datetime time column, a number for a numerical one. ``None`` takes
+        the latest event time in the data. Give it when comparing data sets
+        (training and new events), so that both are measured at one time.
 
     Attributes
     ----------
@@ -86,6 +93,9 @@ class Sequences:
         Sorted vocabulary of each categorical column.
     times : ndarray or None
         The sorted time column, or None without one.
+    reference_time : numpy.datetime64, numpy.timedelta64, float or None
+        The reference time of time statistics, of the time column's type
+        (see the parameter); None without a time column.
     input_row : ndarray of shape (n_events,)
         Position of each event in the input table.
     """
@@ -99,6 +109,7 @@ class Sequences:
         numerical: Iterable[str] | None = None,
         *,
         vocabularies: Mapping[str, Sequence[str]] | None = None,
+        reference_time: Any = None,
     ) -> None:
         frame = self._as_frame(data, user)
         categorical = _as_name_list(categorical, "categorical")
@@ -133,6 +144,7 @@ class Sequences:
         self.offsets = np.zeros(len(users) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.offsets[1:])
         self.times = None if time_values is None else time_values[order]
+        self.reference_time = self._reference_time(reference_time, self.times, time)
         self.input_row = order.astype(np.int64, copy=False)
 
         self.vocabularies: dict[str, tuple[str, ...]] = {}
@@ -273,6 +285,36 @@ class Sequences:
         return key, values
 
     @staticmethod
+    def _reference_time(value: Any, times: np.ndarray | None, time: str | None) -> Any:
+        """The reference time as a scalar of the time column's type (see the class docs)."""
+        if times is None:
+            if value is not None:
+                raise ValueError("reference_time needs a time column; time=None was given")
+            return None
+        if value is None:
+            return times.max()  # the latest event in the data
+        try:
+            if isinstance(value, (bool, np.bool_)):
+                raise TypeError
+            if times.dtype.kind == "M":
+                stamp = pd.Timestamp(value)
+                if stamp.tzinfo is not None:
+                    stamp = stamp.tz_convert("UTC").tz_localize(None)
+                ref = np.datetime64(stamp.as_unit("ns").to_datetime64(), "ns")
+            elif times.dtype.kind == "m":
+                ref = np.timedelta64(pd.Timedelta(value).as_unit("ns").to_timedelta64(), "ns")
+            else:
+                ref = float(value)
+        except (TypeError, ValueError, OverflowError):
+            kind = {"M": "datetime", "m": "timedelta"}.get(times.dtype.kind, "numerical")
+            raise TypeError(
+                f"reference_time {value!r} does not fit the {kind} time column {time!r}"
+            ) from None
+        if np.isnat(ref) if times.dtype.kind in "mM" else np.isnan(ref):
+            raise ValueError(f"reference_time must be a time, got {value!r}")
+        return ref
+
+    @staticmethod
     def _encode_categorical(
         column: pd.Series, vocabulary: Sequence[str] | None
     ) -> tuple[tuple[str, ...], np.ndarray]:
@@ -390,6 +432,8 @@ class Sequences:
         new.offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(lengths, out=new.offsets[1:])
         new.times = None if self.times is None else self.times[pos]
+        # The parent's reference time, not the subset's latest event: values stay comparable.
+        new.reference_time = self.reference_time
         new.input_row = self.input_row[pos]
         new.vocabularies = dict(self.vocabularies)
         new.codes = {k: v[pos] for k, v in self.codes.items()}
@@ -427,6 +471,10 @@ class Sequences:
             "categorical": self.categorical,
             "numerical": self.numerical,
             "time_dtype": None if self.times is None else str(self.times.dtype),
+            # Nanoseconds for datetime and timedelta columns, the number otherwise.
+            "reference_time": None if self.reference_time is None else (
+                int(self.reference_time.view(np.int64)) if self.times.dtype.kind in "mM"
+                else float(self.reference_time)),
         }
         arrays = {"offsets": self.offsets, "event_user": self.event_user, "input_row": self.input_row}
         if self.times is not None:
@@ -451,6 +499,15 @@ class Sequences:
             dtype = meta.get("time_dtype")
             new.times = None if times is None else (
                 times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times))
+            ref = meta.get("reference_time")
+            if new.times is None:
+                new.reference_time = None
+            elif ref is None:  # saved before reference times existed: the latest event
+                new.reference_time = new.times.max() if len(new.times) else None
+            elif new.times.dtype.kind in "mM":
+                new.reference_time = np.int64(ref).view(new.times.dtype)
+            else:
+                new.reference_time = float(ref)
             new.vocabularies = {k: tuple(v) for k, v in meta["vocabularies"].items()}
             new.codes = {name: np.asarray(arrays[f"codes_{i}"], dtype=np.int32)
                          for i, name in enumerate(meta["categorical"])}
