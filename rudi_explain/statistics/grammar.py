@@ -23,10 +23,18 @@ class Schema:
         Categorical columns and their sorted categories.
     numerical : tuple of str
         Numerical columns.
+    time : str or None, default=None
+        The time column, or None without one (time operators are then invalid).
+    time_unit : {'datetime', 'number'} or None, default=None
+        'datetime' for a datetime (or timedelta) time column, whose time
+        statistics are in days and windows in units like ``7d``; 'number'
+        for a numerical one, measured in its own units.
     """
 
     vocabularies: Mapping[str, tuple[str, ...]]
     numerical: tuple[str, ...]
+    time: str | None = None
+    time_unit: str | None = None
 
     @classmethod
     def of(cls, data: "Schema | object") -> "Schema":
@@ -40,7 +48,10 @@ class Schema:
         numerical = getattr(data, "numerical", None)
         if vocab is None or numerical is None:
             raise TypeError(f"expected Sequences or Schema, got {type(data).__name__}")
-        schema = cls(dict(vocab), tuple(numerical))
+        times = getattr(data, "times", None)
+        time = getattr(data, "time_column", None) if times is not None else None
+        time_unit = None if time is None else ("datetime" if times.dtype.kind in "mM" else "number")
+        schema = cls(dict(vocab), tuple(numerical), time=time, time_unit=time_unit)
         if cache is not None:
             cache["schema"] = schema
         return schema
@@ -54,11 +65,13 @@ class Schema:
         return None
 
     def to_json(self) -> dict:
-        return {"vocabularies": {k: list(v) for k, v in self.vocabularies.items()}, "numerical": list(self.numerical)}
+        return {"vocabularies": {k: list(v) for k, v in self.vocabularies.items()}, "numerical": list(self.numerical),
+                "time": self.time, "time_unit": self.time_unit}
 
     @classmethod
     def from_json(cls, data: dict) -> "Schema":
-        return cls({k: tuple(v) for k, v in data["vocabularies"].items()}, tuple(data["numerical"]))
+        return cls({k: tuple(v) for k, v in data["vocabularies"].items()}, tuple(data["numerical"]),
+                   time=data.get("time"), time_unit=data.get("time_unit"))
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,8 @@ class PipelineState:
     has_abs: bool = False
     group: str | None = None
     aggregated: bool = False
+    #: A time window (``Within``) was applied.
+    windowed: bool = False
     depth: int = 0
 
     def but(self, **changes) -> "PipelineState":
