@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from rudi_explain import archive as _archive
 from rudi_explain import metrics
 from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
@@ -71,17 +72,19 @@ class JobProgress:
 
 
 #: Students by name, for ``explain(student=...)``.
-STUDENTS = ("gsnln", "brl", "hkl", "cart", "lasso")
+STUDENTS = ("gsnln", "trees", "brl", "hkl", "cart", "lasso")
 
 
 def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> Any:
     """A student instance: a name from :data:`STUDENTS`, or the estimator given."""
     if not isinstance(name_or_estimator, str):
         return name_or_estimator
-    from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals
+    from rudi_explain.students import (GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals,
+                                       SumOfTrees)
 
     builders = {
         "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
+        "trees": lambda: SumOfTrees(n_rules=n_rules, random_state=random_state, **params),
         # A rule list's length comes from its prior, not from n_rules.
         "brl": lambda: BayesianRuleList(random_state=random_state, **params),
         "hkl": lambda: HKLRuleEnsemble(n_rules=n_rules, random_state=random_state, **params),
@@ -451,54 +454,165 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot save {type(value).__name__} in an explanation file")
 
 
-def load(path: str | Path) -> Explanation:
-    """Read an explanation written by :meth:`Explanation.save`."""
+def _check_meta(meta: dict, path: Path) -> None:
+    """Refuse JSON fields of the wrong type, naming the field (not a raw TypeError later)."""
+    expect = _archive.expect
+    for key, types in (("params", dict), ("statistics", list), ("literals", dict), ("rules", dict),
+                       ("teacher_kind", str), ("seconds", dict), ("history", list), ("sequences", dict)):
+        if key not in meta:
+            raise ValueError(f"{path} is damaged: it lacks the field {key!r}")
+        expect(meta[key], types, key, path)
+    for i, text in enumerate(meta["statistics"]):
+        expect(text, str, f"statistics[{i}]", path)
+    for key, value in meta["seconds"].items():
+        expect(value, (int, float), f"seconds.{key}", path)
+    for i, e in enumerate(meta["history"]):
+        expect(e, dict, f"history[{i}]", path)
+        for key, types in (("stage", str), ("step", int), ("total", int), ("message", str),
+                           ("elapsed", (int, float))):
+            expect(e.get(key), types, f"history[{i}].{key}", path)
+    expect(meta["params"].get("student"), str, "params.student", path)
+    sm = meta["sequences"]
+    for key, types in (("user_column", str), ("time_column", (str, type(None))), ("users", list),
+                       ("vocabularies", dict), ("categorical", list), ("numerical", list),
+                       ("time_dtype", (str, type(None)))):
+        expect(sm.get(key), types, f"sequences.{key}", path)
+    for key in ("categorical", "numerical"):
+        for i, name in enumerate(sm[key]):
+            expect(name, str, f"sequences.{key}[{i}]", path)
+    for name in sm["categorical"]:
+        vocab = expect(sm["vocabularies"].get(name), list, f"sequences.vocabularies.{name}", path)
+        if not all(isinstance(v, str) for v in vocab):
+            raise ValueError(f"{path} is damaged: field 'sequences.vocabularies.{name}' holds a non-text category")
+    users = sm["users"]
+    # The ids a Sequences allows: all text or all whole numbers.
+    if not (all(isinstance(u, str) for u in users)
+            or all(isinstance(u, int) and not isinstance(u, bool) for u in users)):
+        raise ValueError(f"{path} is damaged: field 'sequences.users' must hold only text or only whole numbers")
+    if len(set(users)) != len(users):
+        seen: set = set()
+        dup = [u for u in users if u in seen or seen.add(u)]
+        raise ValueError(f"{path} is damaged: field 'sequences.users' repeats user ids {name_users(dup)}")
+    expect(meta["literals"].get("output_names"), list, "literals.output_names", path)
+
+
+def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
+    """Read an explanation written by :meth:`Explanation.save`.
+
+    Files are treated as untrusted: only the entries the format names are
+    read, each array's header is checked against the shape the JSON promises
+    before its data is read, and the bytes read are bounded.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int, optional
+        The most bytes to decompress. By default 64 MiB plus 100 times the
+        file's size on disk: far above what real explanations need, far below
+        what a file padded with compressible junk would claim.
+
+    Raises
+    ------
+    ValueError
+        Naming the path and the damaged entry or field: not an explanation
+        file, another format version, wrong JSON types, array shapes or dtypes
+        that differ from what the JSON promises, bad CRC, decreasing offsets,
+        out-of-range category codes, repeated users, no held-out users.
+    """
     path = Path(path)
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
         raise ValueError(f"{path} is not a rudi-explain explanation file ({err})") from None
     with zf:
+        reader = _archive.ArchiveReader(zf, path, _archive.default_budget(path) if max_bytes is None
+                                        else int(max_bytes))
         try:
-            meta = json.loads(zf.read("explanation.json"))
-        except (KeyError, json.JSONDecodeError, UnicodeDecodeError):
+            raw = reader.read_bytes("explanation.json")
+        except KeyError:
+            raise ValueError(f"{path} is not a rudi-explain explanation file (no explanation.json)") from None
+        try:
+            meta = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             raise ValueError(f"{path} is not a rudi-explain explanation file (no readable explanation.json)") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise ValueError(f"{path} is not a rudi-explain explanation file")
         if meta.get("version") != FORMAT_VERSION:
             raise ValueError(f"{path} has format version {meta.get('version')}; this rudi-explain reads version "
                              f"{FORMAT_VERSION}")
-        arrays = {}
-        for name in zf.namelist():
-            if name.startswith("arrays/") and name.endswith(".npy"):
-                try:
-                    arrays[name[7:-4]] = np.load(BytesIO(zf.read(name)), allow_pickle=False)
-                except ValueError as err:
-                    raise ValueError(f"{path}: array {name} is damaged ({err})") from None
+        _check_meta(meta, path)
+        sm = meta["sequences"]
+        n_users, n_out = len(sm["users"]), len(meta["literals"]["output_names"])
+        # (entry, dtype kinds, shape with None = n_events, what): the only entries read.
+        wanted = [("teacher_scores", "fi", (n_users,), "teacher scores"),
+                  ("student_scores", "fi", (n_users,), "student scores"),
+                  ("is_test", "b", (n_users,), "held-out flags"),
+                  ("values", "f", (n_users, n_out), "statistic values"),
+                  ("seq_event_user", "iu", (None,), "user of each event"),
+                  ("seq_input_row", "iu", (None,), "input row of each event")]
+        if sm["time_dtype"] is not None:
+            wanted.append(("seq_times", "fiu", (None,), "event times"))
+        wanted += [(f"seq_codes_{i}", "iu", (None,), f"codes of column {c!r}") for i, c in enumerate(sm["categorical"])]
+        wanted += [(f"seq_values_{i}", "f", (None,), f"values of column {c!r}") for i, c in enumerate(sm["numerical"])]
+        has_labels = reader.info("arrays/labels.npy") is not None
+        if has_labels:
+            wanted.append(("labels", "fib", (n_users,), "labels"))
+        reader.check_declared(["explanation.json", "arrays/seq_offsets.npy"] + [f"arrays/{w[0]}.npy" for w in wanted])
+        offsets = reader.read_array("arrays/seq_offsets.npy", "iu", (n_users + 1,), "event offsets of each user")
+        offsets = offsets.astype(np.int64)
+        if len(offsets) and offsets[0] != 0 or (np.diff(offsets) < 0).any():
+            bad = np.flatnonzero(np.diff(offsets) < 0)
+            where = f" at user {name_users([sm['users'][bad[0]]])}" if len(bad) else ""
+            raise ValueError(f"{path} is damaged: array arrays/seq_offsets.npy does not start at 0 and "
+                             f"never decrease{where}")
+        n_events = int(offsets[-1])
+        arrays = {"seq_offsets": offsets}
+        for name, kinds, shape, what in wanted:
+            shape = tuple(n_events if s is None else s for s in shape)
+            arrays[name] = reader.read_array(f"arrays/{name}.npy", kinds, shape, what)
     try:
-        seqs = Sequences.from_arrays(meta["sequences"], {k[4:]: v for k, v in arrays.items() if k.startswith("seq_")})
-        exp = Explanation(seqs, meta["params"])
-        exp.statistics = [Statistic.parse(t) for t in meta["statistics"]]
-        exp.literals = Literals.from_dict(meta["literals"])
-        exp.literals.statistics = exp.statistics
-        exp.rules = RuleSet.from_dict(meta["rules"])
-        exp.rules.literals = exp.literals
-        exp.teacher_kind = meta["teacher_kind"]
-        exp.seconds = meta["seconds"]
-        exp.history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])
-                       for e in meta["history"]]
-        index = pd.Index(seqs.users, name=seqs.user_column)
-        exp.teacher_scores = pd.Series(arrays["teacher_scores"], index=index, name="teacher")
-        exp.student_scores = pd.Series(arrays["student_scores"], index=index, name="student")
-        exp.is_test = arrays["is_test"].astype(bool)
-        exp.labels = arrays.get("labels")
-        exp._values = arrays["values"]
-    except (KeyError, TypeError, ValueError) as err:
+        seqs = Sequences.from_arrays(sm, {k[4:]: v for k, v in arrays.items() if k.startswith("seq_")})
+    except ValueError as err:
         raise ValueError(f"{path} is damaged: {err}") from None
-    if len(exp.is_test) != seqs.n_users or exp._values.shape[0] != seqs.n_users:
-        raise ValueError(f"{path} is damaged: arrays do not line up with its {seqs.n_users} users")
-    exp._literal_matrix = exp.literals.transform_values(exp._values)
-    exp._fires = exp.rules.fires(exp._literal_matrix)
+    exp = Explanation(seqs, meta["params"])
+    for field_name, build in (
+            ("statistics", lambda: setattr(exp, "statistics", [Statistic.parse(t) for t in meta["statistics"]])),
+            ("literals", lambda: setattr(exp, "literals", Literals.from_dict(meta["literals"]))),
+            ("rules", lambda: setattr(exp, "rules", RuleSet.from_dict(meta["rules"])))):
+        try:
+            build()
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            raise ValueError(f"{path} is damaged: field {field_name!r}: {err}") from None
+    exp.literals.statistics = exp.statistics
+    exp.rules.literals = exp.literals
+    exp.teacher_kind = meta["teacher_kind"]
+    exp.seconds = meta["seconds"]
+    exp.history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])
+                   for e in meta["history"]]
+    index = pd.Index(seqs.users, name=seqs.user_column)
+    for name in ("teacher_scores", "student_scores"):
+        if not np.isfinite(arrays[name]).all():
+            raise ValueError(f"{path} is damaged: array arrays/{name}.npy has NaN or infinite scores")
+    exp.teacher_scores = pd.Series(arrays["teacher_scores"].astype(np.float64), index=index, name="teacher")
+    exp.student_scores = pd.Series(arrays["student_scores"].astype(np.float64), index=index, name="student")
+    exp.is_test = arrays["is_test"].astype(bool)
+    n_test = int(exp.is_test.sum())
+    if n_test < 2 or n_users - n_test < 2:
+        raise ValueError(f"{path} is damaged: array arrays/is_test.npy holds out {n_test} of {n_users} users; "
+                         "fidelity needs at least two held-out and two training users")
+    if has_labels:
+        labels = arrays["labels"].astype(np.float64)
+        if not np.isin(labels, (0.0, 1.0)).all():
+            raise ValueError(f"{path} is damaged: array arrays/labels.npy holds labels other than 0 and 1")
+        exp.labels = labels
+    exp._values = arrays["values"].astype(np.float64)
+    if exp.literals.n_outputs != n_out or (exp.literals.output_statistic >= len(exp.statistics)).any():
+        raise ValueError(f"{path} is damaged: field 'literals' does not match the statistics")
+    try:
+        exp._literal_matrix = exp.literals.transform_values(exp._values)
+        exp._fires = exp.rules.fires(exp._literal_matrix)
+    except (IndexError, ValueError) as err:
+        raise ValueError(f"{path} is damaged: field 'rules' refers to literals the file lacks ({err})") from None
     exp.status = "done"
     exp.progress = exp.history[-1] if exp.history else None
     exp._finished.set()
@@ -601,7 +715,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         Statistics to search (K) and their maximum depth (D).
     n_rules : int
         Rules of the student (R).
-    student : {'gsnln', 'lasso', 'cart', 'brl', 'hkl'} or estimator, default='gsnln'
+    student : {'gsnln', 'trees', 'lasso', 'cart', 'brl', 'hkl'} or estimator, default='gsnln'
     background : bool or 'thread', default=True
         Return at once and run in a worker thread, in a live notebook. In a
         script, or a headless notebook run (nbclient, nbval, CI), the job

@@ -497,8 +497,10 @@ class Sequences:
             new.input_row = np.asarray(arrays["input_row"], dtype=np.int64)
             times = arrays.get("times")
             dtype = meta.get("time_dtype")
+            if times is not None and np.dtype(dtype).kind not in "mMf":
+                raise ValueError(f"time dtype {dtype!r} is not a datetime, timedelta or float")
             new.times = None if times is None else (
-                times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times))
+                times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times, dtype=np.float64))
             ref = meta.get("reference_time")
             if new.times is None:
                 new.reference_time = None
@@ -517,11 +519,40 @@ class Sequences:
             raise ValueError(f"the saved sequences are incomplete or damaged: {err!r}") from None
         n_events = len(new.event_user)
         if len(new.offsets) != len(new.users) + 1 or new.offsets[-1] != n_events or \
-                any(len(a) != n_events for a in [*new.codes.values(), *new.values.values(), new.input_row]):
+                any(len(a) != n_events for a in [*new.codes.values(), *new.values.values(), new.input_row]) or \
+                (new.times is not None and len(new.times) != n_events):
             raise ValueError("the saved sequences are inconsistent: array lengths do not match")
+        cls._check_saved_contents(new)
         new._user_position = None
         new._cache = {}
         return new
+
+    @staticmethod
+    def _check_saved_contents(new: "Sequences") -> None:
+        """Refuse saved layouts that would show wrong events or fail later, naming the array."""
+        users = new.users
+        if new.offsets[0] != 0 or (np.diff(new.offsets) < 0).any():
+            i = int(np.flatnonzero(np.diff(new.offsets) < 0)[0]) if (np.diff(new.offsets) < 0).any() else 0
+            raise ValueError(f"the saved offsets decrease (at user {_plain(users[i])!r}): events cannot be placed")
+        if len(pd.unique(users)) != len(users):
+            dup = pd.Index(users)[pd.Index(users).duplicated()]
+            raise ValueError(f"the saved users repeat the ids {[_plain(u) for u in dup[:5]]}")
+        expected_user = np.repeat(np.arange(len(users), dtype=np.int32), np.diff(new.offsets))
+        if not np.array_equal(new.event_user, expected_user):
+            raise ValueError("the saved user of each event (event_user) disagrees with the offsets")
+        n_events = len(new.event_user)
+        if n_events and (new.input_row.min() < 0 or new.input_row.max() >= n_events):
+            raise ValueError(f"the saved input rows fall outside [0, {n_events})")
+        if set(new.vocabularies) != set(new.codes):
+            raise ValueError("the saved vocabularies do not match the categorical columns")
+        for name, codes in new.codes.items():
+            size = len(new.vocabularies[name])
+            bad = (codes < UNSEEN_CODE) | (codes >= size)
+            if bad.any():
+                raise ValueError(f"the saved codes of column {name!r} hold {int(codes[bad][0])}, outside its "
+                                 f"{size} categories")
+        if len(set(new.codes) | set(new.values)) != len(new.codes) + len(new.values):
+            raise ValueError("a saved column is both categorical and numerical")
 
     @property
     def nbytes(self) -> int:

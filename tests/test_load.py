@@ -1,0 +1,186 @@
+"""load() against hostile and damaged files: bounded reads, clear errors naming the path and the field."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import tracemalloc
+import zipfile
+
+import numpy as np
+import pytest
+
+import rudi_explain as rx
+
+from tiny import tiny_payments  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    exp = tiny_payments(150)
+    return exp, exp.save(tmp_path_factory.mktemp("load") / "good.rudi")
+
+
+def rewrite(src, dst, replace=None, meta=None, extra=None, stored=False):
+    """A copy of ``src`` with some entries replaced, the JSON edited, or entries added."""
+    replace = replace or {}
+    kind = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(dst, "w", compression=kind) as b:
+        for name in a.namelist():
+            data = a.read(name)
+            if name == "explanation.json" and meta is not None:
+                m = json.loads(data)
+                meta(m)
+                data = json.dumps(m)
+            b.writestr(name, replace.get(name, data))
+        for name, data in (extra or {}).items():
+            b.writestr(name, data)
+    return dst
+
+
+def npy(array) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def array_of(path, name):
+    with zipfile.ZipFile(path) as zf:
+        return np.load(io.BytesIO(zf.read(f"arrays/{name}.npy")))
+
+
+def test_round_trip_still_loads(saved):
+    exp, path = saved
+    back = rx.load(path)
+    assert str(back.rules) == str(exp.rules)
+    np.testing.assert_array_equal(back.is_test, exp.is_test)
+    np.testing.assert_array_equal(back.labels, exp.labels)
+
+
+def test_an_extra_zero_entry_is_never_read(saved, tmp_path):
+    # 400 MB of zeros deflate to about 400 kB: the old load decompressed it.
+    exp, path = saved
+    zeros = np.zeros(50_000_000)
+    bomb = tmp_path / "bomb.rudi"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as b, zipfile.ZipFile(path) as a:
+        for name in a.namelist():
+            b.writestr(name, a.read(name))
+        with b.open("arrays/padding.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, zeros, allow_pickle=False)
+    del zeros
+    tracemalloc.start()
+    t = time.perf_counter()
+    back = rx.load(bomb)
+    seconds = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert str(back.rules) == str(exp.rules)
+    assert peak < 50e6, f"load peaked at {peak / 1e6:.0f} MB"
+    assert seconds < 10
+
+
+def test_a_named_entry_declaring_more_than_promised_is_refused_before_reading(saved, tmp_path):
+    exp, path = saved
+    n = exp.sequences.n_users
+    big = rewrite(path, tmp_path / "big.rudi", replace={"arrays/teacher_scores.npy": npy(np.zeros(20 * n))})
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=r"big.rudi is damaged: array arrays/teacher_scores.npy .*promises \(150,\)"):
+        rx.load(big)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 5e6
+
+
+def test_the_bytes_read_are_bounded(saved, tmp_path):
+    _, path = saved
+    with pytest.raises(ValueError, match="max_bytes"):
+        rx.load(path, max_bytes=10_000)
+    assert rx.load(path, max_bytes=10**9).sequences.n_users == 150
+
+
+def test_decreasing_offsets_are_refused(saved, tmp_path):
+    exp, path = saved
+    offsets = array_of(path, "seq_offsets").copy()
+    offsets[5], offsets[6] = offsets[6], offsets[5] - 1
+    bad = rewrite(path, tmp_path / "offsets.rudi", replace={"arrays/seq_offsets.npy": npy(offsets)})
+    with pytest.raises(ValueError, match=r"offsets.rudi is damaged: .*seq_offsets.* never decrease"):
+        rx.load(bad)
+
+
+def test_out_of_range_codes_are_refused(saved, tmp_path):
+    exp, path = saved
+    codes = array_of(path, "seq_codes_0").copy()
+    codes[3] = 99
+    bad = rewrite(path, tmp_path / "codes.rudi", replace={"arrays/seq_codes_0.npy": npy(codes)})
+    column = exp.sequences.categorical[0]
+    with pytest.raises(ValueError, match=rf"codes.rudi is damaged: .*codes of column '{column}' hold 99"):
+        rx.load(bad)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda m: m["sequences"].__setitem__("users", "u1"), "sequences.users"),
+    (lambda m: m.__setitem__("seconds", {"total": "fast"}), "seconds.total"),
+    (lambda m: m.__setitem__("history", [[1, 2]]), "history[0]"),
+    (lambda m: m.__setitem__("statistics", [3]), "statistics[0]"),
+    (lambda m: m.__setitem__("literals", []), "literals"),
+    (lambda m: m["sequences"]["vocabularies"].__setitem__(m["sequences"]["categorical"][0], "abc"),
+     "sequences.vocabularies"),
+    (lambda m: m.__setitem__("rules", {"format": "rudi-explain/ruleset", "rules": 5, "intercept": 0}), "rules"),
+    (lambda m: m["sequences"]["users"].__setitem__(0, [1]), "sequences.users"),
+])
+def test_wrong_json_types_name_the_field(saved, tmp_path, edit, field):
+    _, path = saved
+    bad = rewrite(path, tmp_path / "types.rudi", meta=edit)
+    with pytest.raises(ValueError, match=rf"types.rudi is damaged: .*{field.replace('[', '.').replace(']', '.')}"):
+        rx.load(bad)
+
+
+def test_bad_crc_names_the_path_and_entry(saved, tmp_path):
+    _, path = saved
+    stored = rewrite(path, tmp_path / "crc.rudi", stored=True)
+    with zipfile.ZipFile(stored) as zf:
+        info = zf.getinfo("arrays/teacher_scores.npy")
+    raw = bytearray(stored.read_bytes())
+    # Local header: 30 bytes, then the name and the extra field, then the data.
+    name_len, extra_len = int.from_bytes(raw[info.header_offset + 26:info.header_offset + 28], "little"), \
+        int.from_bytes(raw[info.header_offset + 28:info.header_offset + 30], "little")
+    last = info.header_offset + 30 + name_len + extra_len + info.compress_size - 1
+    raw[last] ^= 0xFF
+    stored.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"crc.rudi is damaged: array arrays/teacher_scores.npy .*CRC"):
+        rx.load(stored)
+
+
+def test_repeated_users_are_refused(saved, tmp_path):
+    _, path = saved
+    bad = rewrite(path, tmp_path / "dup.rudi",
+                  meta=lambda m: m["sequences"]["users"].__setitem__(1, m["sequences"]["users"][0]))
+    with pytest.raises(ValueError, match=r"dup.rudi is damaged: .*repeats user ids 'u0+'"):
+        rx.load(bad)
+
+
+def test_an_empty_held_out_split_is_refused(saved, tmp_path):
+    exp, path = saved
+    bad = rewrite(path, tmp_path / "split.rudi",
+                  replace={"arrays/is_test.npy": npy(np.zeros(exp.sequences.n_users, dtype=bool))})
+    with pytest.raises(ValueError, match=r"split.rudi is damaged: .*is_test.npy holds out 0 of 150 users"):
+        rx.load(bad)
+
+
+def test_event_user_disagreeing_with_offsets_is_refused(saved, tmp_path):
+    _, path = saved
+    event_user = array_of(path, "seq_event_user").copy()
+    event_user[0] = 7
+    bad = rewrite(path, tmp_path / "eu.rudi", replace={"arrays/seq_event_user.npy": npy(event_user)})
+    with pytest.raises(ValueError, match=r"eu.rudi is damaged: .*disagrees with the offsets"):
+        rx.load(bad)
+
+
+def test_object_arrays_are_refused_unread(saved, tmp_path):
+    exp, path = saved
+    buf = io.BytesIO()
+    np.save(buf, np.array(["x"] * exp.sequences.n_users, dtype=object), allow_pickle=True)
+    bad = rewrite(path, tmp_path / "obj.rudi", replace={"arrays/teacher_scores.npy": buf.getvalue()})
+    with pytest.raises(ValueError, match=r"obj.rudi is damaged: array arrays/teacher_scores.npy .*dtype is object"):
+        rx.load(bad)
