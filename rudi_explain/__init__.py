@@ -9,10 +9,10 @@ from rudi_explain.search import SearchCancelled, SearchProgress, search_statisti
 from rudi_explain import metrics
 from rudi_explain.literals import Literals
 from rudi_explain.rules import Rule, RuleSet
-from rudi_explain.students import GSNLN, CARTRules, LassoLiterals, LassoStatistics, BayesianRuleList, HKLRuleEnsemble
+from rudi_explain.students import GSNLN, CARTRules, LassoLiterals, LassoStatistics, BayesianRuleList, HKLRuleEnsemble, SumOfTrees
 
 _STAGE2 = ["metrics", "Literals", "Rule", "RuleSet", "GSNLN", "LassoStatistics", "LassoLiterals", "CARTRules",
-           "BayesianRuleList", "HKLRuleEnsemble"]
+           "BayesianRuleList", "HKLRuleEnsemble", "SumOfTrees"]
 # --- end stage 2 exports ---
 
 from rudi_explain.teachers import as_teacher

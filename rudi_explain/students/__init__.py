@@ -10,6 +10,7 @@ from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStati
 from rudi_explain.students.gsnln import GSNLN, FitProgress
 from rudi_explain.students.brl import BayesianRuleList, RuleList
 from rudi_explain.students.hkl import HKLRuleEnsemble
+from rudi_explain.students.trees import SumOfTrees
 
 __all__ = [
     "RuleStudent",
@@ -22,4 +23,5 @@ __all__ = [
     "BayesianRuleList",
     "RuleList",
     "HKLRuleEnsemble",
+    "SumOfTrees",
 ]

@@ -14,7 +14,7 @@ def make_student(cls):
     return cls(epochs=30, n_rules=6, hidden_size=4) if cls is rx.GSNLN else cls(n_rules=6)
 
 
-STUDENTS = [rx.GSNLN, rx.LassoLiterals, rx.CARTRules, rx.LassoStatistics]
+STUDENTS = [rx.GSNLN, rx.LassoLiterals, rx.CARTRules, rx.LassoStatistics, rx.SumOfTrees]
 
 
 @pytest.fixture(scope="module")
