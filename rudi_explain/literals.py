@@ -1,10 +1,15 @@
 """Binarize statistics into named literals (equation 10 of the RuDi paper).
 
 Each output of each statistic (one column of values per user) becomes a few
-literals ``value > threshold``, with thresholds at the 0th, 10th, ..., 100th
-percentiles of the defined training values. An output whose training values
-are all 0 or 1 stays one literal, ``value > 0``. A literal is false where the
-value is undefined (NaN), so its negation is true there (SEMANTICS.md).
+literals ``value > threshold``. Candidate thresholds are quantiles of the
+defined training values (every 5th percentile by default: finer than the
+paper's deciles, so that a cut such as "more than 14 payments" between two
+deciles can be found), each moved to the roundest number that splits the
+training users alike, or moves at most 0.5% of them (SEMANTICS.md). An output
+whose training values are all 0 or 1 stays one literal, ``value > 0``. A
+literal is false where the value is undefined (NaN), so its negation is true
+there. Literals that split the training users exactly as another one does (or
+as its complement) are dropped.
 """
 
 from __future__ import annotations
@@ -20,8 +25,16 @@ from rudi_explain.rules import LiteralInfo, format_threshold
 
 __all__ = ["Literals"]
 
-#: Percentiles of equation 10.
+#: Percentiles of equation 10 (the paper's deciles).
 PERCENTILES = tuple(range(0, 101, 10))
+#: Candidate quantiles by default: every 5th percentile.
+N_QUANTILES = 20
+#: Share of the training users a rounded threshold may move to the other side.
+MOVE_TOLERANCE = 0.005
+#: Most significant digits of a rounded threshold (unless no rounder value splits alike).
+MAX_DIGITS = 3
+#: Kinds of statistic output, which decide how thresholds round and read.
+OUTPUT_KINDS = ("binary", "count", "share", "value")
 
 # Aggregations whose value is defined for every user (0 when no event is left).
 _ALWAYS_DEFINED = frozenset({"Sum", "Count"})
@@ -33,13 +46,17 @@ class Literals:
     Build with :meth:`fit` (from statistics and the training users) or
     :meth:`from_values` (from a precomputed value matrix).
 
-    Thresholds are the distinct 0th, 10th, ..., 100th percentiles of each
-    output's defined training values (equation 10). Literals that are
-    constant on the training users are dropped: the 100th percentile always
-    gives one (nobody exceeds the maximum), and so does an output with a
-    single value. Of thresholds that split the training users identically,
-    only the lowest is kept. An output whose training values are all 0 or 1
-    gives the single literal ``value > 0``.
+    Candidate thresholds are the distinct quantiles (every ``100 /
+    n_quantiles`` percent) of each output's defined training values; each is
+    moved to the roundest number (fewest significant digits, at most 3 where
+    possible; whole numbers for counts; whole percents for shares) that puts
+    the same training users on each side, or moves at most
+    ``move_tolerance`` of them. Literals that are constant on the training
+    users are dropped, and so are thresholds that split the training users
+    as a lower one does. An output whose training values are all 0 or 1
+    gives the single literal ``value > 0``. Of literals whose truth columns
+    on the training users are equal (or complements), only the first is
+    kept: a student sees both polarities of every literal anyway.
 
     Attributes
     ----------
@@ -49,17 +66,27 @@ class Literals:
         Name of every statistic output (value column), e.g. the statistic's
         text, or ``card_type=debit`` for one output of a vector statistic.
     output_descriptions : list of str, length n_outputs
-        The same in words ("count of card_type = debit").
+        The same in words, from ``Statistic.describe``.
     output_statistic, output_index : ndarray of int, shape (n_outputs,)
         Which statistic an output belongs to, and its position among that
         statistic's outputs.
     output_undefined : ndarray of bool, shape (n_outputs,)
-        Whether the output can be undefined (NaN) for a user.
+        Whether the output is undefined (NaN) for some training user: only
+        then do negated literals read "or undefined".
+    output_kind : list of str, length n_outputs
+        'binary' (0/1), 'count', 'share' (a fraction of events) or 'value'.
+    output_undefined_words : list of str, length n_outputs
+        Who the undefined users are, in words ("users with no events where
+        channel is online"); empty where no training user is undefined.
     column : ndarray of int, shape (n_literals,)
         The output each literal thresholds.
     thresholds : ndarray of float, shape (n_literals,)
+        Exactly the numbers shown in :attr:`threshold_text`.
+    threshold_text : list of str
+        Each threshold as shown: the shortest text that reads back as the
+        very float used.
     names : list of str, length n_literals
-        Readable literal names, e.g. "count of card_type = debit > 14".
+        Literal names in notation, e.g. "count of card_type = debit > 14".
     vocabularies : dict or None
         Vocabularies of the training sequences: build new Sequences with
         ``Sequences(..., vocabularies=literals.vocabularies)`` so vector
@@ -77,6 +104,8 @@ class Literals:
         output_undefined: ArrayLike | None = None,
         statistics: SequenceT[Any] | None = None,
         vocabularies: dict | None = None,
+        output_kind: SequenceT[str] | None = None,
+        output_undefined_words: SequenceT[str] | None = None,
     ):
         n_out = len(output_names)
         self.column = np.asarray(column, dtype=np.int64).reshape(-1)
@@ -102,6 +131,14 @@ class Literals:
             np.asarray(output_undefined, dtype=bool) if output_undefined is not None
             else np.ones(n_out, dtype=bool)
         )
+        self.output_kind = [str(k) for k in output_kind] if output_kind is not None else ["value"] * n_out
+        bad = [k for k in self.output_kind if k not in OUTPUT_KINDS]
+        if bad or len(self.output_kind) != n_out:
+            raise ValueError(f"output_kind needs one of {OUTPUT_KINDS} per output, got {bad or self.output_kind}")
+        self.output_undefined_words = (
+            [str(x) for x in output_undefined_words] if output_undefined_words is not None
+            else ["users for whom it is undefined" if u else "" for u in self.output_undefined]
+        )
         self.statistics = list(statistics) if statistics is not None else None
         self.vocabularies = (
             {k: list(v) for k, v in vocabularies.items()} if vocabularies is not None else None
@@ -114,7 +151,13 @@ class Literals:
     # ------------------------------------------------------------ building
 
     @classmethod
-    def fit(cls, seqs: Any, statistics: SequenceT[Any]) -> "Literals":
+    def fit(
+        cls,
+        seqs: Any,
+        statistics: SequenceT[Any],
+        n_quantiles: int = N_QUANTILES,
+        move_tolerance: float = MOVE_TOLERANCE,
+    ) -> "Literals":
         """Literals of ``statistics`` with thresholds from the users of ``seqs``.
 
         Parameters
@@ -123,6 +166,13 @@ class Literals:
             The training users.
         statistics : sequence of Statistic or str
             E.g. the output of ``search_statistics``; text is parsed.
+        n_quantiles : int, default=20
+            Candidate thresholds at every ``100 / n_quantiles`` percent of the
+            defined training values; 10 gives the paper's deciles. At most
+            ``n_quantiles`` literals per statistic output.
+        move_tolerance : float, default=0.005
+            Share of the training users a threshold may move across when it
+            is rounded; 0 keeps exactly the same users on each side.
 
         Returns
         -------
@@ -131,26 +181,31 @@ class Literals:
         statistics = [_as_statistic(s) for s in statistics]
         if not statistics:
             raise ValueError("need at least one statistic to make literals from")
-        blocks, names, descriptions, stat_of, index_of, undefined = [], [], [], [], [], []
+        blocks, names, descriptions, stat_of, index_of, kinds, why = [], [], [], [], [], [], []
         for k, stat in enumerate(statistics):
             values = _as_2d(stat.evaluate(seqs))
             out_names = list(stat.output_names(seqs))
             if values.shape[1] != len(out_names):
                 raise ValueError(f"statistic {stat} gave {values.shape[1]} outputs for {len(out_names)} names")
             vector = len(out_names) > 1 or stat.is_vector(seqs)
-            can_be_nan = _can_be_undefined(stat, seqs)
+            kind = _statistic_kind(stat, seqs)
             for j, name in enumerate(out_names):
                 names.append(name if vector else str(stat))
                 descriptions.append(stat.describe(output=name if vector else None, data=seqs))
                 stat_of.append(k)
                 index_of.append(j)
-                undefined.append(can_be_nan or bool(np.isnan(values[:, j]).any()))
+                kinds.append(kind)
+                nan = np.isnan(values[:, j]).any()
+                why.append(_undefined_words(stat, name if vector else None, seqs) if nan else "")
             blocks.append(values)
         V = np.concatenate(blocks, axis=1)
-        column, thresholds = _binarize(V)
+        undefined = np.isnan(V).any(axis=0)
+        kinds = [_data_kind(V[:, j], kinds[j]) for j in range(V.shape[1])]
+        column, thresholds = _binarize(V, kinds, n_quantiles, move_tolerance)
         return cls(
             column, thresholds, names, descriptions, stat_of, index_of, undefined,
             statistics=statistics, vocabularies={k: list(v) for k, v in seqs.vocabularies.items()},
+            output_kind=kinds, output_undefined_words=why,
         )
 
     @classmethod
@@ -159,6 +214,9 @@ class Literals:
         values: ArrayLike,
         names: SequenceT[str] | None = None,
         descriptions: SequenceT[str] | None = None,
+        kinds: SequenceT[str] | None = None,
+        n_quantiles: int = N_QUANTILES,
+        move_tolerance: float = MOVE_TOLERANCE,
     ) -> "Literals":
         """Literals of the columns of a precomputed value matrix.
 
@@ -168,6 +226,12 @@ class Literals:
             One column per statistic output; NaN where undefined.
         names, descriptions : sequence of str, optional
             Per column; default ``v0, v1, ...``.
+        kinds : sequence of str, optional
+            Per column, one of 'binary', 'count', 'share', 'value'; by
+            default 'binary' for 0/1 columns, 'count' for whole numbers
+            that are never negative, else 'value'.
+        n_quantiles, move_tolerance
+            As for :meth:`fit`.
 
         Returns
         -------
@@ -179,9 +243,13 @@ class Literals:
         names = list(names) if names is not None else [f"v{j}" for j in range(n_out)]
         if len(names) != n_out:
             raise ValueError(f"{len(names)} names for {n_out} columns")
-        column, thresholds = _binarize(V)
+        given = list(kinds) if kinds is not None else [None] * n_out
+        if len(given) != n_out:
+            raise ValueError(f"{len(given)} kinds for {n_out} columns")
+        kinds = [_data_kind(V[:, j], given[j]) for j in range(n_out)]
+        column, thresholds = _binarize(V, kinds, n_quantiles, move_tolerance)
         return cls(column, thresholds, names, descriptions,
-                   output_undefined=np.isnan(V).any(axis=0))
+                   output_undefined=np.isnan(V).any(axis=0), output_kind=kinds)
 
     # ------------------------------------------------------------ applying
 
@@ -277,7 +345,8 @@ class Literals:
         DataFrame with columns ``name``, ``statistic`` (index into
         :attr:`statistics`), ``statistic_text``, ``output`` (index among the
         statistic's outputs), ``output_name``, ``column`` (index into the
-        value matrix), ``threshold``, ``can_be_undefined``.
+        value matrix), ``threshold``, ``can_be_undefined`` (some training
+        user is undefined), ``kind`` (of the output).
         """
         stat_text = (
             [str(self.statistics[k]) for k in self.output_statistic[self.column]]
@@ -292,6 +361,7 @@ class Literals:
             "column": self.column,
             "threshold": self.thresholds,
             "can_be_undefined": self.output_undefined[self.column],
+            "kind": [self.output_kind[c] for c in self.column],
         })
 
     def literal_info(self) -> LiteralInfo:
@@ -303,7 +373,17 @@ class Literals:
             base=[self.output_descriptions[c] for c in self.column],
             undefined=self.output_undefined[self.column].copy(),
             threshold_text=list(self.threshold_text),
+            kind=[self.output_kind[c] for c in self.column],
+            undefined_words=[self.output_undefined_words[c] for c in self.column],
+            pipeline=[self._pipeline_text(c) for c in self.column],
         )
+
+    def _pipeline_text(self, c: int) -> str:
+        """The statistic output in notation, for hover text and tables."""
+        if self.statistics is None:
+            return self.output_names[c]
+        text = str(self.statistics[self.output_statistic[c]])
+        return text if self.output_names[c] == text else f"{text} [{self.output_names[c]}]"
 
     # ------------------------------------------------------------ persistence
 
@@ -319,6 +399,8 @@ class Literals:
             "output_statistic": self.output_statistic.tolist(),
             "output_index": self.output_index.tolist(),
             "output_undefined": self.output_undefined.tolist(),
+            "output_kind": list(self.output_kind),
+            "output_undefined_words": list(self.output_undefined_words),
             "column": self.column.tolist(),
             # repr keeps every bit of a float; JSON numbers would too, but not inf/nan
             "thresholds": [float(t) for t in self.thresholds],
@@ -341,6 +423,7 @@ class Literals:
             d["column"], d["thresholds"], d["output_names"], d["output_descriptions"],
             d["output_statistic"], d["output_index"], d["output_undefined"],
             statistics=statistics, vocabularies=d.get("vocabularies"),
+            output_kind=d.get("output_kind"), output_undefined_words=d.get("output_undefined_words"),
         )
 
     @classmethod
@@ -357,22 +440,60 @@ def _as_statistic(s: Any) -> Any:
     return s
 
 
-def _can_be_undefined(stat: Any, seqs: Any) -> bool:
-    """Whether a statistic can be NaN for some user (SEMANTICS.md).
-
-    Sum and Count never are. Std is with fewer than two values. The others
-    are when no value may be left: events removed by RetainBy/FilterBy, an
-    empty group, or NaN values of a numerical column. A categorical
-    selection with neither keeps at least one event (every user has one).
-    """
+def _statistic_kind(stat: Any, seqs: Any) -> str:
+    """'count', 'share' or 'value', from the statistic's aggregation and selection."""
     agg = stat.aggregation.name
-    if agg in _ALWAYS_DEFINED:
-        return False
-    if agg == "Std" or stat.group is not None:
-        return True
-    if any(op.name in ("RetainBy", "FilterBy") for op in stat.row_operators):
-        return True
-    return stat.selected not in seqs.vocabularies
+    categorical = stat.selected in seqs.vocabularies
+    if agg == "Count" or (agg == "Sum" and categorical):
+        return "count"
+    if agg == "Mean" and categorical:
+        return "share"
+    return "value"
+
+
+def _data_kind(v: np.ndarray, kind: str | None) -> str:
+    """The kind of an output given its training values: 0/1 outputs are 'binary'."""
+    d = v[~np.isnan(v)]
+    if d.size and np.isin(d, (0.0, 1.0)).all():
+        return "binary"
+    if kind is None:
+        whole = d.size > 0 and bool((d == np.round(d)).all()) and bool((d >= 0).all())
+        return "count" if whole else "value"
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
+    return kind
+
+
+def _undefined_words(stat: Any, output: str | None, seqs: Any) -> str:
+    """Who the users are for whom ``stat`` is undefined, in words.
+
+    The events a statistic aggregates are those its row operators keep (of
+    one group, for a GroupBy output); a user is undefined when none are left
+    (fewer than two for Std), so they are named as "users with no <those
+    events>", from the words of the Count over the same events.
+    """
+    from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
+
+    try:
+        # Only the event filters decide whether any event is left (Top keeps at least one).
+        std = stat.aggregation.name == "Std"  # needs two values: Top(1) matters there
+        ops = [stat.operators[0], *(op for op in stat.row_operators if std or isinstance(op, (RetainBy, FilterBy)))]
+        group = stat.group
+        if group is not None and output:
+            parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+            if group in parts:
+                ops.append(RetainBy(group, parts[group]))
+        counted = Statistic([*ops, Count()]).describe(data=seqs)
+    except (ValueError, TypeError, KeyError):
+        return "users for whom it is undefined"
+    what = counted[len("number of "):] if counted.startswith("number of ") else None
+    if what is None:
+        return "users for whom it is undefined"
+    if stat.aggregation.name == "Std":
+        return f"users with fewer than 2 {what}"
+    if not stat.row_operators and group is None and stat.selected not in seqs.vocabularies:
+        return f"users with no defined {stat.selected}"
+    return f"users with no {what}"
 
 
 def _as_2d(values: np.ndarray) -> np.ndarray:
@@ -393,8 +514,13 @@ def _as_value_matrix(values: ArrayLike) -> np.ndarray:
     return V
 
 
-def _binarize(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Thresholds of equation 10 for every column of ``V``.
+def _binarize(
+    V: np.ndarray,
+    kinds: SequenceT[str],
+    n_quantiles: int = N_QUANTILES,
+    move_tolerance: float = MOVE_TOLERANCE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rounded quantile thresholds for every column of ``V``, duplicates dropped.
 
     Returns ``(column, threshold)`` arrays, one entry per literal, ordered by
     column then threshold.
@@ -402,6 +528,11 @@ def _binarize(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n, p = V.shape
     if n == 0:
         raise ValueError("need at least one user to place thresholds")
+    if isinstance(n_quantiles, bool) or not isinstance(n_quantiles, (int, np.integer)) or n_quantiles < 1:
+        raise ValueError(f"n_quantiles must be a whole number >= 1, got {n_quantiles!r}")
+    if not 0 <= move_tolerance < 0.5:
+        raise ValueError(f"move_tolerance must lie in [0, 0.5), got {move_tolerance!r}")
+    percentiles = np.linspace(0, 100, n_quantiles + 1)
     columns: list[np.ndarray] = []
     thresholds: list[np.ndarray] = []
     for j in range(p):  # a loop over statistic outputs, not users
@@ -409,18 +540,104 @@ def _binarize(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = np.sort(v[~np.isnan(v)])
         if v.size == 0:
             continue  # never defined: no literal can be true
-        if np.isin(v, (0.0, 1.0)).all():
+        if kinds[j] == "binary":
             t = np.array([0.0])  # a 0/1 output stays one literal
         else:
-            t = np.unique(np.percentile(v, PERCENTILES))
+            t = np.unique(np.percentile(v, percentiles))
+        t = np.array([_round_threshold(v, x, n, kinds[j], move_tolerance) for x in t])
         # users strictly above each threshold (NaN counts as not above)
         above = v.size - np.searchsorted(v, t, side="right")
         keep = (above > 0) & (above < n)  # not constant on the training users
-        # thresholds with no training value between them split users alike
-        keep[1:] &= above[1:] != above[:-1]
-        t = t[keep]
+        t, above = t[keep], above[keep]
+        # of thresholds that split the users alike, keep the lowest
+        t = np.unique(t)
+        above = v.size - np.searchsorted(v, t, side="right")
+        _, first = np.unique(above, return_index=True)
+        t = t[np.sort(first)]
         columns.append(np.full(t.size, j, dtype=np.int64))
         thresholds.append(t)
     if not columns:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(columns), np.concatenate(thresholds)
+    column, threshold = np.concatenate(columns), np.concatenate(thresholds)
+    keep = _distinct_literals(V, column, threshold)
+    return column[keep], threshold[keep]
+
+
+def _distinct_literals(V: np.ndarray, column: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+    """Indices of the literals whose truth column on the training users is new.
+
+    A literal equal to an earlier one, or to an earlier one's complement,
+    adds nothing a student could use (both polarities are its inputs).
+    """
+    with np.errstate(invalid="ignore"):
+        Z = V[:, column] > threshold
+    packed = np.packbits(Z, axis=0)
+    flipped = np.packbits(~Z, axis=0)
+    seen: set[bytes] = set()
+    keep = []
+    for i in range(Z.shape[1]):  # a loop over literals; the columns are hashed whole
+        key = min(packed[:, i].tobytes(), flipped[:, i].tobytes())
+        if key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _significant_digits(k: int) -> int:
+    """Significant digits of ``k * 10**e`` for any e: those of k without trailing zeros."""
+    return 0 if k == 0 else len(str(abs(k)).rstrip("0"))
+
+
+def _round_threshold(v: np.ndarray, t: float, n: int, kind: str, tolerance: float) -> float:
+    """The roundest threshold splitting the sorted values ``v`` (almost) as ``t`` does.
+
+    ``x > r`` must leave the same users on each side as ``x > t``, or move at
+    most ``floor(tolerance * n)`` of the ``n`` training users (undefined ones
+    included in ``n``; they are never above). Among the numbers allowed, the
+    one with the fewest significant digits wins, then the one moving the
+    fewest users, then the one nearest ``t``. Counts get whole numbers and
+    shares whole percents where such a number is allowed. The result is the
+    float nearest a short decimal, so its shortest text is that decimal.
+    """
+    if kind == "binary":
+        return float(t)
+    c = int(np.searchsorted(v, t, side="right"))  # users at or below t
+    if c >= v.size or c < 1:  # at or above the largest value: constant, dropped later
+        return float(t)
+    m = int(np.floor(tolerance * n))
+    c_min = max(c - m, 1)  # never below the smallest value (nobody at or below it otherwise)
+    c_max = min(c + m, v.size - 1)  # never at or above the largest (nobody above it)
+    lo, hi = float(v[c_min - 1]), float(v[c_max])  # allowed: lo <= r < hi
+    if not lo < hi:
+        return float(t)
+    for min_exponent in ((0,) if kind == "count" else (-2,) if kind == "share" else ()) + (None,):
+        r = _roundest_in(lo, hi, float(t), v, c, min_exponent)
+        if r is not None:
+            return r
+    return float(t)
+
+
+def _roundest_in(lo: float, hi: float, t: float, v: np.ndarray, c: int, min_exponent: int | None) -> float | None:
+    """The roundest decimal in ``[lo, hi)`` (see :func:`_round_threshold`), or None."""
+    if lo <= 0.0 < hi:
+        return 0.0
+    top = int(np.floor(np.log10(max(abs(lo), abs(hi))))) + 1
+    bottom = -17 if min_exponent is None else min_exponent
+    best: tuple | None = None
+    found_at = None
+    for e in range(top, bottom - 1, -1):
+        if found_at is not None and e < found_at - 2:
+            break  # finer steps only add digits
+        step = 10.0 ** e
+        ks = {int(np.floor(t / step)), int(np.ceil(t / step)), int(np.ceil(lo / step)), int(np.floor(hi / step))}
+        for k in ks:
+            r = float(f"{k}e{e}")  # the float nearest the decimal k * 10**e
+            if not lo <= r < hi:
+                continue
+            moved = abs(int(np.searchsorted(v, r, side="right")) - c)
+            key = (_significant_digits(k), moved, abs(r - t))
+            if best is None or key < best[0]:
+                best = (key, r)
+            if found_at is None:
+                found_at = e
+    return None if best is None else best[1]

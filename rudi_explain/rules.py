@@ -179,6 +179,9 @@ class LiteralInfo:
     base: list | None = None
     undefined: np.ndarray | None = None
     threshold_text: list | None = None
+    kind: list | None = None
+    undefined_words: list | None = None
+    pipeline: list | None = None
 
     @classmethod
     def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
@@ -214,13 +217,18 @@ class LiteralInfo:
 
 
 def format_threshold(t: float) -> str:
-    """A threshold as people read it: no exponent, at most 6 significant digits."""
+    """A threshold as people read it: no exponent, and exactly the number used.
+
+    The shortest decimal that reads back as the very same float; thresholds
+    are rounded when literals are made (:mod:`rudi_explain.literals`), so
+    this is short ("0.34", "750"), never a truncation of the value used.
+    """
     t = float(t)
     if np.isnan(t):
         return "nan"
     if t == int(t) and abs(t) < 1e15:
         return str(int(t))
-    return np.format_float_positional(t, precision=6, unique=True, fractional=False, trim="-")
+    return np.format_float_positional(t, unique=True, trim="-")
 
 
 def literal_info(literals: Any, n_literals: int | None = None) -> LiteralInfo:

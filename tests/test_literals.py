@@ -22,18 +22,108 @@ STATS = [
 ]
 
 
-def test_thresholds_are_the_distinct_percentiles_of_defined_values():
+def _digits(x: float) -> int:
+    """Significant digits of the shortest text of x (independent of the library)."""
+    text = repr(float(x)).lstrip("-").replace(".", "").lstrip("0").rstrip("0")
+    return len(text.split("e")[0]) if text else 0
+
+
+def _allowed(v, q, n, tolerance=0.005):
+    """[lo, hi): thresholds that move at most floor(tolerance n) users from where q puts them."""
+    c = int((v <= q).sum())
+    m = int(np.floor(tolerance * n))
+    lo_c, hi_c = max(c - m, 1), min(c + m, len(v) - 1)
+    return v[lo_c - 1], v[hi_c], c
+
+
+def _rounder_exists(lo, hi, digits, whole):
+    """Brute force: is there a number with fewer than ``digits`` significant digits in [lo, hi)?"""
+    if lo <= 0 < hi:
+        return digits > 0
+    for e in range(-8, 9):
+        if whole and e < 0:
+            continue
+        step = 10.0 ** e
+        k0, k1 = int(np.ceil(lo / step)), int(np.floor(hi / step))
+        for k in range(k0, min(k1, k0 + 2000) + 1):
+            r = float(f"{k}e{e}")
+            if lo <= r < hi and _digits(r) < digits:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_thresholds_are_round_and_move_few_users(seed):
+    rng = np.random.default_rng(seed)
+    n = 2000
+    V = np.column_stack([
+        rng.lognormal(5, 1.2, n),  # amounts
+        rng.normal(size=n),  # signed
+        rng.poisson(12, n).astype(float),  # a count
+        rng.beta(2, 9, n),  # a share
+    ])
+    V[rng.random(n) < 0.1, 1] = np.nan
+    lits = Literals.from_values(V, kinds=["value", "value", "count", "share"])
+    assert lits.output_kind == ["value", "value", "count", "share"]
+    for i, (j, r) in enumerate(zip(lits.column, lits.thresholds)):
+        text = lits.threshold_text[i]
+        assert float(text) == r and "e" not in text  # the text shown is exactly the value used
+        assert lits.names[i] == f"v{j} > {text}"
+        v = np.sort(V[~np.isnan(V[:, j]), j])
+        quantiles = np.percentile(v, np.linspace(0, 100, 21))
+        # some candidate quantile puts all but at most 0.5% of the users on the same side
+        windows = [_allowed(v, q, n) for q in quantiles]
+        near = [(lo, hi) for lo, hi, c in windows if lo <= r < hi]
+        assert near, f"threshold {r} of column {j} moves too many users"
+        assert _digits(r) <= 3
+        if j == 2:
+            assert r == int(r)  # whole numbers for counts
+        if j == 3:  # whole percents where one is allowed
+            assert float(f"{r:.2f}") == r or not any(lo <= k / 100 < hi for lo, hi in near for k in range(101))
+        # and nothing rounder was allowed where it came from
+        assert not all(_rounder_exists(lo, hi, _digits(r), j == 2) for lo, hi in near)
+    # finer than deciles, but bounded: at most 20 literals per output
+    counts = np.bincount(lits.column, minlength=V.shape[1])
+    assert (counts <= 20).all() and (counts[:2] >= 15).all()
+
+
+def test_exact_thresholds_keep_every_user_on_its_side():
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=500)
+    lits = Literals.from_values(v[:, None], n_quantiles=10, move_tolerance=0.0)
+    s = np.sort(v)
+    splits = {int((s <= q).sum()) for q in np.percentile(s, np.arange(0, 101, 10))}
+    # exactly the deciles' splits (the top one is constant and dropped)
+    assert {int((s <= r).sum()) for r in lits.thresholds} == splits - {len(s)}
+
+
+def test_finer_quantiles_find_a_cut_between_deciles():
+    # counts uniform on 0..30: deciles cut every ~3 values, 20 quantiles every ~1.5
     rng = np.random.default_rng(0)
-    v = rng.normal(size=1000)
-    v[:100] = np.nan
-    lits = Literals.from_values(v[:, None])
-    expected = np.unique(np.percentile(v[~np.isnan(v)], np.arange(0, 101, 10)))
-    # the 100th percentile gives a literal false for every training user: dropped
-    np.testing.assert_allclose(lits.thresholds, expected[:-1])
-    assert lits.n_literals == 10
-    Z = lits.transform_values(v[:, None])
-    assert not Z[:100].any()  # a literal is false where the value is undefined
-    np.testing.assert_array_equal(Z[100:], v[100:, None] > expected[:-1])
+    counts = rng.integers(0, 31, 3000).astype(float)
+    deciles = Literals.from_values(counts[:, None], n_quantiles=10)
+    fine = Literals.from_values(counts[:, None])
+    assert 14.0 not in deciles.thresholds and 14.0 in fine.thresholds
+    assert fine.n_literals == 20 and deciles.n_literals == 10
+    assert (np.diff(fine.thresholds) <= 2).all()
+
+
+def test_identical_literal_columns_are_dropped():
+    rng = np.random.default_rng(1)
+    x = rng.poisson(3, 300).astype(float)
+    V = np.column_stack([x, x, -x, (x > 2).astype(float)])
+    lits = Literals.from_values(V, names=["a", "b", "minus a", "a > 2"])
+    Z = lits.transform_values(V)
+    keys = {tuple(c) for c in Z.T} | {tuple(~c) for c in Z.T}
+    assert len(keys) == 2 * Z.shape[1]  # no column equals another or its complement
+    assert 1 not in set(lits.column)  # b is a again: none of its literals is kept
+    # the kept literals still split users in every way the four outputs did on their own
+    canon = lambda c: min(tuple(c), tuple(~c))  # noqa: E731
+    alone = set()
+    for j in range(V.shape[1]):
+        one = Literals.from_values(V[:, [j]])
+        alone |= {canon(c) for c in one.transform_values(V[:, [j]]).T}
+    assert {canon(c) for c in Z.T} == alone
 
 
 def test_binary_output_is_one_literal_and_constants_dropped():
@@ -58,7 +148,7 @@ def test_fit_on_statistics(payments):
     assert lits.n_outputs == 1 + n_cards + n_channels + 1
     table = lits.table()
     assert list(table.columns) == ["name", "statistic", "statistic_text", "output", "output_name",
-                                   "column", "threshold", "can_be_undefined"]
+                                   "column", "threshold", "can_be_undefined", "kind"]
     # Max of a one-hot is 0/1: exactly one literal per category that varies
     maxes = table[table.statistic == 2]
     assert (maxes.threshold == 0).all() and maxes.output.is_unique
@@ -66,11 +156,17 @@ def test_fit_on_statistics(payments):
     debit = table[table.output_name == "card_type=debit"]
     assert debit.name.iloc[0].startswith("count of card_type = debit > ")
     assert "sum of amount > " in lits.names[0]
-    # undefined only where the statistic can be: a Mean after RetainBy
+    # undefined only where some training user has no value: a Mean after RetainBy here
+    V = lits.values(seqs)
+    np.testing.assert_array_equal(table.can_be_undefined, np.isnan(V[:, lits.column]).any(axis=0))
     assert table[table.statistic == 3].can_be_undefined.all()
     assert not table[table.statistic.isin([0, 1, 2])].can_be_undefined.any()
+    online = lits.output_statistic == 3
+    assert [lits.output_undefined_words[c] for c in np.flatnonzero(online)] == \
+        ["users with no events where channel is online"]
+    assert not any(lits.output_undefined_words[c] for c in np.flatnonzero(~online))
+    assert table.kind.tolist() == [{0: "value", 1: "count", 2: "binary", 3: "value"}[k] for k in table.statistic]
     # the literal matrix is the thresholded value matrix
-    V = lits.values(seqs)
     Z = lits.transform(seqs)
     assert Z.dtype == bool and Z.shape == (seqs.n_users, lits.n_literals)
     with np.errstate(invalid="ignore"):
@@ -110,6 +206,7 @@ def test_json_round_trip(payments):
     assert json.loads(text)["format"] == "rudi-explain/literals"
     back = Literals.from_json(text)
     assert back.names == lits.names
+    assert back.output_kind == lits.output_kind and back.output_undefined_words == lits.output_undefined_words
     np.testing.assert_array_equal(back.thresholds, lits.thresholds)  # exact floats
     np.testing.assert_array_equal(back.transform(seqs), lits.transform(seqs))
     with pytest.raises(ValueError, match="not a rudi-explain literal table"):
