@@ -6,10 +6,10 @@ dozen-line stand-in for the anywidget model. It needs no kernel, no server
 and no network: it works opened from disk (``file://``).
 
 Embedding user data in HTML is where injection happens, so: the JSON goes
-into ``<script type="application/json">`` with every ``</`` written as
-``<\\/`` (still the same JSON), the module into a ``text/plain`` script with
-``</script`` broken up the same way, and the module builds its DOM with
-``textContent`` only.
+into ``<script type="application/json">`` with every ``<``, ``>`` and ``&``
+written as a ``\\u003c``-style JSON escape (still the same JSON), the
+module into a ``text/plain`` script with ``</script`` broken up, and the
+module builds its DOM with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -108,9 +108,17 @@ body {{ margin: 16px auto; max-width: 1000px; padding: 0 12px; background: #fff;
 
 
 def _script_json(value: Any) -> str:
-    """JSON safe inside a <script> element: no ``</`` can close it early."""
+    """JSON safe inside a <script> element, and still valid JSON.
+
+    ``<``, ``>`` and ``&`` are written as the JSON escapes ``\\u003c``,
+    ``\\u003e`` and ``\\u0026``: the text then holds no ``</script``, no
+    ``<!--`` (which would switch the HTML parser into its escaped state) and
+    no character reference, while ``JSON.parse`` gives back exactly the same
+    strings. U+2028 and U+2029 are escaped as well, for old parsers.
+    """
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any]:
