@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 BASE := $(VENV)/.installed-base
 TEST := $(VENV)/.installed-test
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench venv clean peers-env bench-planted
 
 venv: $(BASE)
 
@@ -33,6 +33,21 @@ test: $(TEST)
 
 bench: $(TEST)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# Benchmark peers only (benchmarks/bench_planted.py): featuretools and imodels in their own
+# virtualenv, pinned in benchmarks/peers-requirements.txt; never dependencies of the project.
+PEERS := .venv-peers
+peers-env: $(PEERS)/.installed
+
+$(PEERS)/.installed: benchmarks/peers-requirements.txt pyproject.toml
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q torch==2.13.0
+	$(PEERS)/bin/python -m pip install -q -r benchmarks/peers-requirements.txt -e .
+	touch $@
+
+# The planted-scenarios benchmark against the peers, e.g. make bench-planted ARGS="--quick".
+bench-planted: $(PEERS)/.installed
+	$(PEERS)/bin/python benchmarks/bench_planted.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) out test-output .pytest_cache
