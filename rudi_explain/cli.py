@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,26 +15,54 @@ import pandas as pd
 __all__ = ["main"]
 
 
-def _write_outputs(exp, out: Path) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "rules": out / "rules.txt",
-        "rules_json": out / "rules.json",
-        "report": out / "report.json",
-        "explanation": out / "explanation.rudi",
-    }
-    paths["rules"].write_text(str(exp.rules) + "\n")
-    paths["rules_json"].write_text(exp.rules.to_json(indent=2))
-    report = exp.report()
-    report["statistics"] = [str(s) for s in exp.statistics]
-    paths["report"].write_text(json.dumps(report, indent=2))
-    exp.save(paths["explanation"])
+#: The files a run writes into ``--out``.
+OUTPUTS = {"rules": "rules.txt", "rules_json": "rules.json", "report": "report.json",
+           "explanation": "explanation.rudi", "html": "report.html"}
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that cannot take the outputs, before any work is done.
+
+    ``out`` must be a folder (created if missing) that we can write in, and
+    no output name in it may be taken by something other than a file.
+    """
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"rudi-explain: --out {out} is a file, not a folder")
     try:
-        exp.to_html(out / "report.html")
-        paths["html"] = out / "report.html"
-    except (AttributeError, ImportError):  # the HTML report comes with the widget
-        pass
-    return paths
+        out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=out, prefix=".rudi-explain-probe-", delete=True)
+        probe.close()
+    except OSError as err:
+        raise SystemExit(f"rudi-explain: cannot write in --out {out}: {err.strerror or err}") from None
+    for name in OUTPUTS.values():
+        target = out / name
+        if (target.exists() or target.is_symlink()) and not target.is_file():
+            raise SystemExit(f"rudi-explain: --out {out} holds {name}, which is not a file: move it away first")
+
+
+def _write_outputs(exp, out: Path) -> dict[str, Path]:
+    """Write every output, or none: into a temporary folder in ``out``, then renamed into place."""
+    _check_out(out)
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=".rudi-explain-"))
+    try:
+        staged = {key: staging / name for key, name in OUTPUTS.items()}
+        staged["rules"].write_text(str(exp.rules) + "\n")
+        staged["rules_json"].write_text(exp.rules.to_json(indent=2))
+        report = exp.report()
+        report["statistics"] = [str(s) for s in exp.statistics]
+        staged["report"].write_text(json.dumps(report, indent=2))
+        exp.save(staged["explanation"])
+        try:
+            exp.to_html(staged["html"])
+        except ImportError:  # the HTML report comes with the widget's front end
+            del staged["html"]
+        paths = {}
+        for key, path in staged.items():
+            path.replace(out / path.name)
+            paths[key] = out / path.name
+        return paths
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _print_result(exp, paths: dict[str, Path]) -> None:
@@ -57,6 +87,7 @@ def _demo(args: argparse.Namespace) -> int:
     import rudi_explain as rx
     from rudi_explain.demo_teachers import train_demo_gru
 
+    _check_out(Path(args.out))
     t0 = time.perf_counter()
     demo = rx.datasets.make_payments(args.users, random_state=args.random_state)
     seqs = demo.sequences()
@@ -66,7 +97,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"demo teacher: a bidirectional 2-layer GRU trained on the labels in {time.perf_counter() - t0:.1f} s")
     exp = rx.explain(model, seqs, labels=demo.labels, n_stats=args.n_stats, n_rules=args.n_rules,
                      n_simulations=args.simulations, background=False, random_state=args.random_state,
-                     student_params={"epochs": args.epochs} if args.epochs else None)
+                     student_params={"epochs": args.epochs} if args.epochs is not None else None)
     _print_result(exp, _write_outputs(exp, Path(args.out)))
     return 0
 
@@ -84,6 +115,7 @@ def _read_table(path: Path) -> pd.DataFrame:
 def _run(args: argparse.Namespace) -> int:
     import rudi_explain as rx
 
+    _check_out(Path(args.out))
     events = _read_table(Path(args.events))
     scores_table = _read_table(Path(args.scores))
     if args.user not in scores_table.columns:
@@ -95,14 +127,28 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit(f"rudi-explain: name the score column with --score-column (one of {score_columns})")
     scores = scores_table.set_index(args.user)[column]
     labels = None
-    if args.label_column:
+    if args.label_column is not None:
+        if args.label_column not in scores_table.columns:
+            raise SystemExit(f"rudi-explain: the scores file has no label column {args.label_column!r}; "
+                             f"columns are {list(scores_table.columns)}")
         labels = scores_table.set_index(args.user)[args.label_column]
     exp = rx.explain(None, events, user=args.user, time=args.time, scores=scores, labels=labels,
                      n_stats=args.n_stats, n_rules=args.n_rules, n_simulations=args.simulations,
                      background=False, random_state=args.random_state,
-                     student_params={"epochs": args.epochs} if args.epochs else None)
+                     student_params={"epochs": args.epochs} if args.epochs is not None else None)
     _print_result(exp, _write_outputs(exp, Path(args.out)))
     return 0
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,18 +160,18 @@ def main(argv: list[str] | None = None) -> int:
     def common(p: argparse.ArgumentParser, out: str, n_stats: int, simulations: int) -> None:
         p.add_argument("--out", default=out, help=f"folder for rules.txt, rules.json, report.json and the "
                                                   f"saved explanation (default: {out})")
-        p.add_argument("--n-stats", type=int, default=n_stats, help=f"statistics to search, K (default {n_stats})")
-        p.add_argument("--n-rules", type=int, default=20, help="rules, R (default 20)")
-        p.add_argument("--simulations", type=int, default=simulations,
+        p.add_argument("--n-stats", type=_positive, default=n_stats, help=f"statistics to search, K (default {n_stats})")
+        p.add_argument("--n-rules", type=_positive, default=20, help="rules, R (default 20)")
+        p.add_argument("--simulations", type=_positive, default=simulations,
                        help=f"MCTS simulations per step (default {simulations})")
-        p.add_argument("--epochs", type=int, default=None, help="student epochs (default: the student's)")
+        p.add_argument("--epochs", type=_positive, default=None, help="student epochs (default: the student's)")
         p.add_argument("--random-state", type=int, default=0)
 
     demo = sub.add_parser("demo", help="built-in data and a demo GRU teacher, end to end")
     # The demo searches fewer statistics with fewer simulations than the
     # paper's defaults (K=20, 500) so that it ends in a couple of minutes.
     common(demo, "out/demo", n_stats=10, simulations=200)
-    demo.add_argument("--users", type=int, default=5000, help="demo users (default 5000)")
+    demo.add_argument("--users", type=_positive, default=5000, help="demo users (default 5000)")
     demo.set_defaults(func=_demo)
 
     run = sub.add_parser("run", help="explain given scores of users over an event table (CSV or Parquet)")

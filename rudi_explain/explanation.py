@@ -437,14 +437,20 @@ class Explanation:
                   **{f"seq_{k}": v for k, v in seq_arrays.items()}}
         if self.labels is not None:
             arrays["labels"] = self.labels
+        # Everything that can fail on the content fails here, before a file is opened.
+        text = json.dumps(meta, default=_json_default)
         tmp = path.with_name(path.name + ".partial")
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("explanation.json", json.dumps(meta, default=_json_default))
-            for name, array in arrays.items():
-                buffer = BytesIO()
-                np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-                zf.writestr(f"arrays/{name}.npy", buffer.getvalue())
-        tmp.replace(path)  # a failed save never leaves a half-written file under the name
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                zf.writestr("explanation.json", text)
+                for name, array in arrays.items():
+                    buffer = BytesIO()
+                    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+                    zf.writestr(f"arrays/{name}.npy", buffer.getvalue())
+            tmp.replace(path)  # a failed save never leaves a half-written file under the name
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # nor a .partial beside it
+            raise
         return path
 
 

@@ -197,6 +197,10 @@ def write_html(exp: Any, path: str | Path, n_users: int = 40, max_events: int = 
     path = Path(path)
     text = report_html(exp, n_users=n_users, max_events=max_events)
     tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed write leaves nothing behind
+        raise
     return path

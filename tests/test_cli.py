@@ -57,3 +57,84 @@ def test_run_errors(files, capsys, args, message):
 def test_missing_file(tmp_path):
     with pytest.raises(SystemExit, match="does not exist"):
         main(["run", str(tmp_path / "nope.csv"), "--scores", str(tmp_path / "s.csv"), "--user", "u"])
+
+
+# ------------------------------------------------- issue 13: --out checked first, all outputs or none
+def _tiny_explain(*args, **kwargs):
+    """explain() stand-in: a finished explanation of the given scores, without search or training."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny import tiny_explanation
+
+    seqs = rx.Sequences(args[1], user=kwargs["user"], time=kwargs["time"])
+    return tiny_explanation(seqs, kwargs["scores"])
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("explain() ran before --out was checked")
+
+
+def _run(files, out, *extra):
+    folder, events, scores = files
+    return main(["run", str(events), "--scores", str(scores), "--user", "user_id", "--time", "ts",
+                 "--score-column", "risk", "--out", str(out), *extra, *FAST])
+
+
+@pytest.mark.parametrize("make_bad, message", [
+    (lambda out: out.write_text("not a folder"), "is a file, not a folder"),
+    (lambda out: (out.mkdir(), (out / "explanation.rudi").mkdir()), "holds explanation.rudi, which is not a file"),
+])
+def test_out_is_checked_before_any_work(files, tmp_path, monkeypatch, make_bad, message):
+    monkeypatch.setattr(rx, "explain", _no_work)
+    out = tmp_path / "out"
+    make_bad(out)
+    with pytest.raises(SystemExit, match=message):
+        _run(files, out)
+
+
+def test_an_unwritable_out_is_checked_before_any_work(files, tmp_path, monkeypatch):
+    monkeypatch.setattr(rx, "explain", _no_work)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit, match="cannot write in --out"):
+        _run(files, blocker / "out")
+
+
+def test_outputs_are_written_all_or_none(files, tmp_path, monkeypatch):
+    monkeypatch.setattr(rx, "explain", _tiny_explain)
+    out = tmp_path / "out"
+    assert _run(files, out) == 0
+    written = sorted(p.name for p in out.iterdir())
+    assert written == ["explanation.rudi", "report.html", "report.json", "rules.json", "rules.txt"]
+
+    def broken_html(self, path, n_users=40):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(rx.Explanation, "to_html", broken_html)
+    fresh = tmp_path / "fresh"
+    with pytest.raises(OSError, match="disk full"):
+        _run(files, fresh)
+    assert list(fresh.iterdir()) == []  # no rules.txt, report.json, explanation.rudi or .partial
+
+
+def test_a_failed_save_removes_its_partial(files, tmp_path, monkeypatch):
+    monkeypatch.setattr(rx, "explain", _tiny_explain)
+    folder, events, scores = files
+    exp = _tiny_explain(None, pd.read_csv(events), user="user_id", time="ts",
+                        scores=pd.read_parquet(scores).set_index("user_id")["risk"])
+    target = tmp_path / "x.rudi"
+    target.mkdir()  # the final rename fails
+    with pytest.raises(OSError):
+        exp.save(target)
+    assert not (tmp_path / "x.rudi.partial").exists()
+
+
+def test_missing_label_column_and_zero_epochs_are_named(files, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(rx, "explain", _no_work)
+    with pytest.raises(SystemExit, match="no label column 'nope'"):
+        _run(files, tmp_path / "o", "--label-column", "nope")
+    with pytest.raises(SystemExit):
+        _run(files, tmp_path / "o", "--epochs", "0")
+    assert "--epochs: must be at least 1" in capsys.readouterr().err
