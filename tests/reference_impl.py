@@ -59,10 +59,38 @@ def _aggregate(name: str, op, values: list[float], n_events: int) -> float:
     raise AssertionError(name)
 
 
-def _rows(events: pd.DataFrame, stat) -> tuple[pd.DataFrame, bool]:
+#: Time aggregations: one value per user (per group), whatever the selection.
+TIME_AGGREGATIONS = ("Recency", "Tenure", "MeanGap", "MaxGap")
+_PANDAS_UNIT = {"s": "s", "min": "min", "h": "h", "d": "D", "w": "W"}
+
+
+def _time_aggregate(name: str, times: pd.Series, reference) -> float:
+    """Recency, Tenure, MeanGap or MaxGap of some event times, in days for datetimes."""
+    t = sorted(times.tolist())
+    if not t:
+        return math.nan
+
+    def units(delta) -> float:
+        return delta / pd.Timedelta(days=1) if isinstance(delta, pd.Timedelta) else float(delta)
+
+    gaps = [units(b - a) for a, b in zip(t[:-1], t[1:])]
+    if name == "Recency":
+        return units(reference - t[-1])
+    if name == "Tenure":
+        return units(reference - t[0])
+    if not gaps:
+        return math.nan
+    return float(np.mean(gaps)) if name == "MeanGap" else max(gaps)
+
+
+def _rows(events: pd.DataFrame, stat, time: str | None = None, reference=None) -> tuple[pd.DataFrame, bool]:
     absolute = False
     for op in stat.row_operators:
-        if isinstance(op, RetainBy):
+        if op.name == "Within":
+            t = events[time]
+            width = pd.Timedelta(op.length, unit=_PANDAS_UNIT[op.unit]) if op.unit else op.length
+            events = events[_mask([(v > reference - width) and (v <= reference) for v in t])]
+        elif isinstance(op, RetainBy):
             events = events[_mask([category_text(v) == op.value for v in events[op.column]])]
         elif isinstance(op, FilterBy):
             events = events[_mask([category_text(v) != op.value for v in events[op.column]])]
@@ -82,9 +110,20 @@ def _rows(events: pd.DataFrame, stat) -> tuple[pd.DataFrame, bool]:
 
 def reference_evaluate(
     df: pd.DataFrame, stat, *, user: str = "user_id", time: str | None = "ts",
-    categorical: list[str], vocabularies: dict[str, list[str]] | None = None,
+    categorical: list[str], vocabularies: dict[str, list[str]] | None = None, reference_time=None,
 ) -> np.ndarray:
-    """Evaluate ``stat`` per user with pandas; same output layout as the engine."""
+    """Evaluate ``stat`` per user with pandas; same output layout as the engine.
+
+    Time operators are measured at ``reference_time``, by default the latest
+    time in ``df``.
+    """
+    reference = None
+    if time is not None:
+        column = df[time]
+        if pd.api.types.is_datetime64_any_dtype(column.dtype):
+            reference = column.max() if reference_time is None else pd.Timestamp(reference_time)
+        else:
+            reference = column.max() if reference_time is None else reference_time
     vocab = {c: (list(vocabularies[c]) if vocabularies and c in vocabularies else vocabulary(df, c)) for c in categorical}
     agg = stat.aggregation
     name = agg.name
@@ -94,12 +133,16 @@ def reference_evaluate(
     for _, events in sorted(df.groupby(user, sort=False), key=lambda kv: kv[0]):
         if time is not None:
             events = events.sort_values(time, kind="stable")
-        events, absolute = _rows(events, stat)
+        events, absolute = _rows(events, stat, time, reference)
         parts = [events] if group is None else [
             events[_mask([category_text(v) == w for v in events[group]])] for w in vocab[group]
         ]
         row = []
-        if selected in categorical:
+        if name in TIME_AGGREGATIONS:
+            row = [_time_aggregate(name, part[time], reference) for part in parts]
+        elif name == "Count":  # one output per user (per group), whatever is selected
+            row = [float(len(part)) for part in parts]
+        elif selected in categorical:
             for c in vocab[selected]:
                 for part in parts:
                     onehot = [1.0 if category_text(v) == c else 0.0 for v in part[selected]]
@@ -112,5 +155,6 @@ def reference_evaluate(
                 row.append(_aggregate(name, agg, list(values), len(part)))
         results.append(row)
     out = np.array(results, dtype=float)
-    scalar = selected not in categorical and group is None
+    scalar = (selected not in categorical or name == "Count") and group is None
+    scalar = scalar or (name in TIME_AGGREGATIONS and group is None)
     return out[:, 0] if scalar else out

@@ -57,10 +57,14 @@ __all__ = [
     "OPERATORS",
     "register_operator",
     "quote",
+    "ANY_COLUMN",
 ]
 
 #: The percentiles of the paper's operator set.
 PERCENTILES = (5, 10, 25, 50, 75, 90, 95)
+
+#: The column name of ``Select(*)``: events, not the values of a column.
+ANY_COLUMN = "*"
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 
@@ -132,35 +136,41 @@ def _row_position_check(state: PipelineState, op: str) -> str | None:
 # --------------------------------------------------------------------------- Select
 @dataclass(frozen=True)
 class Select(Operator):
-    """Select a column: numerical values, or a one-hot matrix of categories."""
+    """Select a column: numerical values, or a one-hot matrix of categories.
+
+    ``Select(*)`` selects no column: only aggregations that ignore the
+    selection (``Count``, the time aggregations) may follow it.
+    """
 
     column: str
     name: ClassVar[str] = "Select"
     kind: ClassVar[str] = "select"
 
     def arguments(self) -> list[str]:
-        return [quote(self.column)]
+        return [ANY_COLUMN if self.column == ANY_COLUMN else quote(self.column)]
 
     @classmethod
     def from_arguments(cls, positional, keyword):
         if len(positional) != 1 or keyword:
-            raise ValueError("Select takes one column: Select(amount)")
+            raise ValueError("Select takes one column: Select(amount), or Select(*) before Count")
         return cls(str(positional[0]))
 
     def check(self, state, schema):
         if state.selected is not None:
             return "Select must come first, and only once"
-        if schema.kind(self.column) is None:
+        if self.column != ANY_COLUMN and schema.kind(self.column) is None:
             return f"Select: unknown column {self.column!r}"
         return None
 
     def advance(self, state, schema):
-        return state.but(selected=self.column, selected_kind=schema.kind(self.column))
+        kind = "any" if self.column == ANY_COLUMN else schema.kind(self.column)
+        return state.but(selected=self.column, selected_kind=kind)
 
     @classmethod
     def candidates(cls, schema):
         for column in list(schema.vocabularies) + list(schema.numerical):
             yield cls(column)
+        yield cls(ANY_COLUMN)
 
 
 # --------------------------------------------------------------------------- row operators
@@ -276,6 +286,8 @@ class SortBy(RowOperator):
             return reason
         if state.sorted_by is not None:
             return "SortBy can be used only once"
+        if state.selected_kind == "any" and state.has_top:
+            return "after Select(*) an order only matters before a Top"
         return None
 
     def advance(self, state, schema):
@@ -408,12 +420,18 @@ class Aggregation(Operator):
     #: (NaN last), e.g. for order statistics; the engine then provides them
     #: sorted, reusing cached orders where it can.
     sorted_input: ClassVar[bool] = False
+    #: Whether the value depends only on which events are left, not on the
+    #: selected column (``Count``): one output per user (per group), and
+    #: the only kind of aggregation allowed after ``Select(*)``.
+    ignores_selection: ClassVar[bool] = False
 
     def check(self, state, schema):
         if state.selected is None:
             return f"{self.name} cannot come before Select"
         if state.aggregated:
             return "a pipeline has exactly one aggregation"
+        if state.selected_kind == "any" and not self.ignores_selection:
+            return f"{self.name} needs a selected column: Select(*) only goes with Count and the time aggregations"
         if state.needs_order_use and not isinstance(self, First):
             return "SortBy must be followed by Top or First (otherwise it changes nothing)"
         return None
@@ -534,6 +552,7 @@ class Ptp(Aggregation):
 class Count(Aggregation):
     name: ClassVar[str] = "Count"
     words: ClassVar[str] = "number"
+    ignores_selection: ClassVar[bool] = True
 
     def reduce(self, values, keys, n_keys):
         return kernels.segment_count(keys, n_keys)

@@ -10,7 +10,7 @@ from rudi_explain.statistics.operators import OPERATORS, Operator
 __all__ = ["parse_operators"]
 
 _TOKEN = re.compile(
-    r"""\s*(?:(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<word>[A-Za-z0-9_.\-+<>]+)|(?P<punct>[|(),=]))"""
+    r"""\s*(?:(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<word>[A-Za-z0-9_.\-+<>]+|\*)|(?P<punct>[|(),=]))"""
 )
 
 

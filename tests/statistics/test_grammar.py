@@ -54,7 +54,7 @@ def test_depth():
 
 def test_first_operators_are_the_selects():
     ops = next_operators(Pipeline((), schema=SCHEMA), SCHEMA, max_depth=4)
-    assert sorted(map(str, ops)) == ["Select(amount)", "Select(card)", "Select(channel)", "Select(hour)"]
+    assert sorted(map(str, ops)) == ["Select(*)", "Select(amount)", "Select(card)", "Select(channel)", "Select(hour)"]
 
 
 def test_next_operators_leave_room_for_the_aggregation():
@@ -92,8 +92,9 @@ def test_all_depth_one_statistics_enumerated():
         p1 = p0.then(sel, SCHEMA)
         for agg in next_operators(p1, SCHEMA, 1):
             found.add(str(p1.then(agg, SCHEMA).statistic()))
-    # 4 columns x 15 aggregations (8 plain + 7 percentiles); Abs needs depth 2.
-    assert len(found) == 4 * 15
+    # 4 columns x 15 aggregations (8 plain + 7 percentiles), and Select(*) | Count;
+    # Abs needs depth 2.
+    assert len(found) == 4 * 15 + 1
 
 
 EQUIVALENT = [
