@@ -26,10 +26,12 @@ from rudi_explain.statistics.operators import (
     register_operator,
 )
 from rudi_explain.statistics.statistic import Pipeline, Statistic, candidate_operators, next_operators
+from rudi_explain.statistics.time_operators import MaxGap, MeanGap, Recency, Tenure, TimeAggregation, Within
 
 __all__ = [
     "Statistic", "Pipeline", "next_operators", "candidate_operators", "Schema", "PipelineState", "Operator", "RowOperator",
     "Aggregation", "Select", "RetainBy", "FilterBy", "SortBy", "Top", "Abs", "GroupBy", "Mean", "Max",
     "Min", "Sum", "Std", "Ptp", "Count", "First", "Percentile", "PERCENTILES", "OPERATORS",
     "register_operator",
+    "Within", "Recency", "Tenure", "MeanGap", "MaxGap", "TimeAggregation",
 ]

@@ -29,6 +29,7 @@ from rudi_explain.statistics.operators import (
     quote,
 )
 from rudi_explain.statistics.text import parse_operators
+from rudi_explain.statistics.time_operators import time_phrase
 
 __all__ = ["Statistic", "Pipeline", "next_operators", "candidate_operators"]
 
@@ -216,7 +217,9 @@ class Statistic:
             ``output`` is given ("share of events per channel category").
         """
         categorical = data is not None and Schema.of(data).kind(self.selected) == "categorical"
-        return _describe(self, output, categorical)
+        # Time operators have their own words ("days since the last event"), built on these.
+        phrase = time_phrase(self, output, categorical, _describe, Schema.of(data) if data is not None else None)
+        return phrase if phrase is not None else _describe(self, output, categorical)
 
     def to_json(self) -> str:
         return str(self)
@@ -341,6 +344,11 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame) -> np.ndarray
         rows = group_codes >= 0  # events of an unseen group category belong to no group
         keys = keys[rows].astype(np.int64) * q + group_codes[rows]
     n_keys = n * q
+    reduce_events = getattr(agg, "reduce_events", None)
+    if reduce_events is not None:
+        # An aggregation of the events themselves (their times), not of the selected values.
+        out = reduce_events(frame, rows, keys, n_keys)
+        return out.reshape(n, q) if frame.group is not None else out
     if selected in seqs.values:
         presorted = False
         if agg.sorted_input and frame.group is None and frame.all_users and frame.layout_order:
@@ -368,6 +376,12 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame) -> np.ndarray
 
 
 # ---------------------------------------------------------- equivalence key
+def _canonical_filter(op: Operator) -> Operator:
+    """A filter in its canonical spelling (``Within(24h)`` is ``Within(1d)``)."""
+    canonical = getattr(op, "canonical", None)
+    return canonical() if canonical is not None else op
+
+
 def _equivalence_key(stat: Statistic) -> tuple:
     ops = list(stat.operators[1:-1])
     agg = stat.aggregation
@@ -382,7 +396,8 @@ def _equivalence_key(stat: Statistic) -> tuple:
     top = None if top_at is None else rows[top_at]
 
     def canonical(stretch: list[Operator]) -> list[Operator]:
-        filters = sorted((op for op in stretch if isinstance(op, (RetainBy, FilterBy))), key=str)
+        filters = sorted((_canonical_filter(op) for op in stretch
+                          if isinstance(op, (RetainBy, FilterBy)) or getattr(op, "event_filter", False)), key=str)
         sorts = [op for op in stretch if isinstance(op, SortBy)]
         return filters + sorts
 

@@ -109,6 +109,12 @@ EVERY_OPERATOR = [
     "Select(a) | FilterBy(b=p) | GroupBy(b) | Mean",  # empty groups
     "Select(b) | Top(2) | RetainBy(a=x) | Std",
     "Select(v) | Abs | SortBy(u, desc) | Top(3) | FilterBy(b=q) | GroupBy(a) | Ptp",
+    # Time operators (ts is numerical here: raw units; datetimes in test_time_operators.py).
+    "Select(u) | Within(2) | Sum",
+    "Select(a) | Recency",
+    "Select(u) | RetainBy(b=p) | Tenure",
+    "Select(u) | GroupBy(b) | MeanGap",
+    "Select(v) | SortBy(u, desc) | Top(2) | Within(4) | MaxGap",
 ]
 
 

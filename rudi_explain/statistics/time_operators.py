@@ -1,0 +1,413 @@
+"""Time operators: event windows, recency, tenure and gaps between events.
+
+What the time column already knows, as operators of the statistic language
+(see ``TIME.md`` next to this module for the contract):
+
+* ``Within(7d)`` keeps the events of the last 7 days before the reference
+  time (``Within(30)`` on a numerical time column: its own units);
+* ``Recency``, ``Tenure``, ``MeanGap`` and ``MaxGap`` aggregate the times of
+  the events left: time since the last and the first of them, mean and
+  longest time between consecutive ones. Like ``Count`` they ignore the
+  selected column: one value per user (per group with ``GroupBy``).
+
+Times are measured at ``Sequences.reference_time`` (the latest event in the
+data unless given), in days for a datetime time column and in the column's
+own units for a numerical one. Every kernel works on all users at once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import numpy as np
+
+from rudi_explain.statistics import kernels
+from rudi_explain.statistics.frame import EventFrame
+from rudi_explain.statistics.grammar import PipelineState, Schema
+from rudi_explain.statistics.operators import Aggregation, RowOperator, register_operator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rudi_explain.sequences import Sequences
+    from rudi_explain.statistics.statistic import Statistic
+
+__all__ = [
+    "Within",
+    "TimeAggregation",
+    "Recency",
+    "Tenure",
+    "MeanGap",
+    "MaxGap",
+    "TIME_UNITS",
+    "WINDOWS",
+    "time_phrase",
+]
+
+#: Window units of a datetime time column, in nanoseconds.
+TIME_UNITS: dict[str, int] = {
+    "s": 1_000_000_000,
+    "min": 60_000_000_000,
+    "h": 3_600_000_000_000,
+    "d": 86_400_000_000_000,
+    "w": 604_800_000_000_000,
+}
+_UNIT_WORDS = {"s": "second", "min": "minute", "h": "hour", "d": "day", "w": "week"}
+#: Time aggregations on a datetime column are in days.
+_NS_PER_DAY = TIME_UNITS["d"]
+#: The windows the search tries on a datetime time column.
+WINDOWS: tuple[tuple[int, str], ...] = ((1, "d"), (7, "d"), (30, "d"), (90, "d"))
+
+_WINDOW_TEXT = re.compile(r"(?P<length>\d+(?:\.\d+)?)(?P<unit>[a-z]*)\Z")
+
+
+def _no_time_reason(op: str, schema: Schema) -> str | None:
+    if schema.time is None:
+        return f"{op} needs a time column, and these data have none"
+    return None
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _event_times(frame: EventFrame) -> np.ndarray:
+    """Times of the events left, as int64 nanoseconds (datetime, timedelta) or float."""
+    times = frame.seqs.times
+    if times is None:
+        raise ValueError("time operators need a time column, and these sequences have none")
+    if times.dtype.kind in "mM":
+        times = times.view(np.int64)
+    return times if frame.positions is None else times[frame.positions]
+
+
+def _reference(seqs: "Sequences") -> Any:
+    """The reference time in the domain of :func:`_event_times`."""
+    ref = getattr(seqs, "reference_time", None)
+    if ref is None:  # layouts built without one: the latest event, as documented
+        ref = seqs.times.max()
+    if seqs.times.dtype.kind in "mM":
+        return int(np.asarray(ref).astype(seqs.times.dtype).view(np.int64))
+    return float(ref)
+
+
+def _scale(seqs: "Sequences") -> float:
+    """Divisor from the time domain to output units: days, or raw units."""
+    return float(_NS_PER_DAY) if seqs.times.dtype.kind in "mM" else 1.0
+
+
+# --------------------------------------------------------------------------- Within
+@register_operator
+@dataclass(frozen=True)
+class Within(RowOperator):
+    """Keep the events in the last ``length`` units before the reference time.
+
+    An event at time ``t`` is kept when ``reference - length < t <= reference``.
+
+    Parameters
+    ----------
+    length : float
+        The window's length, > 0.
+    unit : {'s', 'min', 'h', 'd', 'w'} or None, default=None
+        Its unit on a datetime time column (``Within(7d)``, ``Within(24h)``);
+        None on a numerical time column, whose own units are used
+        (``Within(30)``).
+    """
+
+    length: float
+    unit: str | None = None
+    name: ClassVar[str] = "Within"
+    #: A filter on events: commutes with RetainBy/FilterBy and keeps the order.
+    event_filter: ClassVar[bool] = True
+
+    def __post_init__(self):
+        if isinstance(self.length, bool) or not isinstance(self.length, (int, float, np.number)) \
+                or not math.isfinite(self.length) or self.length <= 0:
+            raise ValueError(f"Within needs a window length > 0, got {self.length!r}")
+        if self.unit is not None and self.unit not in TIME_UNITS:
+            raise ValueError(f"Within: unknown time unit {self.unit!r}; use one of {sorted(TIME_UNITS)} or none")
+
+    def arguments(self) -> list[str]:
+        return [f"{_number_text(self.length)}{self.unit or ''}"]
+
+    @classmethod
+    def from_arguments(cls, positional, keyword):
+        m = _WINDOW_TEXT.match(str(positional[0])) if len(positional) == 1 and not keyword else None
+        if m is None:
+            raise ValueError("Within takes one window: Within(7d), Within(24h), or Within(30) on a numerical time column")
+        length = float(m["length"])
+        return cls(int(length) if length.is_integer() else length, m["unit"] or None)
+
+    def check(self, state: PipelineState, schema: Schema) -> str | None:
+        reason = super().check(state, schema) or _no_time_reason(self.name, schema)
+        if reason:
+            return reason
+        if self.unit is None and schema.time_unit == "datetime":
+            return (f"{self} on the datetime time column {schema.time!r} needs a unit: "
+                    f"Within({_number_text(self.length)}d) or Within({_number_text(self.length)}h)")
+        if self.unit is not None and schema.time_unit == "number":
+            return (f"{self} needs a datetime time column; {schema.time!r} holds numbers: "
+                    f"write Within({_number_text(self.length)}) in its units")
+        if state.windowed:
+            return "Within can be used only once"
+        return None
+
+    def advance(self, state, schema):
+        return state.but(depth=state.depth + 1, windowed=True)
+
+    @classmethod
+    def candidates(cls, schema):
+        # A numerical column's span is not in the schema: no window to propose there.
+        if schema.time_unit == "datetime":
+            for length, unit in WINDOWS:
+                yield cls(length, unit)
+
+    @property
+    def span(self) -> float:
+        """The window in the time domain of the engine: nanoseconds, or raw units."""
+        return self.length * TIME_UNITS[self.unit] if self.unit is not None else float(self.length)
+
+    def canonical(self) -> "Within":
+        """The same window in the largest unit that states it exactly (``24h`` -> ``1d``)."""
+        if self.unit is None:
+            return self
+        ns = round(self.span)
+        for unit in ("w", "d", "h", "min", "s"):
+            if ns % TIME_UNITS[unit] == 0:
+                return Within(ns // TIME_UNITS[unit], unit)
+        return self
+
+    def apply(self, frame: EventFrame) -> EventFrame:
+        t = _event_times(frame)
+        ref = _reference(frame.seqs)
+        if frame.seqs.times.dtype.kind in "mM":
+            start = ref - int(round(self.span))  # exact integer nanoseconds
+        else:
+            start = ref - self.span
+        return frame.keep((t > start) & (t <= ref))
+
+    def window_words(self) -> str:
+        """ "the last 7 days", "the last hour", "the last 30 time units"."""
+        length = _number_text(self.length)
+        if self.unit is None:
+            noun = "time unit"
+        else:
+            noun = _UNIT_WORDS[self.unit]
+        if length == "1":
+            return f"the last {noun}"
+        return f"the last {length} {noun}s"
+
+
+# --------------------------------------------------------------------------- aggregations
+class TimeAggregation(Aggregation):
+    """An aggregation of the times of the events left, whatever the selection.
+
+    Subclasses implement :meth:`reduce_times`. The engine calls
+    :meth:`reduce_events`, which hands them the event times sorted by key,
+    then time.
+    """
+
+    ignores_selection: ClassVar[bool] = True
+
+    def check(self, state, schema):
+        return super().check(state, schema) or _no_time_reason(self.name, schema)
+
+    def reduce(self, values, keys, n_keys):
+        raise TypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
+
+    def reduce_onehot(self, codes, keys, n_keys, n_categories):
+        raise TypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
+
+    def reduce_events(self, frame: EventFrame, rows: np.ndarray | None, keys: np.ndarray,
+                      n_keys: int) -> np.ndarray:
+        """One value per key from the times of the events left.
+
+        Parameters
+        ----------
+        frame : EventFrame
+            The events left.
+        rows : ndarray of bool or None
+            Which of them ``keys`` labels (GroupBy drops unseen groups); None for all.
+        keys : ndarray of int
+            The key (segment, or segment x group) of each of those events.
+        n_keys : int
+        """
+        t = _event_times(frame)
+        if rows is not None:
+            t = t[rows]
+        keys = np.asarray(keys, dtype=np.int64)
+        # Time order within each key. In layout order the events of a segment
+        # already ascend in time; a stable sort by key keeps that (GroupBy).
+        if frame.layout_order:
+            if len(keys) > 1 and (np.diff(keys) < 0).any():
+                order = np.argsort(keys, kind="stable")
+                t, keys = t[order], keys[order]
+        else:
+            order = np.lexsort((t, keys))
+            t, keys = t[order], keys[order]
+        count = np.bincount(keys, minlength=n_keys)
+        end = np.cumsum(count)
+        start = end - count
+        return self.reduce_times(t, keys, count, start, end, _reference(frame.seqs), _scale(frame.seqs))
+
+    def reduce_times(self, t: np.ndarray, keys: np.ndarray, count: np.ndarray, start: np.ndarray,
+                     end: np.ndarray, reference: Any, scale: float) -> np.ndarray:
+        """The aggregate from times ``t`` sorted by key then time.
+
+        The times of key ``j`` are ``t[start[j]:end[j]]`` (``count[j]`` of
+        them); ``reference`` is in the domain of ``t`` and ``scale`` turns a
+        difference of times into output units.
+        """
+        raise NotImplementedError
+
+
+def _at(t: np.ndarray, index: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """``t[index]`` where ``has``; the times stay exact (int64 nanoseconds)."""
+    return t[index[has]]
+
+
+@register_operator
+@dataclass(frozen=True)
+class Recency(TimeAggregation):
+    """Time from the last event left to the reference time; NaN when none is left."""
+
+    name: ClassVar[str] = "Recency"
+    words: ClassVar[str] = "time since the last event"
+
+    def reduce_times(self, t, keys, count, start, end, reference, scale):
+        out = np.full(len(count), np.nan)
+        has = count > 0
+        out[has] = (reference - _at(t, end - 1, has)) / scale
+        return out
+
+
+@register_operator
+@dataclass(frozen=True)
+class Tenure(TimeAggregation):
+    """Time from the first event left to the reference time; NaN when none is left."""
+
+    name: ClassVar[str] = "Tenure"
+    words: ClassVar[str] = "time since the first event"
+
+    def reduce_times(self, t, keys, count, start, end, reference, scale):
+        out = np.full(len(count), np.nan)
+        has = count > 0
+        out[has] = (reference - _at(t, start, has)) / scale
+        return out
+
+
+@register_operator
+@dataclass(frozen=True)
+class MeanGap(TimeAggregation):
+    """Mean time between consecutive events left; NaN with fewer than 2."""
+
+    name: ClassVar[str] = "MeanGap"
+    words: ClassVar[str] = "mean time between events"
+
+    def reduce_times(self, t, keys, count, start, end, reference, scale):
+        # The gaps of a key add up to its last time minus its first.
+        out = np.full(len(count), np.nan)
+        has = count > 1
+        out[has] = (_at(t, end - 1, has) - _at(t, start, has)) / scale / (count[has] - 1)
+        return out
+
+
+@register_operator
+@dataclass(frozen=True)
+class MaxGap(TimeAggregation):
+    """Longest time between consecutive events left; NaN with fewer than 2."""
+
+    name: ClassVar[str] = "MaxGap"
+    words: ClassVar[str] = "longest time between events"
+
+    def reduce_times(self, t, keys, count, start, end, reference, scale):
+        if len(t) < 2:
+            return np.full(len(count), np.nan)
+        same = keys[1:] == keys[:-1]
+        gaps = (t[1:] - t[:-1])[same] / scale
+        return kernels.segment_max(gaps, keys[1:][same], len(count))
+
+
+# --------------------------------------------------------------------------- words
+def _time_units(schema: Schema | None) -> str:
+    return "time" if schema is not None and schema.time_unit == "number" else "days"
+
+
+def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
+                describe: Callable[["Statistic", str | None, bool], str],
+                schema: Schema | None = None) -> str | None:
+    """Plain English for a statistic with time operators; None for one without.
+
+    "days since the last event", "average days between events where
+    card_type is debit", "number of events in the last 7 days".
+
+    Parameters
+    ----------
+    stat : Statistic
+    output, categorical
+        As for ``Statistic.describe``.
+    describe : callable
+        The describer of statistics without time operators (``_describe``),
+        called on ``stat`` stripped of them: its words for the events and
+        the values are kept, the time words added.
+    schema : Schema, optional
+        Tells a numerical time column (raw "time") from a datetime one ("days").
+    """
+    from rudi_explain.statistics.operators import Count, GroupBy, Top
+    from rudi_explain.statistics.statistic import Statistic
+
+    ops = stat.operators
+    window = next((op for op in ops if isinstance(op, Within)), None)
+    agg = stat.aggregation
+    if window is None and not isinstance(agg, TimeAggregation):
+        return None
+    rows = [op for op in ops[1:-1] if not isinstance(op, Within)]
+    if window is None:
+        window_text = ""
+    elif any(isinstance(op, Top) for op in ops[1:ops.index(window)]):
+        window_text = f", then only those in {window.window_words()}"
+    else:
+        window_text = f" in {window.window_words()}"
+    if not isinstance(agg, TimeAggregation):
+        # A value aggregation over a window: the base words, the window before the group part.
+        text = describe(Statistic((ops[0], *rows, agg)), output, categorical)
+        if stat.group is not None:
+            tail_at = max(text.rfind(", within "), text.rfind(", per "))
+            if tail_at >= 0:
+                return text[:tail_at] + window_text + text[tail_at:]
+        return text + window_text
+    # The events in question, as the base describer words a Count over them.
+    base = describe(Statistic((ops[0], *[op for op in rows if not isinstance(op, GroupBy)], Count())), None, False)
+    plural = base[len("number of "):] if base.startswith("number of ") else "events"
+    plural += window_text
+    if plural.startswith("events over "):  # a Top: "the last of the first 5 events"
+        plural = plural[len("events over "):]
+        singular = f"of {plural}"
+    else:
+        head_end = min((i for i in (plural.find(" where "), plural.find(" in "), plural.find(","), len(plural))
+                        if i >= 0))
+        head = plural[:head_end]
+        singular = (head[:-1] if head.endswith("s") else head) + plural[head_end:]
+    units = _time_units(schema)
+    if isinstance(agg, Recency):
+        text = f"{units} since the last {singular}"
+    elif isinstance(agg, Tenure):
+        text = f"{units} since the first {singular}"
+    elif isinstance(agg, MeanGap):
+        text = f"average {units} between {plural}"
+    elif isinstance(agg, MaxGap):
+        text = f"longest gap in {units} between consecutive {plural}"
+    else:  # a time aggregation of one's own
+        text = f"{agg.words} over {plural}"
+    if stat.group is not None:
+        value = _group_value(output, stat.group)
+        text += f", within {stat.group} = {value}" if value is not None else f", per {stat.group}"
+    return text
+
+
+def _group_value(output: str | None, group: str) -> str | None:
+    if not output:
+        return None
+    parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+    return parts.get(group)
