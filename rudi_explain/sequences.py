@@ -9,18 +9,28 @@ columns as float64 with NaN for missing values.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE"]
+from rudi_explain.alignment import name_users
+
+__all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE", "OTHER_CATEGORY", "MAX_CATEGORIES"]
 
 #: How a missing categorical value is shown and stored in a vocabulary.
 NA_CATEGORY = "<NA>"
 #: The code of a category that the vocabulary lacks: it matches no value.
 UNSEEN_CODE = -1
+#: The category that the rarest values of a column with too many categories are lumped into.
+OTHER_CATEGORY = "<other>"
+#: Default bound on the categories of one column (``Sequences(max_categories=...)``).
+MAX_CATEGORIES = 1000
+#: A column with at least this many distinct values per event looks like ids or
+#: timestamps: lumping would leave nearly every event in "other".
+_ID_LIKE_SHARE = 0.5
 
 
 def _category_string(value: Any) -> str:
@@ -47,6 +57,115 @@ def _as_name_list(arg: str | Iterable[str] | None, what: str) -> list[str] | Non
     return names
 
 
+def _finite(values: np.ndarray, name: str, users: pd.Series) -> np.ndarray:
+    """``values``, refused when some are infinite (NaN, missing, is fine)."""
+    inf = np.isinf(values)
+    if inf.any():
+        who = pd.unique(users.to_numpy()[inf])
+        raise ValueError(
+            f"numerical column {name!r} has {int(inf.sum()):,} infinite values, for users {name_users(who)}: "
+            "replace them before explaining (with NaN for a missing value, or a finite bound)"
+        )
+    return values
+
+
+def _user_ids(column: pd.Series, name: str) -> pd.Series:
+    """User ids as text or int64: whole floats become integers, other kinds are refused."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        column = column.astype(object)
+    dtype = column.dtype
+
+    def refuse(what: str, example: Any) -> None:
+        raise TypeError(
+            f"user column {name!r} holds {what} ids such as {_plain(example)!r}; user ids must be text or whole "
+            "numbers: convert them first (for example with .astype(str))"
+        )
+
+    def whole(values: pd.Series) -> pd.Series:
+        floats = values.to_numpy(dtype=np.float64)
+        bad = (floats != np.round(floats)) | (np.abs(floats) >= 2.0**63)
+        if bad.any():
+            refuse("fractional", values.iloc[int(np.flatnonzero(bad)[0])])
+        return pd.Series(floats.astype(np.int64), index=values.index, name=values.name)
+
+    if pd.api.types.is_bool_dtype(dtype):
+        refuse("boolean", column.iloc[0])
+    if pd.api.types.is_integer_dtype(dtype):
+        return column.astype(np.int64)
+    if pd.api.types.is_float_dtype(dtype):
+        return whole(column)
+    if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+        refuse(str(dtype), column.iloc[0])
+    kind = pd.api.types.infer_dtype(column, skipna=False)
+    if kind == "string":
+        return column
+    if kind == "integer":
+        try:
+            return column.astype(np.int64)
+        except OverflowError:
+            refuse("oversized integer", max(column, key=abs))
+    if kind in ("floating", "mixed-integer-float"):
+        return whole(column)
+    if kind in ("mixed-integer", "mixed"):
+        is_str = column.map(lambda v: isinstance(v, str)).to_numpy()
+        if is_str.any() and (~is_str).any():
+            a, b = column[is_str].iloc[0], column[~is_str].iloc[0]
+            raise TypeError(
+                f"user column {name!r} mixes ids of different types ({_plain(a)!r} and {_plain(b)!r}); "
+                "convert them to one type first"
+            )
+        odd = column[~is_str].iloc[0]
+        refuse(type(odd).__name__, odd)
+    refuse(kind, column.iloc[0])
+    return column  # not reached: refuse raises
+
+
+def _looks_like(column: pd.Series) -> str:
+    """'time-like', 'numeric' or 'id-like', from a sample of the column's values."""
+    sample = column.dropna()
+    sample = sample.iloc[:: max(1, len(sample) // 200)].astype(str)
+    if len(sample) == 0:
+        return "id-like"
+    if pd.to_numeric(sample, errors="coerce").notna().mean() >= 0.9:
+        return "numeric"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+        except (ValueError, TypeError, OverflowError):
+            return "id-like"
+    return "time-like" if parsed.notna().mean() >= 0.9 else "id-like"
+
+
+def _warn_if_mostly_numeric(frame: pd.DataFrame, name: str, user: str) -> None:
+    """Warn when a column inferred as categorical is mostly numbers: a few bad cells spoil it."""
+    column = frame[name]
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return
+    present = column.notna().to_numpy()
+    n_present = int(present.sum())
+    if n_present == 0:
+        return
+    # A sample first, so that text columns cost no full conversion.
+    sample = column[present].iloc[:: max(1, n_present // 1000)]
+    try:
+        if pd.to_numeric(sample, errors="coerce").notna().mean() < 0.9:
+            return
+        numbers = pd.to_numeric(column, errors="coerce").notna().to_numpy()
+    except (TypeError, ValueError):  # cells that are lists or dicts: refused with their column later
+        return
+    bad = np.flatnonzero(present & ~numbers)
+    if len(bad) == 0 or len(bad) > 0.1 * n_present:
+        return
+    i = int(bad[0])
+    warnings.warn(
+        f"column {name!r} is mostly numbers but {len(bad):,} cells are not (such as {_plain(column.iloc[i])!r} at "
+        f"row {_plain(column.index[i])!r}, user {_plain(frame[user].iloc[i])!r}), so it is read as categorical; "
+        "fix those cells or list the column in numerical=",
+        UserWarning, stacklevel=5,
+    )
+
+
 class Sequences:
     """Event sequences of many users, checked, typed and sorted.
 
@@ -68,7 +187,8 @@ class Sequences:
         Vocabularies to encode categorical columns with, usually those of the
         training sequences (``other.vocabularies``). Values they lack become
         "unseen" (code ``-1``): they match no ``RetainBy``/``FilterBy`` value
-        and add to no one-hot dimension.
+        and add to no one-hot dimension. If a vocabulary holds
+        :data:`OTHER_CATEGORY` (a lumped column), values it lacks join it.
     reference_time : scalar or None, default=None
         The time at which time statistics are measured ("now" for
         ``Recency``, the end of a ``Within`` window): a datetime (anything
@@ -76,6 +196,14 @@ class Sequences:
         datetime time column, a number for a numerical one. ``None`` takes
         the latest event time in the data. Give it when comparing data sets
         (training and new events), so that both are measured at one time.
+    max_categories : int or None, default=1000
+        Bound on the categories of one categorical column (the search's cost
+        grows with them). A column with more is refused when it has nearly one
+        value per event (at least half as many values as events: it looks
+        like ids or timestamps, and the message says which); otherwise its
+        ``max_categories - 1`` most frequent values are kept and the others
+        lumped into :data:`OTHER_CATEGORY`, with a warning naming the column.
+        ``None`` sets no bound.
 
     Attributes
     ----------
@@ -98,6 +226,22 @@ class Sequences:
         (see the parameter); None without a time column.
     input_row : ndarray of shape (n_events,)
         Position of each event in the input table.
+
+    Notes
+    -----
+    Refused at this boundary, before any work, naming the column and users:
+
+    * infinite values in a numerical column (NaN means missing; an infinite
+      value has no place on a threshold scale): replace them first;
+    * user ids that are not text or whole numbers (datetimes, bytes, tuples,
+      booleans, fractional floats). Floats that are all whole numbers (ids
+      read from a CSV with missing cells elsewhere) become integers;
+    * repeated column names, cells holding lists or dicts, and a categorical
+      column holding both missing values and the text ``"<NA>"``.
+
+    A column inferred as categorical although most of its values are numbers
+    (one cell such as ``'12,5'`` or ``'n/a?'`` spoils a numeric column read
+    from a CSV) gives a warning that names a bad cell.
     """
 
     def __init__(
@@ -110,8 +254,15 @@ class Sequences:
         *,
         vocabularies: Mapping[str, Sequence[str]] | None = None,
         reference_time: Any = None,
+        max_categories: int | None = MAX_CATEGORIES,
     ) -> None:
         frame = self._as_frame(data, user)
+        if frame.columns.has_duplicates:
+            dup = frame.columns[frame.columns.duplicated()].unique().tolist()
+            raise ValueError(f"column names repeat in the data: {dup}; give every column its own name")
+        if max_categories is not None and (isinstance(max_categories, bool) or
+                                           not isinstance(max_categories, (int, np.integer)) or max_categories < 2):
+            raise ValueError(f"max_categories must be a whole number >= 2 or None, got {max_categories!r}")
         categorical = _as_name_list(categorical, "categorical")
         numerical = _as_name_list(numerical, "numerical")
         if not isinstance(user, str):
@@ -151,7 +302,9 @@ class Sequences:
         self.codes: dict[str, np.ndarray] = {}
         for name in categorical:
             given = None if vocabularies is None else vocabularies.get(name)
-            vocab, codes = self._encode_categorical(frame[name], given)
+            vocab, codes = self._encode_categorical(frame[name], given, name)
+            if given is None and max_categories is not None and len(vocab) > max_categories:
+                vocab, codes = self._bound_categories(frame[name], name, vocab, codes, max_categories)
             self.vocabularies[name] = vocab
             self.codes[name] = codes[order]
         self.values: dict[str, np.ndarray] = {}
@@ -220,6 +373,9 @@ class Sequences:
                     f"column {name!r} has type {dtype} that is neither categorical nor numerical; "
                     "drop it or list the columns to use with categorical= and numerical="
                 )
+        if categorical is None:
+            for name in inferred_cat:
+                _warn_if_mostly_numeric(frame, name, user)
         categorical = list(categorical) if categorical is not None else inferred_cat
         numerical = list(numerical) if numerical is not None else inferred_num
         for name in categorical + numerical:
@@ -237,16 +393,10 @@ class Sequences:
         if missing.any():
             row = _plain(column.index[np.flatnonzero(missing)[0]])
             raise ValueError(f"user column {name!r} has a missing user id at row {row!r}")
-        if pd.api.types.is_object_dtype(column.dtype) and \
-                pd.api.types.infer_dtype(column, skipna=True).startswith("mixed"):
-            is_str = column.map(lambda v: isinstance(v, str)).to_numpy()
-            a, b = column[is_str].iloc[0], column[~is_str].iloc[0] if (~is_str).any() else None
-            raise TypeError(
-                f"user column {name!r} mixes ids of different types ({_plain(a)!r} and {_plain(b)!r}); "
-                "convert them to one type first"
-            )
+        column = _user_ids(column, name)
         codes, uniques = pd.factorize(column, sort=True)
-        return codes.astype(np.int64, copy=False), np.asarray(uniques)
+        users = np.asarray(uniques, dtype=np.int64 if pd.api.types.is_integer_dtype(column.dtype) else object)
+        return codes.astype(np.int64, copy=False), users
 
     @staticmethod
     def _time_key(frame: pd.DataFrame, time: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -271,10 +421,15 @@ class Sequences:
         else:
             try:
                 values = pd.to_datetime(column, format="ISO8601").to_numpy(dtype="datetime64[ns]")
-            except (ValueError, TypeError):
-                bad = column.iloc[0]
+            except (ValueError, TypeError, OverflowError):
+                # Name the first value that does not parse, not the column's first value.
+                parsed = pd.to_datetime(column.map(lambda v: v if isinstance(v, str) else None),
+                                        format="ISO8601", errors="coerce")
+                bad_at = np.flatnonzero(parsed.isna().to_numpy() & column.notna().to_numpy())
+                i = int(bad_at[0]) if len(bad_at) else 0
                 raise TypeError(
-                    f"time column {time!r} cannot be ordered: it has type {dtype} (first value {bad!r}); "
+                    f"time column {time!r} cannot be ordered: it has type {dtype} and the value "
+                    f"{_plain(column.iloc[i])!r} at row {_plain(column.index[i])!r} is not a time; "
                     "use numbers, datetimes or ISO 8601 strings"
                 ) from None
             key = values.view(np.int64)
@@ -316,11 +471,24 @@ class Sequences:
 
     @staticmethod
     def _encode_categorical(
-        column: pd.Series, vocabulary: Sequence[str] | None
+        column: pd.Series, vocabulary: Sequence[str] | None, name: str = "?"
     ) -> tuple[tuple[str, ...], np.ndarray]:
-        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        try:
+            codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        except TypeError:
+            bad = np.flatnonzero(column.map(lambda v: isinstance(v, (list, dict, set))).to_numpy())
+            i = int(bad[0]) if len(bad) else 0
+            raise TypeError(
+                f"categorical column {name!r} holds a {type(column.iloc[i]).__name__} at row "
+                f"{_plain(column.index[i])!r} ({str(column.iloc[i])[:60]}); cells must be single values"
+            ) from None
         strings = [_category_string(v) for v in uniques]
         if (codes < 0).any():
+            if NA_CATEGORY in strings:
+                raise ValueError(
+                    f"categorical column {name!r} holds the text {NA_CATEGORY!r} as well as missing values; "
+                    f"both would show as {NA_CATEGORY}: rename the text or fill the missing values"
+                )
             strings.append(NA_CATEGORY)
             codes = np.where(codes < 0, len(strings) - 1, codes)
         if vocabulary is None:
@@ -328,16 +496,55 @@ class Sequences:
         else:
             vocab = tuple(vocabulary)
         position = {v: i for i, v in enumerate(vocab)}
+        # Values a lumped vocabulary lacks join its "other" category, as in training.
+        absent = position.get(OTHER_CATEGORY, UNSEEN_CODE) if vocabulary is not None else UNSEEN_CODE
         # Two raw values may share one string form (1 and "1"): both map to it.
-        remap = np.array([position.get(s, UNSEEN_CODE) for s in strings], dtype=np.int32)
+        remap = np.array([position.get(s, absent) for s in strings], dtype=np.int32)
         return vocab, remap[codes] if len(remap) else np.zeros(len(codes), dtype=np.int32)
+
+    @staticmethod
+    def _bound_categories(column: pd.Series, name: str, vocab: tuple[str, ...], codes: np.ndarray,
+                          max_categories: int) -> tuple[tuple[str, ...], np.ndarray]:
+        """Refuse an id- or time-like column; lump the rarest categories of another."""
+        n_events, n_values = len(codes), len(vocab)
+        if n_values >= _ID_LIKE_SHARE * n_events:
+            looks = _looks_like(column)
+            examples = ", ".join(repr(v) for v in vocab[:3])
+            advice = {"time-like": "pass it as the time column (time=..., --time) or drop it",
+                      "numeric": "fix the cells that are not numbers, or list it in numerical=",
+                      "id-like": "drop it, or map it to a coarser category first"}[looks]
+            if looks == "numeric":
+                bad = np.flatnonzero(pd.to_numeric(column.astype(str), errors="coerce").isna().to_numpy()
+                                     & column.notna().to_numpy())
+                if len(bad):
+                    advice += (f" (such as {_plain(column.iloc[bad[0]])!r} at row "
+                               f"{_plain(column.index[bad[0]])!r})")
+            raise ValueError(
+                f"categorical column {name!r} has {n_values:,} distinct values in {n_events:,} events "
+                f"(such as {examples}): it looks {looks}, not like a category; {advice}"
+            )
+        counts = np.bincount(codes, minlength=n_values)
+        # The most frequent first; ties in vocabulary order (stable sort).
+        keep = np.sort(np.argsort(-counts, kind="stable")[: max_categories - 1])
+        kept = [vocab[k] for k in keep]
+        new_vocab = tuple(sorted(set(kept) | {OTHER_CATEGORY}))
+        position = {v: i for i, v in enumerate(new_vocab)}
+        remap = np.full(n_values, position[OTHER_CATEGORY], dtype=np.int32)
+        remap[keep] = [position[v] for v in kept]
+        warnings.warn(
+            f"categorical column {name!r} has {n_values:,} categories, more than max_categories="
+            f"{max_categories:,}: its {n_values - len(kept):,} rarest ({int(counts.sum() - counts[keep].sum()):,} "
+            f"events) are lumped into {OTHER_CATEGORY!r}",
+            UserWarning, stacklevel=4,
+        )
+        return new_vocab, remap[codes]
 
     @staticmethod
     def _encode_numerical(column: pd.Series, name: str, users: pd.Series) -> np.ndarray:
         if pd.api.types.is_bool_dtype(column.dtype):
             return column.to_numpy(dtype=np.float64)
         if pd.api.types.is_numeric_dtype(column.dtype):
-            return column.to_numpy(dtype=np.float64, na_value=np.nan)
+            return _finite(column.to_numpy(dtype=np.float64, na_value=np.nan), name, users)
         converted = pd.to_numeric(column, errors="coerce")
         bad = converted.isna().to_numpy() & ~column.isna().to_numpy()
         if bad.any():
@@ -346,7 +553,7 @@ class Sequences:
                 f"numerical column {name!r} has a non-numeric value {column.iloc[i]!r} "
                 f"(row {_plain(column.index[i])!r}, user {_plain(users.iloc[i])!r})"
             )
-        return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+        return _finite(converted.to_numpy(dtype=np.float64, na_value=np.nan), name, users)
 
     # ------------------------------------------------------------- accessors
     @property

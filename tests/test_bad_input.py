@@ -70,3 +70,135 @@ def test_report_with_comment_openers_in_the_data_still_parses():
     shown = {v for d in users.values() for row in d["events"] for v in row if isinstance(v, str)}
     assert COMMENT in shown or ATTACK in shown
     assert state["results"]["summary"]["n_users"] == 150
+
+
+def events_frame(n_users: int = 30, per_user: int = 4, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = n_users * per_user
+    return pd.DataFrame({"user_id": np.repeat([f"u{i:03d}" for i in range(n_users)], per_user),
+                         "ts": np.tile(np.arange(per_user), n_users),
+                         "channel": rng.choice(["web", "shop", "atm"], n),
+                         "amount": rng.gamma(2.0, 20.0, n)})
+
+
+# ------------------------------------------------------------ item 4: inf refused at the boundary
+def test_infinite_values_are_refused_naming_column_and_users():
+    events = events_frame()
+    events.loc[[5, 6, 41], "amount"] = [np.inf, -np.inf, np.inf]
+    with pytest.raises(ValueError, match=r"numerical column 'amount' has 3 infinite values, for users "
+                                         r"'u001', 'u010'"):
+        rx.Sequences(events)
+    # explain() refuses before any work: no search, no thread.
+    scores = pd.Series(np.arange(30.0), index=[f"u{i:03d}" for i in range(30)])
+    with pytest.raises(ValueError, match="'amount' has 3 infinite values"):
+        rx.explain(None, events, scores=scores, background="thread")
+    events["amount"] = events["amount"].replace([np.inf, -np.inf], np.nan)  # NaN (missing) is fine
+    assert np.isnan(rx.Sequences(events).values["amount"]).sum() == 3
+
+
+# ------------------------------------------------------------ item 5: user ids
+def test_whole_float_ids_become_integers_and_work_end_to_end(tmp_path):
+    demo = payments()
+    codes = {u: float(i * 7) for i, u in enumerate(sorted(demo.risk.index))}
+    events = demo.events.assign(user_id=demo.events["user_id"].map(codes))
+    seqs = rx.Sequences(events, user="user_id", time="ts")
+    assert seqs.users.dtype == np.int64 and seqs.users[1] == 7
+    exp = tiny_explanation(seqs, demo.risk.rename(index=lambda u: int(codes[u])))
+    html = report_html(exp, n_users=8)  # the old code raised KeyError: "user '182.5' ..."
+    assert "rx-users" in html
+    from rudi_explain import widget_state as ws
+
+    detail = ws.user_detail(exp, ws.resolve_user(exp, "7"))
+    assert detail["id"] in (7, "7")
+    back = rx.load(exp.save(tmp_path / "ints.rudi"))
+    assert back.sequences.users.tolist() == seqs.users.tolist()
+
+
+@pytest.mark.parametrize("ids, kind", [
+    ([1.5, 1.5, 2.0, 2.0], "fractional"),
+    (pd.to_datetime(["2020-01-01", "2020-01-01", "2020-01-02", "2020-01-02"]), "datetime64"),
+    ([b"a", b"a", b"b", b"b"], "bytes"),
+    ([(1, 2), (1, 2), (3, 4), (3, 4)], "tuple"),
+    ([True, True, False, False], "boolean"),
+])
+def test_ids_that_are_not_text_or_whole_numbers_are_refused(ids, kind, tmp_path):
+    events = pd.DataFrame({"user_id": ids, "ts": [0, 1, 0, 1], "amount": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(TypeError, match=rf"user column 'user_id' holds {kind}.* ids such as .*text or whole numbers"):
+        rx.Sequences(events)
+    assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------ item 2: id-like and huge categorical columns
+def test_a_timestamp_column_read_as_text_is_refused_as_time_like():
+    n = 3000
+    events = pd.DataFrame({"user_id": np.arange(n) % 50, "stamp": pd.date_range("2024-01-01", periods=n, freq="min")
+                           .astype(str), "amount": np.arange(n, dtype=float)})
+    with pytest.raises(ValueError, match=r"categorical column 'stamp' has 3,000 distinct values in 3,000 events "
+                                         r".*looks time-like.*time column"):
+        rx.Sequences(events, time=None)
+
+
+def test_an_id_column_is_refused_as_id_like():
+    n = 2500
+    events = pd.DataFrame({"user_id": np.arange(n) % 50, "order": [f"ord-{i:05d}x" for i in range(n)],
+                           "amount": np.ones(n)})
+    with pytest.raises(ValueError, match=r"categorical column 'order' .* looks id-like"):
+        rx.Sequences(events, time=None)
+    assert rx.Sequences(events, time=None, max_categories=None).categories("order")[0] == "ord-00000x"
+
+
+def test_a_numeric_column_spoiled_by_one_cell_warns_and_names_it():
+    n = 3000
+    amount = [f"{i * 0.25:.2f}" for i in range(n)]
+    amount[1234] = "12,5"
+    events = pd.DataFrame({"user_id": np.arange(n) % 50, "amount": amount, "ts": np.arange(n)})
+    with pytest.warns(UserWarning, match=r"column 'amount' is mostly numbers but 1 cells are not \(such as '12,5' "
+                                         r"at row 1234, user 34\)"):
+        with pytest.raises(ValueError, match=r"'amount' .* looks numeric.*such as '12,5' at row 1234"):
+            rx.Sequences(events)
+    small = pd.DataFrame({"user_id": np.arange(40) % 4, "x": [str(i) for i in range(39)] + ["n/a?"]})
+    with pytest.warns(UserWarning, match=r"'x' is mostly numbers .*'n/a\?'"):
+        assert rx.Sequences(small, time=None).categorical == ["x"]
+
+
+def test_many_categories_are_lumped_by_frequency_against_a_reference():
+    rng = np.random.default_rng(1)
+    n, n_cat, bound = 20_000, 1500, 1000
+    # Zipf-like frequencies: the rarest categories are few events each.
+    weights = 1.0 / np.arange(1, n_cat + 1)
+    values = rng.choice(n_cat, n, p=weights / weights.sum())
+    events = pd.DataFrame({"user_id": np.arange(n) % 400, "merchant": [f"m{v:04d}" for v in values],
+                           "amount": np.ones(n)})
+    with pytest.warns(UserWarning, match=r"'merchant' has 1,\d{3} categories, more than max_categories=1,000"):
+        seqs = rx.Sequences(events, time=None, max_categories=bound)
+    vocab = seqs.categories("merchant")
+    assert len(vocab) == bound and rx.sequences.OTHER_CATEGORY in vocab
+    # Reference: pandas counts, most frequent kept (ties in sorted order), the rest become "<other>".
+    counts = events["merchant"].value_counts()
+    order = sorted(counts.index, key=lambda v: (-counts[v], v))
+    kept = set(order[: bound - 1])
+    expected = events["merchant"].where(events["merchant"].isin(kept), rx.sequences.OTHER_CATEGORY)
+    decoded = seqs.to_frame().set_index(seqs.input_row).sort_index()["merchant"]
+    assert (decoded.to_numpy() == expected.to_numpy()).all()
+    # New data: a lumped or unknown merchant joins "<other>", as in training.
+    new = rx.Sequences(events.assign(merchant="never-seen"), time=None, vocabularies=seqs.vocabularies)
+    assert set(np.asarray(vocab)[new.codes["merchant"]]) == {rx.sequences.OTHER_CATEGORY}
+
+
+# ------------------------------------------------------------ item 11: small ones at the boundary
+def test_small_boundary_cases_name_the_column_or_value():
+    events = events_frame()
+    with pytest.raises(ValueError, match=r"column names repeat in the data: \['channel'\]"):
+        rx.Sequences(pd.concat([events, events[["channel"]]], axis=1))
+    cells = events.assign(channel=events["channel"].astype(object))
+    cells.at[7, "channel"] = {"a": 1}
+    with pytest.raises(TypeError, match=r"categorical column 'channel' holds a dict at row 7"):
+        rx.Sequences(cells)
+    times = events.assign(ts=pd.Series(["2024-01-01"] * len(events), dtype=object))
+    times.at[9, "ts"] = "not-a-date"
+    with pytest.raises(TypeError, match=r"time column 'ts' .* value 'not-a-date' at row 9"):
+        rx.Sequences(times)
+    na = events.assign(channel=events["channel"].astype(object))
+    na.at[1, "channel"], na.at[2, "channel"] = "<NA>", None
+    with pytest.raises(ValueError, match=r"'channel' holds the text '<NA>' as well as missing values"):
+        rx.Sequences(na)
