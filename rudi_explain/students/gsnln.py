@@ -163,16 +163,15 @@ def _loss_and_grads(torch, z, y, logits, w, scaled_noise, tau, layers, grads, ma
 _LOG2 = float(np.log(2.0))
 
 
-def _scaled_gumbel(torch, shape, tau, gen, np_gen, device):
+def _scaled_gumbel(torch, shape, tau, np_gen, device):
     """Gumbel(0, 1) samples divided by ``tau``: ``-log(-log(u)) / tau``.
 
-    From numpy's generator on the CPU, torch's on other devices. A uniform of
-    exactly 0 gives -inf: that input is never picked, as in the limit.
+    The uniforms always come from numpy's generator on the CPU and are then
+    moved to ``device``, so that a seed gives the same noise on every device
+    (a CUDA generator would draw a different stream). A uniform of exactly 0
+    gives -inf: that input is never picked, as in the limit.
     """
-    if np_gen is not None:
-        u = torch.from_numpy(np_gen.random(shape, dtype=np.float32))
-    else:
-        u = torch.rand(shape, generator=gen, device=device)
+    u = torch.from_numpy(np_gen.random(shape, dtype=np.float32)).to(device)
     return u.log_().neg_().log_().mul_(-1.0 / tau)
 
 
@@ -386,10 +385,13 @@ class GSNLN(RuleStudent):
         layers = self._layer_sizes(n_features)
         device = torch.device(self.device)
         seed = 0 if self.random_state is None else int(self.random_state)
+        # Every random number is drawn on the CPU and moved to the device, so
+        # that one seed gives one run whatever the device: initialization and
+        # mini-batch order from torch's CPU generator, Gumbel noise from numpy's
+        # (PCG64 draws uniforms about twice as fast as torch's CPU generator).
         init_gen = torch.Generator().manual_seed(seed)
-        gen = torch.Generator(device=device).manual_seed(seed)
-        # numpy's PCG64 draws uniforms about twice as fast as torch's CPU generator
-        np_gen = np.random.default_rng(seed) if device.type == "cpu" else None
+        gen = torch.Generator().manual_seed(seed)
+        np_gen = np.random.default_rng(seed)
 
         # All parameters live in one flat buffer (views per layer), so that
         # Adam is a handful of whole-buffer operations per step.
@@ -428,12 +430,12 @@ class GSNLN(RuleStudent):
         for epoch in range(self.epochs):
             lr = _linear_schedule(self.lr_start, self.lr_end, epoch, self.epochs)
             tau = _linear_schedule(self.temperature_start, self.temperature_end, epoch, self.epochs)
-            perm = torch.randperm(n_users, generator=gen, device=device)
+            perm = torch.randperm(n_users, generator=gen).to(device)
             loss_sum = torch.zeros((), device=device)
             for c0 in range(0, len(starts), chunk):
                 batch_starts = starts[c0 : c0 + chunk]
                 noise = [
-                    _scaled_gumbel(torch, (len(batch_starts),) + tuple(W.shape), tau, gen, np_gen, device)
+                    _scaled_gumbel(torch, (len(batch_starts),) + tuple(W.shape), tau, np_gen, device)
                     for W in logits
                 ]
                 for k, lo in enumerate(batch_starts):

@@ -238,7 +238,14 @@ def test_cuda_matches_the_cpu_contract(planted_and):
     X, y, truth = planted_and
     student = GSNLN(n_rules=4, hidden_size=4, epochs=40, device="cuda").fit(X, y)
     np.testing.assert_allclose(student.rules().score(X), student.decision_function(X), rtol=1e-5, atol=1e-5)
-    assert fidelity(y, student.predict(X)) > 0.9
+    # The teacher is a 0/1 truth plus noise: no ordering beats the truth's fidelity
+    # (about 0.68) by much, so that is the bar, on either device.
+    best = fidelity(y, truth.astype(float))
+    assert fidelity(y, student.predict(X)) >= best - 0.01
+    # one seed, one run: all randomness is drawn on the CPU, so the CUDA run
+    # differs from the CPU run only by float rounding
+    cpu = GSNLN(n_rules=4, hidden_size=4, epochs=40).fit(X, y)
+    assert abs(fidelity(y, student.predict(X)) - fidelity(y, cpu.predict(X))) <= 0.01
 
 
 def test_fit_restores_thread_and_denormal_settings(planted_and):
