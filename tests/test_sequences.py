@@ -140,3 +140,45 @@ def test_unusable_column_type_named(events):
 def test_categories_of_numerical_column_is_an_error(events):
     with pytest.raises(ValueError, match="'amount' is not a categorical column"):
         rx.Sequences(events).categories("amount")
+
+
+# ------------------------------------------------------------ reference time
+def test_reference_time_defaults_to_the_latest_event(events):
+    seqs = rx.Sequences(events)
+    assert seqs.reference_time == np.datetime64("2026-01-05T00:00:00", "ns")
+    numeric = rx.Sequences(events.assign(ts=[3.0, 1.5, 1.0, 9.5, 2.0, 1.5]))
+    assert numeric.reference_time == 9.5
+    assert rx.Sequences(events.drop(columns="ts"), time=None).reference_time is None
+
+
+def test_reference_time_given(events):
+    assert rx.Sequences(events, reference_time="2026-02-01").reference_time == np.datetime64("2026-02-01", "ns")
+    # Time zones are converted to UTC, as the time column is.
+    tz = rx.Sequences(events, reference_time=pd.Timestamp("2026-02-01 01:00", tz="Europe/Paris"))
+    assert tz.reference_time == np.datetime64("2026-02-01T00:00", "ns")
+    assert rx.Sequences(events.assign(ts=np.arange(6.0)), reference_time=10).reference_time == 10.0
+
+
+def test_reference_time_errors(events):
+    with pytest.raises(ValueError, match="reference_time needs a time column"):
+        rx.Sequences(events.drop(columns="ts"), time=None, reference_time="2026-01-01")
+    with pytest.raises(TypeError, match="does not fit the numerical time column 'ts'"):
+        rx.Sequences(events.assign(ts=np.arange(6.0)), reference_time="yesterday")
+    with pytest.raises(TypeError, match="does not fit the datetime time column 'ts'"):
+        rx.Sequences(events, reference_time="not a date")
+    with pytest.raises(ValueError, match="must be a time"):
+        rx.Sequences(events, reference_time=pd.NaT)
+
+
+def test_reference_time_kept_by_subset_and_saved_arrays(events):
+    seqs = rx.Sequences(events, reference_time="2026-03-01 12:00")
+    # The subset of user 2 alone keeps the reference, not its own latest event.
+    assert seqs.subset(np.array([1])).reference_time == seqs.reference_time
+    meta, arrays = seqs.to_arrays()
+    assert isinstance(meta["reference_time"], int)
+    assert rx.Sequences.from_arrays(meta, arrays).reference_time == seqs.reference_time
+    # Arrays saved before reference times existed: the latest event.
+    del meta["reference_time"]
+    assert rx.Sequences.from_arrays(meta, arrays).reference_time == np.datetime64("2026-01-05", "ns")
+    numeric = rx.Sequences(events.assign(ts=np.arange(6.0)), reference_time=7)
+    assert rx.Sequences.from_arrays(*numeric.to_arrays()).reference_time == 7.0

@@ -354,7 +354,7 @@ def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
     schema : Schema, optional
         Tells a numerical time column (raw "time") from a datetime one ("days").
     """
-    from rudi_explain.statistics.operators import Count, GroupBy, Top
+    from rudi_explain.statistics.operators import Count, Top
     from rudi_explain.statistics.statistic import Statistic
 
     ops = stat.operators
@@ -378,15 +378,19 @@ def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
                 return text[:tail_at] + window_text + text[tail_at:]
         return text + window_text
     # The events in question, as the base describer words a Count over them.
-    base = describe(Statistic((ops[0], *[op for op in rows if not isinstance(op, GroupBy)], Count())), None, False)
+    group_output = None
+    if stat.group is not None and _group_value(output, stat.group) is not None:
+        group_output = f"{stat.group}={_group_value(output, stat.group)}"
+    base = describe(Statistic((ops[0], *rows, Count())), group_output, False)
     plural = base[len("number of "):] if base.startswith("number of ") else "events"
     plural += window_text
-    if plural.startswith("events over "):  # a Top: "the last of the first 5 events"
-        plural = plural[len("events over "):]
+    scoped = re.match(r"events (?:over|among) (the .*)", plural)
+    if scoped:  # a Top: "the last of the first 5 events"
+        plural = scoped[1]
         singular = f"of {plural}"
-    else:
-        head_end = min((i for i in (plural.find(" where "), plural.find(" in "), plural.find(","), len(plural))
-                        if i >= 0))
+    else:  # "events where ..." -> "event where ...", "debit-card payments" -> "debit-card payment"
+        head_end = min(i for i in (*(plural.find(w) for w in (" where ", " in ", " among ", " over ", " with ", ",")),
+                                   len(plural)) if i >= 0)
         head = plural[:head_end]
         singular = (head[:-1] if head.endswith("s") else head) + plural[head_end:]
     units = _time_units(schema)
@@ -400,9 +404,6 @@ def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
         text = f"longest gap in {units} between consecutive {plural}"
     else:  # a time aggregation of one's own
         text = f"{agg.words} over {plural}"
-    if stat.group is not None:
-        value = _group_value(output, stat.group)
-        text += f", within {stat.group} = {value}" if value is not None else f", per {stat.group}"
     return text
 
 

@@ -322,15 +322,30 @@ NUMBERED = Schema({"card_type": ("credit", "debit"), "channel": ("atm", "online"
     ("Select(amount) | Within(1d) | Recency", None, DATED, "days since the last event in the last day"),
     ("Select(amount) | Recency", None, NUMBERED, "time since the last event"),
     ("Select(amount) | Within(30) | Count", None, NUMBERED, "number of events in the last 30 time units"),
-    ("Select(amount) | GroupBy(channel) | Recency", "channel=atm", DATED,
-     "days since the last event, within channel = atm"),
-    ("Select(amount) | Within(30d) | GroupBy(channel) | Sum", "channel=atm", DATED,
-     "sum of amount in the last 30 days, within channel = atm"),
     ("Select(amount) | SortBy(amount, desc) | Top(3) | Recency", None, DATED,
      "days since the last of the 3 events with the largest amount"),
+    ("Select(*) | Top(5) | MeanGap", None, DATED, "average days between the first 5 events"),
+    ("Select(*) | RetainBy(card_type=debit) | Recency", None, DATED, "days since the last event where card_type is debit"),
 ])
 def test_words(text, output, schema, words):
     assert rx.Statistic.parse(text).describe(output, data=schema) == words
+
+
+def test_group_words_come_from_the_count_words():
+    # The events of one group are worded as the count of them is.
+    for agg, start in [("Recency", "days since the last "), ("MeanGap", "average days between ")]:
+        stat = rx.Statistic.parse(f"Select(*) | GroupBy(channel) | {agg}")
+        count = rx.Statistic.parse("Select(*) | GroupBy(channel) | Count").describe("channel=atm", data=DATED)
+        assert count.startswith("number of events")
+        words = stat.describe("channel=atm", data=DATED)
+        assert words.startswith(start) and "atm" in words and words.endswith(count[len("number of events"):])
+
+
+def test_window_goes_before_the_group_part():
+    stat = rx.Statistic.parse("Select(amount) | Within(30d) | GroupBy(channel) | Sum")
+    base = rx.Statistic.parse("Select(amount) | GroupBy(channel) | Sum").describe("channel=atm", data=DATED)
+    words = stat.describe("channel=atm", data=DATED)
+    assert "in the last 30 days" in words and words.replace(" in the last 30 days", "") == base
 
 
 @pytest.mark.parametrize("text", [
