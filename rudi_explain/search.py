@@ -31,7 +31,9 @@ from rudi_explain.statistics import (
     OPERATORS, Aggregation, Pipeline, PipelineState, Schema, Select, Statistic, candidate_operators,
     next_operators,
 )
-from rudi_explain.statistics.operators import Operator
+from rudi_explain.screening import ColumnScreen, StepModel, complexity, neighbours, scalar_form, short_catalog
+from rudi_explain.statistics.operators import ANY_COLUMN, Operator
+from rudi_explain.statistics.readable import check_grammar
 
 __all__ = [
     "search_statistics",
@@ -154,6 +156,21 @@ class StatisticsSearch:
     n_polished : int, default=2
         How many of the best contenders are polished; the best result is kept.
     random_state : int or None, default=0
+    grammar : {'readable', 'paper'}, default='readable'
+        Which statistics may be proposed (SEMANTICS.md): the readable
+        grammar, or the paper's full one (to reproduce its Table 3).
+    catalog : bool or None, default=None
+        Screen the short readable catalog first (every statistic of depth 1,
+        and of depth 2 with one filter or ordering, on ``screen_size``
+        training users; :mod:`rudi_explain.screening`), deepen the best, and
+        leave MCTS-SG only what that cannot explain. None: yes with the
+        readable grammar, no with the paper's (its algorithm as published).
+    screen_size : int, default=4000
+        Users the catalog is evaluated on: half choose, half check.
+    min_gain : float, default=0.002
+        A statistic is kept only if it explains at least this share of the
+        target's variance more on the checking users, which it was not
+        chosen on; the search stops early when none does.
 
     Attributes
     ----------
@@ -175,7 +192,9 @@ class StatisticsSearch:
     def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
                  method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
-                 polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0) -> None:
+                 polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
+                 grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
+                 min_gain: float = 0.002) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -189,6 +208,10 @@ class StatisticsSearch:
         self.polish_rounds = polish_rounds
         self.n_polished = n_polished
         self.random_state = random_state
+        self.grammar = grammar
+        self.catalog = catalog
+        self.screen_size = screen_size
+        self.min_gain = min_gain
 
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
@@ -202,6 +225,7 @@ class StatisticsSearch:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.commit not in ("mean", "max"):
             raise ValueError(f"commit must be 'mean' or 'max', got {self.commit!r}")
+        check_grammar(self.grammar)
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
         y = _target_array(target, seqs)
@@ -237,7 +261,11 @@ class StatisticsSearch:
         self.n_evaluations_ = 0
         self.tree_seconds_ = 0.0
         self._values: list[np.ndarray] = []
-        if self.method == "mcts":
+        self.screened_ = 0
+        use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
+        if self.method == "mcts" and use_catalog:
+            self._fit_screened()
+        elif self.method == "mcts":
             self._fit_mcts()
         elif self.method == "random":
             self._fit_random()
@@ -260,7 +288,7 @@ class StatisticsSearch:
         key = (pipeline.state, self.max_depth)
         ops = self._next_cache.get(key)
         if ops is None:
-            ops = next_operators(pipeline, self._schema, self.max_depth)
+            ops = next_operators(pipeline, self._schema, self.max_depth, self.grammar)
             self._next_cache[key] = ops
         return ops
 
@@ -333,6 +361,11 @@ class StatisticsSearch:
         return finals[int(np.argmax(scores))][1]
 
     def _neighbours(self, stat: Statistic) -> list[Statistic]:
+        if self.grammar == "readable":
+            return [s for s in neighbours(stat, self._schema, self.max_depth, self.grammar) if s.key not in self._marked]
+        return self._paper_neighbours(stat)
+
+    def _paper_neighbours(self, stat: Statistic) -> list[Statistic]:
         """Valid, unmarked statistics one edit away, within the depth bound."""
         ops = list(stat.operators)
         candidates = candidate_operators(self._schema)
@@ -374,7 +407,11 @@ class StatisticsSearch:
             score = lambda s: batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
                                            np.random.default_rng(0))  # the same halves for every candidate
             current = score(stat)
-            scores = [score(s) for s in neighbours]
+            scores = []
+            for i, s in enumerate(neighbours):  # can be thousands: stay cancellable
+                if i % 64 == 0:
+                    self._report(len(self.statistics_) + 1, 0, i, str(stat), str(stat), current)
+                scores.append(score(s))
             best = int(np.argmax(scores))
             if scores[best] <= current + 0.005:
                 break
@@ -397,75 +434,196 @@ class StatisticsSearch:
         self.partial_r_.append(batch_reward(values, target, "paper"))
         self._marked.add(stat.key)
 
+    # ------------------------------------------------- catalog, then MCTS
+    def _fit_screened(self) -> None:
+        """The short readable catalog first, deepened; MCTS-SG for what it leaves.
+
+        Choosing happens on one half of a sample of users and keeping on the
+        other half (see :mod:`rudi_explain.screening`): a statistic stays only
+        when it explains at least ``min_gain`` of the target's variance more
+        there, so the search can stop with fewer than ``n_stats``.
+        """
+        seqs, y = self._seqs, self._y
+        n = seqs.n_users
+        users = np.sort(self._rng.choice(n, self.screen_size, replace=False)) if n > self.screen_size else np.arange(n)
+        order = self._rng.permutation(len(users))
+        fit_rows, check_rows = np.sort(order[: len(users) // 2]), np.sort(order[len(users) // 2:])
+        ys = y[users]
+        total_var = float(ys[fit_rows].var()) or 1.0
+        k = 1
+        tick = lambda: self._report(k, 0, 0, "catalog", "", 0.0)
+
+        catalog = short_catalog(seqs, self.grammar, self.max_depth)
+        seen: set[bytes] = set()
+        sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
+        screen = ColumnScreen.build(catalog, sample, seen, cancel=tick)
+        self.screened_ = len(catalog)
+        self.catalog_columns_ = len(screen)
+        cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
+        chosen: list[np.ndarray] = []  # the binned columns of the kept outputs
+        taken: set[tuple[str, int]] = set()
+
+        def residual_on_fit() -> np.ndarray:
+            model = StepModel(np.column_stack(chosen)[fit_rows] if chosen else np.zeros((len(fit_rows), 0)), ys[fit_rows])
+            return ys[fit_rows] - model.predict(np.column_stack(chosen)[fit_rows] if chosen else np.zeros((len(fit_rows), 0)))
+
+        def check_r2(columns: list[np.ndarray]) -> float:
+            B = np.column_stack(columns) if columns else np.zeros((len(users), 0), dtype=np.uint8)
+            model = StepModel(B[fit_rows], ys[fit_rows])
+            err = ys[check_rows] - model.predict(B[check_rows])
+            centred = ys[check_rows] - ys[check_rows].mean()
+            return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
+
+        def screen_of(stats: list[Statistic]) -> ColumnScreen:
+            todo = [st for st in stats if st.key not in cache]
+            for st in todo:
+                cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None)
+            return ColumnScreen([o for st in stats for o in cache[st.key].owners],
+                                np.column_stack([cache[st.key].bins for st in stats]) if stats else screen.bins[:, :0],
+                                np.concatenate([cache[st.key].n_bins for st in stats]) if stats else screen.n_bins[:0])
+
+        def best_of(cols: ColumnScreen, residual: np.ndarray) -> tuple[float, int] | None:
+            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)  # no decision on a float near-tie
+            ok = [i for i in range(len(cols)) if (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
+            if not ok:
+                return None
+            top = max(gains[i] for i in ok)
+            # Of those that explain about as much as the best, the simplest wins.
+            near = [i for i in ok if gains[i] >= top - (0.05 * top + 0.0005)]
+            pick = min(near, key=lambda i: (complexity(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
+            return float(gains[pick]), pick
+
+        mcts_left = True
+        while len(self.statistics_) < self.n_stats:
+            k = len(self.statistics_) + 1
+            residual = residual_on_fit()
+            found = best_of(screen, residual)
+            candidate = None
+            if found is not None and found[0] >= self.min_gain:
+                gain, i = found
+                stat, output = screen.owners[i]
+                column = screen.bins[:, i]
+                # Deepen while one more operator explains measurably more.
+                while stat.depth < self.max_depth:
+                    tick()
+                    deeper = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar, deeper_only=True)
+                              if st.key not in self._marked]
+                    cols = screen_of(deeper)
+                    better = best_of(cols, residual)
+                    if better is None or better[0] < gain + max(self.min_gain, 0.05 * gain):
+                        break
+                    gain, j = better
+                    (stat, output), column = cols.owners[j], cols.bins[:, j]
+                candidate = (stat, output, column, gain)
+            elif mcts_left:
+                # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
+                target = self._residual()
+                found_deep = self._mcts_one(k, target)
+                mcts_left = False  # one try: a second would search the same residual
+                if found_deep is not None:
+                    stat = found_deep[0]
+                    cols = screen_of([stat])
+                    best = best_of(cols, residual)
+                    if best is not None:
+                        stat, output = cols.owners[best[1]]
+                        candidate = (stat, output, cols.bins[:, best[1]], best[0])
+            if candidate is None:
+                break
+            stat, output, column, gain = candidate
+            simple, simple_output = scalar_form(stat, output, self._schema, self.grammar)
+            if simple != stat and np.array_equal(screen_of([simple]).bins[:, simple_output], column):
+                stat, output = simple, simple_output
+            before = check_r2(chosen)
+            after = check_r2(chosen + [column])
+            if after - before < self.min_gain:
+                if mcts_left and found is not None:
+                    mcts_left = True
+                break  # not measurably better on users it was not chosen on
+            chosen.append(column)
+            taken.add((str(stat), output))
+            if stat.key in self._marked:  # another output of a statistic already kept
+                continue
+            self._accept(stat, after - before, self._y)
+            self._report(k, 0, 0, "", str(stat), after - before)
+        self.check_r2_ = check_r2(chosen)
+
     # ----------------------------------------------------------------- MCTS
     def _fit_mcts(self) -> None:
-        c = self.exploration
         for k in range(1, self.n_stats + 1):
             target = self._residual()
-            pipeline = Pipeline((), schema=self._schema)
-            step = 0
-            reward = 0.0
-            seen: dict[Statistic, float] = {}  # best batch reward of each complete statistic met
-            while not pipeline.complete:
-                step += 1
-                tree_start = time.perf_counter()
-                root = _Node(pipeline, None, self._expandable(pipeline))
-                best_text, best_reward = "", -1.0
-                for it in range(1, self.n_simulations + 1):
-                    node = root
-                    while not node.terminal:  # selection and expansion
-                        if node.untried:
-                            op = node.untried.pop()
-                            child_pipeline = node.pipeline.then(op, self._schema)
-                            child = _Node(child_pipeline, node,
-                                          [] if child_pipeline.complete else self._expandable(child_pipeline))
-                            if not child.terminal and not child.untried:
-                                continue  # nothing valid below it: never added
-                            node.children.append(child)
-                            node = child
-                            break
-                        live = [ch for ch in node.children if not ch.dead]
-                        if not live:
-                            node.dead = True  # prune: nothing valid left in this subtree
-                            node = None
-                            break
-                        log_n = math.log(node.visits) if node.visits > 0 else 0.0
-                        node = max(live, key=lambda ch: math.inf if ch.visits == 0 else
-                                   ch.total / ch.visits + c * math.sqrt(2.0 * log_n / ch.visits))
-                    if node is None:
-                        if root.dead:
-                            break
-                        continue
-                    stat = node.pipeline.statistic() if node.terminal else self._rollout(node.pipeline)
-                    if stat is None:
-                        node.dead = True
-                        continue
-                    r = self._batch_reward(stat, target)
-                    if r > seen.get(stat, -1.0):
-                        seen[stat] = r
-                    if r > best_reward:
-                        best_text, best_reward = str(stat), r
-                    while node is not None:  # backpropagation
-                        node.visits += 1
-                        node.total += r
-                        node.best = max(node.best, r)
-                        node = node.parent
-                    if it % 100 == 0:
-                        self._report(k, step, it, str(pipeline), best_text, best_reward)
-                self.tree_seconds_ += time.perf_counter() - tree_start
-                visited = [ch for ch in root.children if ch.visits > 0 and not ch.dead]
-                if not visited:
-                    self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
-                    return  # nothing valid is left to find
-                if self.commit == "mean":
-                    best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
-                else:
-                    best = max(visited, key=lambda ch: (ch.best, ch.total / ch.visits))
-                pipeline, reward = best.pipeline, best.total / best.visits
-            stat = pipeline.statistic()
-            stat = self._refine(stat, seen, target)
+            found = self._mcts_one(k, target)
+            if found is None:
+                return  # nothing valid is left to find
+            stat, reward = found
             self._accept(stat, reward, target)
-            self._report(k, step, self.n_simulations, str(pipeline), str(stat), reward)
+            self._report(k, 0, self.n_simulations, "", str(stat), reward)
+
+    def _mcts_one(self, k: int, target: np.ndarray) -> tuple[Statistic, float] | None:
+        """Algorithms 1 and 2 for one statistic against ``target``: (statistic, reward), or None."""
+        c = self.exploration
+        pipeline = Pipeline((), schema=self._schema)
+        step = 0
+        reward = 0.0
+        seen: dict[Statistic, float] = {}  # best batch reward of each complete statistic met
+        while not pipeline.complete:
+            step += 1
+            tree_start = time.perf_counter()
+            root = _Node(pipeline, None, self._expandable(pipeline))
+            best_text, best_reward = "", -1.0
+            for it in range(1, self.n_simulations + 1):
+                node = root
+                while not node.terminal:  # selection and expansion
+                    if node.untried:
+                        op = node.untried.pop()
+                        child_pipeline = node.pipeline.then(op, self._schema)
+                        child = _Node(child_pipeline, node,
+                                      [] if child_pipeline.complete else self._expandable(child_pipeline))
+                        if not child.terminal and not child.untried:
+                            continue  # nothing valid below it: never added
+                        node.children.append(child)
+                        node = child
+                        break
+                    live = [ch for ch in node.children if not ch.dead]
+                    if not live:
+                        node.dead = True  # prune: nothing valid left in this subtree
+                        node = None
+                        break
+                    log_n = math.log(node.visits) if node.visits > 0 else 0.0
+                    node = max(live, key=lambda ch: math.inf if ch.visits == 0 else
+                               ch.total / ch.visits + c * math.sqrt(2.0 * log_n / ch.visits))
+                if node is None:
+                    if root.dead:
+                        break
+                    continue
+                stat = node.pipeline.statistic() if node.terminal else self._rollout(node.pipeline)
+                if stat is None:
+                    node.dead = True
+                    continue
+                r = self._batch_reward(stat, target)
+                if r > seen.get(stat, -1.0):
+                    seen[stat] = r
+                if r > best_reward:
+                    best_text, best_reward = str(stat), r
+                while node is not None:  # backpropagation
+                    node.visits += 1
+                    node.total += r
+                    node.best = max(node.best, r)
+                    node = node.parent
+                if it % 100 == 0:
+                    self._report(k, step, it, str(pipeline), best_text, best_reward)
+            self.tree_seconds_ += time.perf_counter() - tree_start
+            visited = [ch for ch in root.children if ch.visits > 0 and not ch.dead]
+            if not visited:
+                self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
+                return None  # nothing valid is left to find
+            if self.commit == "mean":
+                best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
+            else:
+                best = max(visited, key=lambda ch: (ch.best, ch.total / ch.visits))
+            pipeline, reward = best.pipeline, best.total / best.visits
+        stat = pipeline.statistic()
+        stat = self._refine(stat, seen, target)
+        return stat, reward
 
     # ------------------------------------------------------------ baselines
     def _fit_random(self) -> None:
@@ -479,7 +637,7 @@ class StatisticsSearch:
 
     def _fit_flat_selection(self) -> None:
         """'lasso' / 'gbm': select among every single aggregation of every column."""
-        candidates = [s for s in single_aggregations(self._schema) if s.depth <= self.max_depth]
+        candidates = [s for s in single_aggregations(self._schema, self.grammar) if s.depth <= self.max_depth]
         values = [s.evaluate(self._seqs) for s in candidates]
         X, _, _ = design_matrix(values)
         owner = np.concatenate([np.full(v.reshape(len(v), -1).shape[1], i) for i, v in enumerate(values)])
@@ -527,11 +685,12 @@ def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> n
     return gain
 
 
-def single_aggregations(schema: Schema) -> list[Statistic]:
+def single_aggregations(schema: Schema, grammar: str = "paper") -> list[Statistic]:
     """Every single aggregation of every column: ``Select(c) | Agg``, one Count.
 
     This is the flat per-user table the paper feeds its LightGBM teacher and
-    its Lasso / LightGBM selection baselines.
+    its Lasso / LightGBM selection baselines; with ``grammar="readable"``
+    only its readable members (no standard deviation of a 0/1 indicator).
     """
     aggregations = [op for cls in OPERATORS.values() if issubclass(cls, Aggregation)
                     for op in cls.candidates(schema)]
@@ -540,7 +699,9 @@ def single_aggregations(schema: Schema) -> list[Statistic]:
     for column in list(schema.numerical) + list(schema.vocabularies):
         for agg in aggregations:
             stat = Statistic((Select(column), agg))
-            if stat.key not in seen and stat.is_valid(schema):
+            if agg.ignores_selection:
+                stat = Statistic((Select(ANY_COLUMN), agg))
+            if stat.key not in seen and stat.is_valid(schema) and (grammar == "paper" or stat.is_readable(schema)):
                 seen.add(stat.key)
                 out.append(stat)
     return out
@@ -553,7 +714,7 @@ def _target_array(target, seqs: Sequences) -> np.ndarray:
 def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
                       n_simulations: int = 500, random_state: int | None = 0, method: str = "mcts",
                       progress: Callable[[SearchProgress], bool | None] | None = None, *,
-                      reward: str = "split") -> list[Statistic]:
+                      reward: str = "split", grammar: str = "readable", **params) -> list[Statistic]:
     """Search K statistics of the sequences that explain a target (MCTS-SG).
 
     Parameters
@@ -571,6 +732,12 @@ def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int
         (:class:`SearchCancelled` is raised with the statistics found so far).
     reward : {"split", "adjusted", "paper"}, default="split"
         See :class:`StatisticsSearch`.
+    grammar : {"readable", "paper"}, default="readable"
+        The readable grammar (catalog first, then MCTS-SG), or the paper's
+        full grammar and algorithm (Table 3).
+    **params
+        Further :class:`StatisticsSearch` parameters (``screen_size``,
+        ``min_gain``, ``catalog``, ...).
 
     Returns
     -------
@@ -579,5 +746,5 @@ def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int
     """
     search = StatisticsSearch(n_stats=n_stats, max_depth=max_depth, batch_size=batch_size,
                               n_simulations=n_simulations, method=method, reward=reward,
-                              random_state=random_state)
+                              random_state=random_state, grammar=grammar, **params)
     return search.fit(seqs, target, progress=progress).statistics_

@@ -25,6 +25,7 @@ from rudi_explain.statistics.operators import (
     Top,
     register_operator,
 )
+from rudi_explain.statistics.readable import GRAMMARS, MAX_FILTERS, is_readable, readable_reason
 from rudi_explain.statistics.statistic import Pipeline, Statistic, candidate_operators, next_operators
 from rudi_explain.statistics.time_operators import MaxGap, MeanGap, Recency, Tenure, TimeAggregation, Within
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+import numpy as np
+
 __all__ = ["Schema", "PipelineState"]
 
 
@@ -35,6 +37,9 @@ class Schema:
     numerical: tuple[str, ...]
     time: str | None = None
     time_unit: str | None = None
+    #: Numerical columns that take negative values in the data (the readable
+    #: grammar allows ``Abs`` on these only).
+    signed: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, data: "Schema | object") -> "Schema":
@@ -51,7 +56,9 @@ class Schema:
         times = getattr(data, "times", None)
         time = getattr(data, "time_column", None) if times is not None else None
         time_unit = None if time is None else ("datetime" if times.dtype.kind in "mM" else "number")
-        schema = cls(dict(vocab), tuple(numerical), time=time, time_unit=time_unit)
+        values = getattr(data, "values", {})
+        signed = frozenset(c for c in numerical if c in values and bool(np.any(values[c] < 0)))
+        schema = cls(dict(vocab), tuple(numerical), time=time, time_unit=time_unit, signed=signed)
         if cache is not None:
             cache["schema"] = schema
         return schema
@@ -66,12 +73,12 @@ class Schema:
 
     def to_json(self) -> dict:
         return {"vocabularies": {k: list(v) for k, v in self.vocabularies.items()}, "numerical": list(self.numerical),
-                "time": self.time, "time_unit": self.time_unit}
+                "time": self.time, "time_unit": self.time_unit, "signed": sorted(self.signed)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Schema":
         return cls({k: tuple(v) for k, v in data["vocabularies"].items()}, tuple(data["numerical"]),
-                   time=data.get("time"), time_unit=data.get("time_unit"))
+                   time=data.get("time"), time_unit=data.get("time_unit"), signed=frozenset(data.get("signed", ())))
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,11 @@ from rudi_explain.statistics.operators import (
     RowOperator,
     Select,
     SortBy,
+    Sum,
     Top,
     quote,
 )
+from rudi_explain.statistics.readable import MAX_FILTERS, check_grammar, is_readable, readable_reason
 from rudi_explain.statistics.text import parse_operators
 from rudi_explain.statistics.time_operators import time_phrase
 
@@ -131,6 +133,10 @@ class Statistic:
     def is_valid(self, data: Sequences | Schema) -> bool:
         return _invalid_reason(self.operators, Schema.of(data)) is None
 
+    def is_readable(self, data: Sequences | Schema, max_filters: int = MAX_FILTERS) -> bool:
+        """Whether the statistic is in the readable grammar (SEMANTICS.md) for this data."""
+        return is_readable(self.operators, Schema.of(data), max_filters)
+
     @property
     def key(self) -> tuple:
         """Equivalence key: statistics that always give the same values share it.
@@ -185,13 +191,17 @@ class Statistic:
     def n_outputs(self, data: Sequences | Schema) -> int:
         """Number of values per user (1 for a scalar statistic)."""
         schema = Schema.of(data)
-        p = len(schema.vocabularies[self.selected]) if self.selected in schema.vocabularies else 1
+        p = len(schema.vocabularies[self.selected]) if self._one_hot(schema) else 1
         q = len(schema.vocabularies[self.group]) if self.group is not None else 1
         return p * q
 
+    def _one_hot(self, schema: Schema) -> bool:
+        """Whether the outputs run over the selected column's categories."""
+        return schema.kind(self.selected) == "categorical" and not self.aggregation.ignores_selection
+
     def is_vector(self, data: Sequences | Schema) -> bool:
         """Whether :meth:`evaluate` gives one column per category."""
-        return Schema.of(data).kind(self.selected) == "categorical" or self.group is not None
+        return self._one_hot(Schema.of(data)) or self.group is not None
 
     def output_names(self, data: Sequences | Schema) -> list[str]:
         """A name for each output: the text for a scalar, ``c=v[, g=w]`` for a vector."""
@@ -199,7 +209,7 @@ class Statistic:
         if not self.is_vector(schema):
             return [str(self)]
         selected = [f"{self.selected}={v}" for v in schema.vocabularies[self.selected]] \
-            if self.selected in schema.vocabularies else [None]
+            if self._one_hot(schema) else [None]
         groups = [f"{self.group}={w}" for w in schema.vocabularies[self.group]] if self.group else [None]
         return [", ".join(x for x in (s, g) if x) for s in selected for g in groups]
 
@@ -312,9 +322,15 @@ def candidate_operators(schema: Schema) -> tuple[Operator, ...]:
     return hit[1]
 
 
-def next_operators(pipeline: Pipeline, schema: Schema, max_depth: int) -> list[Operator]:
+def next_operators(pipeline: Pipeline, schema: Schema, max_depth: int, grammar: str = "paper",
+                   max_filters: int = MAX_FILTERS) -> list[Operator]:
     """Operators that can extend ``pipeline`` and still end in a valid statistic
-    of depth at most ``max_depth``."""
+    of depth at most ``max_depth``.
+
+    With ``grammar="readable"`` only operators that keep the pipeline in the
+    readable grammar (:mod:`rudi_explain.statistics.readable`) are offered.
+    """
+    readable = check_grammar(grammar) == "readable"
     state = pipeline.state
     if state.aggregated:
         return []
@@ -324,9 +340,15 @@ def next_operators(pipeline: Pipeline, schema: Schema, max_depth: int) -> list[O
             continue
         # A non-aggregation must leave room for the aggregation after it.
         needed = 0 if isinstance(op, Select) else (1 if isinstance(op, Aggregation) else 2)
+        # After Select(*) nothing can use an order but a Top (no First): keep room for it.
+        if state.selected_kind == "any" and not isinstance(op, (Top, Aggregation)) and (
+                isinstance(op, SortBy) or state.needs_order_use):
+            if isinstance(op, GroupBy):
+                continue  # no Top can follow a GroupBy
+            needed += 1
         if state.depth + needed > max_depth:
             continue
-        if op.check(state, schema) is None:
+        if op.check(state, schema) is None and not (readable and readable_reason(op, state, schema, max_filters)):
             out.append(op)
     return out
 
@@ -348,6 +370,10 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame) -> np.ndarray
     if reduce_events is not None:
         # An aggregation of the events themselves (their times), not of the selected values.
         out = reduce_events(frame, rows, keys, n_keys)
+        return out.reshape(n, q) if frame.group is not None else out
+    if agg.ignores_selection:
+        # Count (and the like) look at which events are left, not at the selection.
+        out = agg.reduce(np.zeros(len(keys)), keys, n_keys)
         return out.reshape(n, q) if frame.group is not None else out
     if selected in seqs.values:
         presorted = False
@@ -417,8 +443,8 @@ def _equivalence_key(stat: Statistic) -> tuple:
     # SortBy then Top then Count: only how many are left matters, not which.
     if isinstance(agg, Count) and sort_in_before and top is not None and not after and group is None:
         before = [op for op in before if op is not sort]
-    head = "Select(*)" if isinstance(agg, Count) else str(Select(selected))
-    if isinstance(agg, Count):
+    head = "Select(*)" if agg.ignores_selection else str(Select(selected))
+    if agg.ignores_selection:
         has_abs = False
     parts = [head, *map(str, before)]
     if top is not None:
@@ -443,6 +469,12 @@ def _percentile_words(k: float) -> str:
 
 
 def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
+    """One plain-English phrase that an analyst could write (never operator names).
+
+    "total amount over events where merchant_category is gambling",
+    "share of events with country = other", "average hour over the 5 events
+    with the largest amount among events where channel is online".
+    """
     agg = stat.aggregation
     selected = stat.selected
     rows = stat.row_operators
@@ -452,40 +484,8 @@ def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
     parts = dict(p.split("=", 1) for p in output.split(", ")) if output else {}
     category = parts.get(selected)
     group_value = parts.get(stat.group) if stat.group else None
-    # Categorical selection reads as an indicator "c = v"; without an output, "each c".
-    if category is not None:
-        indicator = f"{selected} = {category}"
-    elif categorical or (output and stat.group is None):
-        indicator = f"each {selected} category"
-    else:
-        indicator = None
 
-    if isinstance(agg, Count):
-        subject = "number of events"
-    elif indicator is not None:
-        ind = indicator
-        subject = {
-            "Sum": f"count of {ind}",
-            "Mean": f"share of events with {ind}",
-            "Max": f"whether any event has {ind}",
-            "Min": f"whether every event has {ind}",
-            "First": f"whether the first event has {ind}",
-        }.get(agg.name)
-        if subject is None:
-            words = _percentile_words(agg.k) if isinstance(agg, Percentile) else agg.words
-            subject = f"{words} of [{ind}]"
-    else:
-        target = f"absolute {selected}" if absolute else selected
-        if isinstance(agg, First) and sort is not None:
-            extreme = "lowest" if sort.direction == "asc" else "highest"
-            subject = f"{target} of the event with the {extreme} {sort.column}"
-        elif isinstance(agg, First):
-            subject = f"first {target}"
-        elif isinstance(agg, Percentile):
-            subject = f"{_percentile_words(agg.k)} of {target}"
-        else:
-            subject = f"{agg.words} of {target}"
-
+    # Which events: conditions before a Top, the Top itself, conditions after it.
     before, after, seen_top = [], [], False
     for op in rows:
         if isinstance(op, Top):
@@ -493,24 +493,65 @@ def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
         elif isinstance(op, (RetainBy, FilterBy)):
             verb = "is" if isinstance(op, RetainBy) else "is not"
             (after if seen_top else before).append(f"{op.column} {verb} {op.value}")
+    if group_value is not None:  # one output of a GroupBy reads as one more condition
+        (after if seen_top else before).append(f"{stat.group} is {group_value}")
+    per_group = f", per {stat.group}" if stat.group is not None and group_value is None else ""
+    where = " and ".join(before)
     if top is not None:
         if sort is not None and rows.index(sort) < rows.index(top):
             size = "largest" if sort.direction == "desc" else "smallest"
             scope = f"the {top.k} events with the {size} {sort.column}"
         else:
             scope = f"the first {top.k} events"
-    else:
-        scope = "events"
-    text = subject
-    if isinstance(agg, Count) and top is None and before:
-        text += " where " + " and ".join(before)
-        before = []
-    elif before or top is not None or after:
-        text += f" over {scope}"
-        if before:
-            text += " where " + " and ".join(before)
+        if where:
+            scope += f" among events where {where}"
         if after:
-            text += ", then only those where " + " and ".join(after)
-    if stat.group is not None:
-        text += f", within {stat.group} = {group_value}" if group_value is not None else f", per {stat.group}"
-    return text
+            scope += ", then only those where " + " and ".join(after)
+    else:
+        scope = f"events where {where}" if where else ""
+
+    if isinstance(agg, Count) or agg.ignores_selection:
+        if top is None:
+            return f"number of events where {where}{per_group}" if where else f"number of events{per_group}"
+        return f"number of events among {scope}{per_group}"
+
+    # A categorical selection reads as a 0/1 indicator "c = v".
+    if category is not None or categorical or (output and stat.group is None):
+        indicator = f"{selected} = {category}" if category is not None else f"each {selected} category"
+        if isinstance(agg, Sum) and top is None:
+            conds = " and ".join(before + ([f"{selected} is {category}"] if category is not None else []))
+            text = f"number of events where {conds}" if category is not None else f"number of events per {selected} category"
+            if category is None and where:
+                text += f" among events where {where}"
+            return text + per_group
+        subject = {
+            "Sum": f"number of events with {indicator}",
+            "Mean": f"share of events with {indicator}",
+            "Max": f"whether any event has {indicator}",
+            "Min": f"whether every event has {indicator}",
+            "First": f"whether the first event has {indicator}",
+        }.get(agg.name)
+        if subject is None:  # the paper's grammar only
+            words = _percentile_words(agg.k) if isinstance(agg, Percentile) else agg.words
+            subject = f"{words} of [{indicator}]"
+        return (f"{subject} among {scope}" if scope else subject) + per_group
+
+    target = f"absolute {selected}" if absolute else selected
+    if isinstance(agg, First):
+        if sort is not None and top is None:
+            extreme = "smallest" if sort.direction == "asc" else "largest"
+            subject = f"{target} of the event with the {extreme} {sort.column}"
+        else:
+            subject = f"{target} of the first event"
+        link = "among"
+    else:
+        if isinstance(agg, Percentile):
+            subject = "median " + target if float(agg.k) == 50 else f"{_percentile_words(agg.k)} of {target}"
+        else:
+            subject = {
+                "Sum": f"total {target}", "Mean": f"average {target}", "Max": f"largest {target}",
+                "Min": f"smallest {target}", "Std": f"standard deviation of {target}",
+                "Ptp": f"range of {target} (largest minus smallest)",
+            }.get(agg.name, f"{agg.words} of {target}")
+        link = "among" if agg.name in ("Max", "Min") else "over"
+    return (f"{subject} {link} {scope}" if scope else subject) + per_group

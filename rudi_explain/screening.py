@@ -1,0 +1,314 @@
+"""The short readable catalog, scored exhaustively: stage 1's first pass.
+
+Every readable statistic of depth 1, and of depth 2 with one filter or one
+ordering, is evaluated on a sample of training users; each output is cut at
+its deciles (plus one bin for users where it is undefined), so a statistic is
+scored by how much of the target's variance its step function explains
+(the correlation ratio, adjusted for the bins it spends). That catches a
+threshold anywhere, not only a straight line.
+
+Forward selection then takes statistics one at a time against the residual
+of the additive step model of those already taken. It scores on one half of
+the sample (``fit`` users) and keeps a statistic only when it explains
+measurably more of the target on the other half (``check`` users), which it
+was not chosen on. Of candidates that explain about as much, the simplest
+wins; the best few are deepened one edit at a time (a filter added, a
+``SortBy``/``Top`` pair inserted, another aggregation) while that explains
+measurably more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from rudi_explain.sequences import Sequences
+from rudi_explain.statistics import (
+    Aggregation, Count, FilterBy, GroupBy, Percentile, Pipeline, RetainBy, Schema, Select, SortBy, Statistic, Top,
+    candidate_operators, next_operators,
+)
+from rudi_explain.statistics.operators import Operator
+
+__all__ = ["short_catalog", "complexity", "StepModel", "ColumnScreen", "neighbours", "scalar_form"]
+
+#: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
+#: analyst computes first (the rest are reached by deepening).
+_CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
+_N_BINS = 10  # deciles; one more bin holds the users where a value is undefined
+
+
+def complexity(stat: Statistic) -> tuple[int, int, str]:
+    """Sort key of simplicity: depth, then how plain the aggregation is, then the text."""
+    agg = stat.aggregation
+    if agg.name in ("Count", "Sum") or agg.ignores_selection:
+        rank = 0  # how many, how much in total: what an analyst computes first
+    elif agg.name in _CORE:
+        rank = 1  # average or share, largest, smallest
+    elif agg.name == "First" or (isinstance(agg, Percentile) and float(agg.k) == 50):
+        rank = 2
+    else:
+        rank = 3
+    rank += sum(1 for op in stat.row_operators if op.name == "Abs")
+    return stat.depth, rank, str(stat)
+
+
+def _event_shares(seqs: Sequences) -> dict[str, np.ndarray]:
+    """Share of events in each category of each categorical column."""
+    out = {}
+    for column, vocab in seqs.vocabularies.items():
+        codes = seqs.codes[column]
+        counts = np.bincount(codes[codes >= 0], minlength=len(vocab))[: len(vocab)]
+        out[column] = counts / max(len(codes), 1)
+    return out
+
+
+def short_catalog(seqs: Sequences, grammar: str = "readable", max_depth: int = 2,
+                  min_share: float = 0.005) -> list[Statistic]:
+    """Every short statistic worth screening, simplest first.
+
+    Depth 1: every valid statistic of the grammar. Depth 2: one filter
+    (``RetainBy``/``FilterBy`` on a category holding at least ``min_share`` and
+    at most ``1 - min_share`` of the events, since a rarer or commoner one
+    barely changes a value) with a core aggregation (count, sum, mean or
+    share, max, min), or one other row operator (``Top``, ``Abs``, a time
+    window, ``SortBy`` then ``First``) with any aggregation. ``GroupBy`` is
+    left out: each of its outputs is a ``RetainBy`` statistic already here.
+    """
+    schema = Schema.of(seqs)
+    shares = _event_shares(seqs)
+    out: dict[tuple, Statistic] = {}
+
+    def usable(op: Operator) -> bool:
+        if isinstance(op, (RetainBy, FilterBy)):
+            vocab = schema.vocabularies[op.column]
+            share = shares[op.column][vocab.index(op.value)]
+            return min_share <= share <= 1 - min_share
+        return not isinstance(op, GroupBy)
+
+    def walk(pipeline: Pipeline) -> None:
+        if pipeline.complete:
+            stat = pipeline.statistic()
+            if any(isinstance(op, (RetainBy, FilterBy)) for op in stat.row_operators) \
+                    and not (stat.aggregation.name in _CORE or stat.aggregation.ignores_selection):
+                return
+            out.setdefault(stat.key, stat)
+            return
+        for op in next_operators(pipeline, schema, min(max_depth, 2), grammar):
+            if usable(op):
+                walk(pipeline.then(op, schema))
+
+    walk(Pipeline((), schema=schema))
+    return sorted(out.values(), key=complexity)
+
+
+def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "readable",
+               deeper_only: bool = False) -> list[Statistic]:
+    """Valid statistics one edit away: an argument changed, a row operator added
+    or dropped, or a ``SortBy(s) | Top(5)`` pair inserted (as one edit, since a
+    ``SortBy`` alone changes nothing)."""
+    ops = list(stat.operators)
+    candidates = candidate_operators(schema)
+    rows = [op for op in candidates if op.kind == "row" and not isinstance(op, (SortBy, Top))]
+    pairs = [[op, Top(5)] for op in candidates if isinstance(op, SortBy)] + [[Top(5)]]
+    variants: list[list[Operator]] = []
+    if not deeper_only:
+        for i, op in enumerate(ops):
+            for other in candidates:
+                if other.kind == op.kind and other != op and not isinstance(other, Select):
+                    variants.append(ops[:i] + [other] + ops[i + 1:])
+            if op.kind == "row":
+                variants.append(ops[:i] + ops[i + 1:])
+    end = len(ops) - (2 if stat.group is not None else 1)
+    for i in range(1, end + 1):
+        if stat.depth + 1 <= max_depth:
+            variants.extend(ops[:i] + [op] + ops[i:] for op in rows)
+        if stat.depth + 2 <= max_depth:
+            variants.extend(ops[:i] + pair + ops[i:] for pair in pairs if len(pair) == 2)
+        if stat.depth + 1 <= max_depth:
+            variants.append(ops[:i] + [Top(5)] + ops[i:])
+    out, keys = [], {stat.key}
+    readable = grammar == "readable"
+    for variant in variants:
+        try:
+            candidate = Statistic(variant)
+        except ValueError:
+            continue
+        if candidate.depth > max_depth or not candidate.is_valid(schema):
+            continue
+        if readable and not candidate.is_readable(schema):
+            continue
+        if candidate.key in keys:
+            continue
+        keys.add(candidate.key)
+        out.append(candidate)
+    return sorted(out, key=complexity)
+
+
+def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decile bin of every value (``_N_BINS`` for undefined), and the number of
+    bins each column uses.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, m)
+
+    Returns
+    -------
+    bins : ndarray of uint8, shape (n, m)
+    n_bins : ndarray of int, shape (m,)
+    """
+    n, m = X.shape
+    bins = np.empty((n, m), dtype=np.uint8)
+    q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
+    for start in range(0, m, 512):  # chunks bound the (n, 9, chunk) comparison
+        block = X[:, start:start + 512]
+        ordered = np.sort(block, axis=0)  # NaN last
+        defined = np.isfinite(block).sum(axis=0)
+        # The deciles of each column's defined values (lower value at each cut: ties stay together).
+        at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
+        edges = np.take_along_axis(ordered, at, axis=0)  # (9, chunk)
+        b = (block[:, None, :] > edges[None, :, :]).sum(axis=1)
+        b[np.isnan(block)] = _N_BINS
+        bins[:, start:start + 512] = b
+    used = np.zeros((m, _N_BINS + 1), dtype=bool)
+    for j in range(_N_BINS + 1):
+        used[:, j] = (bins == j).any(axis=0)
+    return bins, used.sum(axis=1)
+
+
+class StepModel:
+    """An additive step model: least squares on the decile-bin indicators of some columns."""
+
+    def __init__(self, bins: np.ndarray, y: np.ndarray) -> None:
+        self.mean = float(y.mean())
+        self.levels = [np.unique(bins[:, j]) for j in range(bins.shape[1])]
+        D = self._indicators(bins)
+        self.centre = D.mean(axis=0)
+        D = D - self.centre
+        # Normal equations with a whisper of ridge: indicator columns can be collinear
+        # (a bin of one column equal to a bin of another), and this is fast.
+        gram = D.T @ D
+        gram[np.diag_indices_from(gram)] += 1e-6 * len(D)
+        self.coef = np.linalg.solve(gram, D.T @ (y - self.mean)) if D.shape[1] else np.zeros(0)
+
+    def _indicators(self, bins: np.ndarray) -> np.ndarray:
+        # One indicator per bin but the first of each column (the intercept carries it).
+        cols = [(bins[:, j][:, None] == lv[None, 1:]) for j, lv in enumerate(self.levels)]
+        return np.hstack(cols).astype(np.float64) if cols else np.zeros((len(bins), 0))
+
+    def predict(self, bins: np.ndarray) -> np.ndarray:
+        D = self._indicators(bins)
+        return self.mean + (D - self.centre) @ self.coef if D.shape[1] else np.full(len(bins), self.mean)
+
+
+@dataclass
+class ColumnScreen:
+    """Outputs of many statistics on a sample of users, binned, for scoring against a residual.
+
+    Attributes
+    ----------
+    owners : list of (Statistic, int)
+        For each column, the statistic and which of its outputs it is.
+    bins : ndarray of uint8, shape (n, m)
+    n_bins : ndarray, shape (m,)
+    """
+
+    owners: list[tuple[Statistic, int]]
+    bins: np.ndarray
+    n_bins: np.ndarray
+
+    @classmethod
+    def build(cls, stats: Iterable[Statistic], sample: Sequences,
+              seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None) -> "ColumnScreen":
+        """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
+
+        A column equal to one already kept (``seen``: the bytes of earlier
+        columns) is dropped, so of equal-valued statistics the first (the
+        simplest, when ``stats`` comes simplest first) stays.
+        """
+        seen = set() if seen is None else seen
+        owners, columns = [], []
+        for i, stat in enumerate(stats):
+            if cancel is not None and i % 50 == 0:
+                cancel()
+            values = stat.evaluate(sample)
+            values = values.reshape(sample.n_users, -1)
+            for j in range(values.shape[1]):
+                v = values[:, j]
+                finite = v[np.isfinite(v)]
+                if len(finite) < 2 or finite.min() == finite.max() and len(finite) == len(v):
+                    continue
+                sig = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                owners.append((stat, j))
+                columns.append(v)
+        X = np.column_stack(columns) if columns else np.zeros((sample.n_users, 0))
+        bins, n_bins = bin_columns(X)
+        return cls(owners, bins, n_bins)
+
+    def __len__(self) -> int:
+        return len(self.owners)
+
+    def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
+        """Share of the target's variance each column's step function explains of
+        ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0)."""
+        m = len(self.owners)
+        if m == 0:
+            return np.zeros(0)
+        r = residual - residual.mean()
+        n = len(rows)
+        ss = float(r @ r)
+        if ss <= 0:
+            return np.zeros(m)
+        width = _N_BINS + 1
+        out = np.empty(m)
+        for start in range(0, m, 1024):
+            block = self.bins[rows, start:start + 1024].astype(np.int64)
+            k = block.shape[1]
+            idx = (block + (np.arange(k) * width)[None, :]).ravel()
+            sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
+            counts = np.bincount(idx, minlength=k * width).reshape(k, width)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
+            df = (counts > 0).sum(axis=1) - 1
+            eta2 = between / ss
+            adjusted = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
+            out[start:start + k] = adjusted
+        return out * ss / n / total_var
+
+
+def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:
+    """The simplest statistic with the same values as one output of ``stat``.
+
+    A count of one category (``Select(c) | Sum``, output ``c=v``) reads as
+    ``Select(*) | RetainBy(c=v) | Count``; one output of a ``GroupBy(g)`` as
+    the statistic with ``RetainBy(g=w)`` instead. Returns ``(statistic,
+    output)``, unchanged where no such form is valid (in ``grammar``).
+    """
+    group = stat.group
+    one_hot = stat.is_vector(schema) and schema.kind(stat.selected) == "categorical" \
+        and not stat.aggregation.ignores_selection
+    q = len(schema.vocabularies[group]) if group is not None else 1
+    category_index, group_index = divmod(output, q)
+    rows = list(stat.operators[1:-2] if group is not None else stat.operators[1:-1])
+    extra = [RetainBy(group, schema.vocabularies[group][group_index])] if group is not None else []
+    if one_hot and stat.aggregation.name == "Sum":
+        value = schema.vocabularies[stat.selected][category_index]
+        ops = [Select("*"), *rows, RetainBy(stat.selected, value), *extra, Count()]
+        new_output = 0
+    elif group is not None:
+        ops = [stat.operators[0], *rows, *extra, stat.aggregation]
+        new_output = category_index if one_hot else 0
+    else:
+        return stat, output
+    try:
+        candidate = Statistic(ops)
+    except ValueError:
+        return stat, output
+    if not candidate.is_valid(schema) or (grammar == "readable" and not candidate.is_readable(schema)):
+        return stat, output
+    return candidate, new_output
