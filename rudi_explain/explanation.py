@@ -26,7 +26,8 @@ from rudi_explain import archive as _archive
 from rudi_explain import metrics
 from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
-from rudi_explain.rules import RuleSet
+from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath, prune_rules
+from rudi_explain.rules import RuleSet, formula_literals
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import Statistic
@@ -96,6 +97,31 @@ def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, par
     return builders[name_or_estimator]()
 
 
+#: What fidelity measures, in one line (report, widget, HTML report).
+FIDELITY_MEANING = ("fidelity: of all pairs of held-out users, the share that the rules put in the same order "
+                    "as the model does (0.5 is chance, 1 is the model's own order)")
+
+
+def _score_unit(teacher: Teacher | None, y: np.ndarray) -> str:
+    """The unit of the teacher's scores: 'probability', 'logit' or 'raw'.
+
+    A scikit-learn teacher says by its method (``predict_proba`` gives
+    probabilities; ``decision_function`` gives logits for logistic models, a
+    margin otherwise); a torch teacher's class-1 probability lies in [0, 1],
+    its logit difference does not. Given scores and callables are 'raw'.
+    """
+    if teacher is None:
+        return "raw"
+    method = getattr(teacher, "method", None)
+    if method == "predict_proba":
+        return "probability"
+    if method == "decision_function":
+        return "logit"
+    if teacher.kind == "torch":
+        return "probability" if bool(((y >= 0) & (y <= 1)).all()) else "logit"
+    return "raw"
+
+
 def _labels_array(labels: Any, seqs: Sequences) -> np.ndarray | None:
     if labels is None:
         return None
@@ -159,6 +185,9 @@ class Explanation:
         self.literals: Literals | None = None
         self.rules: RuleSet | None = None
         self.student = None
+        self.unpruned_rules: RuleSet | None = None
+        self.pruning: PruningPath | None = None
+        self.score_unit = "raw"
         self.teacher_kind = ""
         self.teacher_scores: pd.Series | None = None
         self.student_scores: pd.Series | None = None
@@ -231,6 +260,7 @@ class Explanation:
         else:
             y = teacher.score(seqs)
             self.teacher_kind = teacher.kind
+        self.score_unit = _score_unit(teacher, y)
         self.teacher_scores = pd.Series(y, index=pd.Index(seqs.users, name=seqs.user_column), name="teacher")
         self.seconds["teacher"] = time.perf_counter() - t
         self._emit("teacher", 1, 1, f"teacher scores for {n:,} users")
@@ -259,8 +289,9 @@ class Explanation:
         self._check_cancel()
 
         t = time.perf_counter()
-        self._emit("literals", 0, 1, "thresholds at the deciles of the training users")
-        self.literals = Literals.fit(train, self.statistics)
+        n_quantiles = p.get("n_quantiles", 20)
+        self._emit("literals", 0, 1, f"round thresholds at {n_quantiles} quantiles of the training users")
+        self.literals = Literals.fit(train, self.statistics, n_quantiles=n_quantiles)
         self._values = self.literals.values(seqs)
         self._literal_matrix = self.literals.transform_values(self._values)
         self.seconds["literals"] = time.perf_counter() - t
@@ -279,11 +310,26 @@ class Explanation:
 
         self._emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
         X_train = self._literal_matrix[train_idx]
-        student.fit(X_train, y_train, progress=on_epoch)
+        prune = p.get("prune", True)
+        # Pruning chooses on validation users: a split of the training users the student does not see.
+        is_valid = np.zeros(train_idx.size, dtype=bool)
+        if prune:
+            n_valid = max(2, int(round(train_idx.size * p.get("validation_size", 0.2))))
+            is_valid[rng.permutation(train_idx.size)[:n_valid]] = True
+        student.fit(X_train[~is_valid], y_train[~is_valid], progress=on_epoch)
         self._check_cancel()
         self.student = student
-        self.rules = student.rules(self.literals)
+        self.unpruned_rules = student.rules(self.literals)
+        self.rules = self.unpruned_rules
         self.seconds["student"] = time.perf_counter() - t
+        if prune and isinstance(self.unpruned_rules, RuleSet) and not self.unpruned_rules.linear:
+            t = time.perf_counter()
+            self._emit("evaluate", 0, 1, "pruning and merging rules on validation users")
+            self.pruning = prune_rules(self.unpruned_rules, X_train, y_train, is_valid,
+                                       max_rules=p.get("max_rules", MAX_RULES),
+                                       max_literals=p.get("max_literals", MAX_LITERALS))
+            self.rules = self.pruning.default_rules
+            self.seconds["pruning"] = time.perf_counter() - t
 
         t = time.perf_counter()
         self._emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
@@ -349,7 +395,71 @@ class Explanation:
             "teacher": self.teacher_kind,
             "student": self.params["student"] if isinstance(self.params["student"], str) else type(self.student).__name__,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "score_unit": self.score_unit,
+            "fidelity_meaning": FIDELITY_MEANING,
+            **self._unpruned_figures(),
         }
+
+    def _unpruned_figures(self) -> dict:
+        """Rules and held-out fidelity of the student before pruning, when it was pruned."""
+        if self.pruning is None:
+            return {}
+        unpruned = self.pruning.unpruned
+        y = self.teacher_scores.to_numpy()[self.is_test]
+        return {"n_rules_unpruned": len(unpruned),
+                "fidelity_test_unpruned": metrics.fidelity(y, unpruned.score(self._literal_matrix[self.is_test]))}
+
+    @property
+    def fidelity_curve(self) -> pd.DataFrame:
+        """Fidelity against the number of rules, along the pruning path.
+
+        One row per point, from the most rules to one: ``n_rules``,
+        ``fidelity_valid`` (on the validation users that chose the path),
+        ``fidelity_test`` (on the held-out users), ``max_literals`` and
+        ``default`` (the point :attr:`rules` is). :meth:`with_rules` gives
+        the explanation at another point.
+        """
+        self._ready()
+        if self.pruning is None:
+            raise ValueError("this explanation was not pruned (explain(prune=False), a rule list or linear "
+                             "terms, or a file saved without its pruning path): it has no fidelity curve")
+        y = self.teacher_scores.to_numpy()[self.is_test]
+        Z = self._literal_matrix[self.is_test]
+        path = self.pruning
+        return pd.DataFrame({
+            "n_rules": path.n_rules.astype(int),
+            "fidelity_valid": path.fidelity_valid,
+            "fidelity_test": [metrics.fidelity(y, rs.score(Z)) for rs in path.rule_sets],
+            "max_literals": [rs.max_literals for rs in path.rule_sets],
+            "default": np.arange(len(path.rule_sets)) == path.default,
+        })
+
+    def with_rules(self, k: int) -> "Explanation":
+        """The same explanation at another point of the fidelity curve.
+
+        Parameters
+        ----------
+        k : int
+            Number of rules; the point with the most rules, at most ``k``.
+
+        Returns
+        -------
+        Explanation
+            A copy sharing the data, statistics and literals, with the rules
+            of that point (and their scores); this one is unchanged.
+        """
+        import copy
+
+        self._ready()
+        if self.pruning is None:
+            raise ValueError("this explanation was not pruned: it has one rule set only")
+        other = copy.copy(self)
+        other.rules = self.pruning.at(k)
+        other._fires = other.rules.fires(self._literal_matrix)
+        other.student_scores = pd.Series(other.rules.score(self._literal_matrix), index=self.teacher_scores.index,
+                                         name="student")
+        other._listeners = []
+        return other
 
     def user(self, user_id: Any) -> "UserView":
         """Why this user got their score: the per-user view."""
@@ -634,6 +744,10 @@ class UserView:
     teacher_score, student_score : float
     percentile : float
         Share of users (in percent) with a lower teacher score.
+    student_percentile : float
+        Share of users (in percent) with a lower rule score: compare it with
+        ``percentile`` (the two scores have different scales, their ranks
+        do not).
     fired : list of int
         Indices into ``explanation.rules`` of the rules that fire.
     contributions : pandas Series
@@ -641,6 +755,10 @@ class UserView:
     literals : DataFrame
         Each literal: its name, the statistic output's value for this user,
         the threshold, and whether it holds.
+    conditions : DataFrame
+        Each literal as the rules use it (a ``<=`` literal as ``<=``): the
+        rule, the sentence, the notation, the user's value, and whether it
+        holds for this user as written.
     events : DataFrame
         The user's events in time order.
     """
@@ -653,6 +771,8 @@ class UserView:
         self.teacher_score = float(y[index])
         self.student_score = float(exp.student_scores.iloc[index])
         self.percentile = float(100.0 * (y < y[index]).mean())
+        s = exp.student_scores.to_numpy()
+        self.student_percentile = float(100.0 * (s < s[index]).mean())
         self.is_held_out = bool(exp.is_test[index])
         self.fired = [int(k) for k in np.flatnonzero(exp._fires[index])]
         rules = exp.rules
@@ -668,6 +788,15 @@ class UserView:
             "threshold": lit.thresholds,
             "holds": exp._literal_matrix[index],
         })
+        rows = []
+        for k, rule in enumerate(rules):
+            if not hasattr(rule, "formula"):
+                continue
+            for part in formula_literals(rule.formula):
+                holds = bool(exp._literal_matrix[index, part.index]) != part.negated
+                rows.append((k, rule.info.render_literal(part), rule.info.notation(part),
+                             float(exp._values[index, exp.literals.column[part.index]]), holds))
+        self.conditions = pd.DataFrame(rows, columns=["rule", "condition", "notation", "value", "holds"])
 
     @property
     def events(self) -> pd.DataFrame:
@@ -675,7 +804,8 @@ class UserView:
 
     def __repr__(self) -> str:
         return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
-                f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g}, {len(self.fired)} rules fire)")
+                f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g} "
+                f"({self.student_percentile:.0f}th percentile), {len(self.fired)} rules fire)")
 
 
 def _interactive_kernel() -> bool:
@@ -702,7 +832,8 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
             categorical: list[str] | None = None, numerical: list[str] | None = None, test_size: float = 0.2,
             n_simulations: int = 500, batch_size: int = 128, search_params: dict | None = None,
             student_params: dict | None = None, teacher_params: dict | None = None,
-            progress: Callable[[JobProgress], Any] | None = None) -> Explanation:
+            progress: Callable[[JobProgress], Any] | None = None, prune: bool = True, max_rules: int = MAX_RULES,
+            max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 20) -> Explanation:
     """Distil a model over behaviour sequences into a few weighted rules.
 
     Parameters
@@ -738,6 +869,16 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         Passed to the student's constructor and to ``as_teacher``.
     progress : callable, optional
         Receives every :class:`JobProgress` event.
+    prune : bool, default=True
+        Fold, trim and prune the student's rules (:mod:`rudi_explain.pruning`):
+        the student is fitted on the training users but a validation share,
+        on which the default point of the fidelity curve is chosen.
+    max_rules, max_literals : int, default=10, 4
+        Bounds of the default rule set, and of every rule's length.
+    validation_size : float, default=0.2
+        Share of the training users kept for pruning.
+    n_quantiles : int, default=20
+        Candidate thresholds per statistic output (10: the paper's deciles).
 
     Returns
     -------
@@ -757,7 +898,10 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         seqs = Sequences(data, user=user, time=time, categorical=categorical, numerical=numerical)
     else:
         raise TypeError(f"data must be a DataFrame of events or Sequences, got {type(data).__name__}")
-    for name, value in (("n_stats", n_stats), ("max_depth", max_depth), ("n_rules", n_rules)):
+    if not 0 < validation_size < 1:
+        raise ValueError(f"validation_size must lie strictly between 0 and 1, got {validation_size!r}")
+    for name, value in (("n_stats", n_stats), ("max_depth", max_depth), ("n_rules", n_rules),
+                        ("max_rules", max_rules), ("max_literals", max_literals), ("n_quantiles", n_quantiles)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     teacher = as_teacher(model, **(teacher_params or {})) if model is not None else None
@@ -766,7 +910,9 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     params = {"n_stats": n_stats, "max_depth": max_depth, "n_rules": n_rules, "student": student,
               "random_state": random_state, "test_size": test_size, "n_simulations": n_simulations,
               "batch_size": batch_size, "search_params": dict(search_params or {}),
-              "student_params": dict(student_params or {})}
+              "student_params": dict(student_params or {}), "prune": bool(prune), "max_rules": int(max_rules),
+              "max_literals": int(max_literals), "validation_size": float(validation_size),
+              "n_quantiles": int(n_quantiles)}
     _student(student, n_rules, random_state, dict(student_params or {}))  # unknown students fail now
     exp = Explanation(seqs, params)
     if progress is not None:

@@ -196,7 +196,19 @@ class LiteralInfo:
     def n_literals(self) -> int:
         return len(self.names)
 
+    @property
+    def has_words(self) -> bool:
+        """Whether literals can be said as sentences (the literal table gave their kinds)."""
+        return self.kind is not None and self.base is not None
+
     def render_literal(self, lit: Lit) -> str:
+        """The literal as the rule uses it: a sentence when kinds are known, else notation."""
+        if self.has_words and self.column[lit.index] >= 0:
+            return self.sentence(lit)
+        return self.notation(lit)
+
+    def notation(self, lit: Lit) -> str:
+        """The literal in the pipeline notation: ``words > t``, ``words <= t or undefined``."""
         if not lit.negated:
             return self.names[lit.index]
         if self.base is None or self.column[lit.index] < 0 or np.isnan(self.thresholds[lit.index]):
@@ -206,14 +218,80 @@ class LiteralInfo:
             text += " or undefined"
         return text
 
+    def sentence(self, lit: Lit) -> str:
+        """The literal as an English sentence, built on the statistic output's words.
+
+        "number of events where channel is online is more than 14", "no
+        events where channel is online", "share of events with channel = atm
+        is at most 12%", "any event has card_type = credit". A negated literal
+        on an output that some training users lack says who they are and that
+        they count as below (the literal holds for them).
+        """
+        i = lit.index
+        words = self.base[i]
+        kind = self.kind[i]
+        t = self._t(i)
+        zero = self.thresholds[i] == 0
+        if kind == "binary" or (kind == "count" and zero):
+            text = _yes_no(words, not lit.negated, kind)
+        elif kind == "share":
+            pct = _percent(t)
+            text = f"{words} is {'at most' if lit.negated else 'more than'} {pct}%" if not (zero and lit.negated) \
+                else f"{words} is 0%"
+        else:
+            text = f"{words} is {'at most' if lit.negated else 'more than'} {t}"
+        if lit.negated and self.undefined is not None and self.undefined[i]:
+            who = self.undefined_words[i] if self.undefined_words is not None and self.undefined_words[i] \
+                else "users for whom it is undefined"
+            text += f" ({who} count as below)"
+        return text
+
     def render_interval(self, low: Lit, high: Lit) -> str:
         """``low`` is ``x > a``, ``high`` is ``NOT x > b`` with a < b."""
+        if self.has_words:
+            i, j = low.index, high.index
+            words = self.base[i]
+            if self.kind[i] == "share":
+                return f"{words} is more than {_percent(self._t(i))}% and at most {_percent(self._t(j))}%"
+            if self.kind[i] == "count" and self.thresholds[j] == self.thresholds[i] + 1:
+                return f"{words} is exactly {self._t(j)}"
+            return f"{words} is more than {self._t(i)} and at most {self._t(j)}"
+        return self.notation_interval(low, high)
+
+    def notation_interval(self, low: Lit, high: Lit) -> str:
         return f"{self._t(low.index)} < {self.base[low.index]} <= {self._t(high.index)}"
 
     def _t(self, i: int) -> str:
         if self.threshold_text is not None:
             return self.threshold_text[i]
         return format_threshold(self.thresholds[i])
+
+
+def _percent(text: str) -> str:
+    """A share's threshold text as a percentage, exactly: "0.34" -> "34"."""
+    from decimal import Decimal
+
+    value = Decimal(text) * 100
+    out = format(value.normalize(), "f")
+    return out.rstrip("0").rstrip(".") if "." in out else out
+
+
+def _yes_no(words: str, holds: bool, kind: str) -> str:
+    """A 0/1 output, or a count against 0, as "any ..." / "no ..."."""
+    for prefix in ("number of ", "count of "):
+        if words.startswith(prefix):
+            rest = words[len(prefix):]
+            return f"any {rest}" if holds else f"no {rest}"
+    if words.startswith("whether "):
+        rest = words[len("whether "):]
+        if rest.startswith("any "):
+            return rest if holds else f"no {rest[4:]}"
+        return rest if holds else f"not: {rest}"
+    if words.startswith("any "):
+        return words if holds else f"no {words[4:]}"
+    if kind == "count":
+        return f"{words} is more than 0" if holds else f"{words} is 0 (none)"
+    return f"{words}: yes" if holds else f"{words}: no"
 
 
 def format_threshold(t: float) -> str:
@@ -360,12 +438,16 @@ def simplify(f: Formula, info: LiteralInfo) -> Formula:
 # rendering
 
 
-def render(f: Formula, info: LiteralInfo, top: bool = True) -> str:
-    """Readable text of a formula; sub-formulas in parentheses."""
+def render(f: Formula, info: LiteralInfo, top: bool = True, words: bool = True) -> str:
+    """Readable text of a formula; sub-formulas in parentheses.
+
+    ``words=False`` gives the pipeline notation (``x > 3``) instead of
+    sentences, for hover text and tables.
+    """
     if isinstance(f, Const):
         return "always" if f.value else "never"
     if isinstance(f, Lit):
-        return info.render_literal(f)
+        return info.render_literal(f) if words else info.notation(f)
     conj = isinstance(f, And)
     parts: list[str] = []
     children = list(f.children)
@@ -379,10 +461,11 @@ def render(f: Formula, info: LiteralInfo, top: bool = True) -> str:
             pos = [x for x in group if not x.negated]
             neg = [x for x in group if x.negated]
             if len(pos) == 1 and len(neg) == 1:
-                parts.append(info.render_interval(pos[0], neg[0]))
+                parts.append(info.render_interval(pos[0], neg[0]) if words
+                             else info.notation_interval(pos[0], neg[0]))
                 children = [c for c in children if c not in (pos[0], neg[0])]
     for c in children:
-        text = render(c, info, top=False)
+        text = render(c, info, top=False, words=words)
         if isinstance(c, (And, Or)) or (isinstance(c, Lit) and " or undefined" in text):
             text = f"({text})"  # keep "or undefined" from reading as part of the formula
         parts.append(text)
@@ -431,7 +514,7 @@ class Rule:
 
     @property
     def conditions(self) -> tuple:
-        """Each literal as the rule uses it, in words (negations as ``<=``)."""
+        """Each literal as the rule uses it, in words (see :meth:`LiteralInfo.sentence`)."""
         return tuple(self.info.render_literal(lit) for lit in formula_literals(self.formula))
 
     @property
@@ -440,7 +523,13 @@ class Rule:
 
     @property
     def text(self) -> str:
+        """The rule in words (sentences where the literal table knows its outputs)."""
         return render(self.formula, self.info)
+
+    @property
+    def notation(self) -> str:
+        """The rule in the pipeline notation (``words > t``), for hover text and tables."""
+        return render(self.formula, self.info, words=False)
 
     def fires(self, Z: np.ndarray) -> np.ndarray:
         return evaluate_formula(self.formula, Z)

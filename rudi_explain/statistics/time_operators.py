@@ -203,12 +203,16 @@ class Within(RowOperator):
 class TimeAggregation(Aggregation):
     """An aggregation of the times of the events left, whatever the selection.
 
-    Subclasses implement :meth:`reduce_times`. The engine calls
-    :meth:`reduce_events`, which hands them the event times sorted by key,
-    then time.
+    Subclasses implement :meth:`reduce_extremes` when the earliest and the
+    latest time of each key are enough (``Recency``, ``Tenure``,
+    ``MeanGap``), or set ``sorted_times = True`` and implement
+    :meth:`reduce_times`, which sees every time in time order (``MaxGap``).
+    The engine calls :meth:`reduce_events`.
     """
 
     ignores_selection: ClassVar[bool] = True
+    #: Whether :meth:`reduce_times` needs all the times, sorted by key then time.
+    sorted_times: ClassVar[bool] = False
 
     def check(self, state, schema):
         return super().check(state, schema) or _no_time_reason(self.name, schema)
@@ -237,34 +241,52 @@ class TimeAggregation(Aggregation):
         if rows is not None:
             t = t[rows]
         keys = np.asarray(keys, dtype=np.int64)
-        # Time order within each key. In layout order the events of a segment
-        # already ascend in time; a stable sort by key keeps that (GroupBy).
-        if frame.layout_order:
-            if len(keys) > 1 and (np.diff(keys) < 0).any():
-                order = np.argsort(keys, kind="stable")
-                t, keys = t[order], keys[order]
-        else:
-            order = np.lexsort((t, keys))
-            t, keys = t[order], keys[order]
+        reference, scale = _reference(frame.seqs), _scale(frame.seqs)
         count = np.bincount(keys, minlength=n_keys)
+        # In layout order, with keys ascending (no GroupBy), the events of a
+        # key already ascend in time: nothing to sort.
+        in_order = frame.layout_order and not (len(keys) > 1 and (np.diff(keys) < 0).any())
+        if not self.sorted_times and not in_order:
+            # Only the earliest and latest time of each key matter: no sort needed.
+            big = np.iinfo(np.int64).max if t.dtype.kind == "i" else np.inf
+            first = np.full(n_keys, big, dtype=t.dtype)
+            last = np.full(n_keys, -big if t.dtype.kind == "f" else np.iinfo(np.int64).min, dtype=t.dtype)
+            np.minimum.at(first, keys, t)
+            np.maximum.at(last, keys, t)
+            return self.reduce_extremes(first, last, count, reference, scale)
+        if not in_order:
+            if frame.layout_order:  # GroupBy: a stable sort by key keeps the time order
+                order = np.argsort(keys, kind="stable")
+            else:
+                # After SortBy. Within a user, layout position ascends with time, so one
+                # sort by (key, position) restores time order: faster than lexsort by time.
+                positions = frame.positions if rows is None else frame.positions[rows]
+                order = np.argsort(keys * np.int64(frame.seqs.n_events) + positions)
+            t, keys = t[order], keys[order]
         end = np.cumsum(count)
         start = end - count
-        return self.reduce_times(t, keys, count, start, end, _reference(frame.seqs), _scale(frame.seqs))
+        return self.reduce_times(t, keys, count, start, end, reference, scale)
 
     def reduce_times(self, t: np.ndarray, keys: np.ndarray, count: np.ndarray, start: np.ndarray,
                      end: np.ndarray, reference: Any, scale: float) -> np.ndarray:
         """The aggregate from times ``t`` sorted by key then time.
 
         The times of key ``j`` are ``t[start[j]:end[j]]`` (``count[j]`` of
-        them); ``reference`` is in the domain of ``t`` and ``scale`` turns a
-        difference of times into output units.
+        them); ``reference`` is in the domain of ``t`` (int64 nanoseconds or
+        raw numbers) and ``scale`` turns a difference of times into output
+        units. The default hands the first and last time of each key to
+        :meth:`reduce_extremes`.
         """
+        has = count > 0
+        first = np.zeros(len(count), dtype=t.dtype)
+        last = np.zeros(len(count), dtype=t.dtype)
+        first[has], last[has] = t[start[has]], t[end[has] - 1]
+        return self.reduce_extremes(first, last, count, reference, scale)
+
+    def reduce_extremes(self, first: np.ndarray, last: np.ndarray, count: np.ndarray, reference: Any,
+                        scale: float) -> np.ndarray:
+        """The aggregate from the earliest and latest time of each key (where ``count > 0``)."""
         raise NotImplementedError
-
-
-def _at(t: np.ndarray, index: np.ndarray, has: np.ndarray) -> np.ndarray:
-    """``t[index]`` where ``has``; the times stay exact (int64 nanoseconds)."""
-    return t[index[has]]
 
 
 @register_operator
@@ -275,10 +297,10 @@ class Recency(TimeAggregation):
     name: ClassVar[str] = "Recency"
     words: ClassVar[str] = "time since the last event"
 
-    def reduce_times(self, t, keys, count, start, end, reference, scale):
+    def reduce_extremes(self, first, last, count, reference, scale):
         out = np.full(len(count), np.nan)
         has = count > 0
-        out[has] = (reference - _at(t, end - 1, has)) / scale
+        out[has] = (reference - last[has]) / scale  # exact in int64 nanoseconds, then scaled
         return out
 
 
@@ -290,10 +312,10 @@ class Tenure(TimeAggregation):
     name: ClassVar[str] = "Tenure"
     words: ClassVar[str] = "time since the first event"
 
-    def reduce_times(self, t, keys, count, start, end, reference, scale):
+    def reduce_extremes(self, first, last, count, reference, scale):
         out = np.full(len(count), np.nan)
         has = count > 0
-        out[has] = (reference - _at(t, start, has)) / scale
+        out[has] = (reference - first[has]) / scale
         return out
 
 
@@ -305,11 +327,11 @@ class MeanGap(TimeAggregation):
     name: ClassVar[str] = "MeanGap"
     words: ClassVar[str] = "mean time between events"
 
-    def reduce_times(self, t, keys, count, start, end, reference, scale):
+    def reduce_extremes(self, first, last, count, reference, scale):
         # The gaps of a key add up to its last time minus its first.
         out = np.full(len(count), np.nan)
         has = count > 1
-        out[has] = (_at(t, end - 1, has) - _at(t, start, has)) / scale / (count[has] - 1)
+        out[has] = (last[has] - first[has]) / scale / (count[has] - 1)
         return out
 
 
@@ -320,6 +342,7 @@ class MaxGap(TimeAggregation):
 
     name: ClassVar[str] = "MaxGap"
     words: ClassVar[str] = "longest time between events"
+    sorted_times: ClassVar[bool] = True
 
     def reduce_times(self, t, keys, count, start, end, reference, scale):
         if len(t) < 2:
