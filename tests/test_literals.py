@@ -154,8 +154,9 @@ def test_fit_on_statistics(payments):
     assert (maxes.threshold == 0).all() and maxes.output.is_unique
     # readable names from the statistic's words
     debit = table[table.output_name == "card_type=debit"]
-    assert debit.name.iloc[0].startswith("count of card_type = debit > ")
-    assert "sum of amount > " in lits.names[0]
+    words = stats[1].describe(output="card_type=debit", data=seqs)
+    assert debit.name.iloc[0].startswith(f"{words} > ")
+    assert lits.names[0].startswith(stats[0].describe(data=seqs) + " > ")
     # undefined only where some training user has no value: a Mean after RetainBy here
     V = lits.values(seqs)
     np.testing.assert_array_equal(table.can_be_undefined, np.isnan(V[:, lits.column]).any(axis=0))

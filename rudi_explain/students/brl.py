@@ -197,6 +197,8 @@ class _ListPosterior:
     Parameters
     ----------
     cover : ndarray of bool, shape (n_antecedents, n_rows)
+        Or already packed by :func:`pack_rows` (uint64, one bitset per
+        antecedent), which keeps memory at one bit per antecedent and row.
     cardinality : ndarray of int, shape (n_antecedents,)
     labels : ndarray of bool, shape (n_rows,)
     lam, eta : float
@@ -206,8 +208,9 @@ class _ListPosterior:
 
     def __init__(self, cover: np.ndarray, cardinality: np.ndarray, labels: np.ndarray,
                  lam: float, eta: float, alpha: np.ndarray):
-        self.n_ante, self.n_rows = cover.shape
-        self.cover = pack_rows(cover)
+        self.n_rows = labels.size
+        self.cover = cover if cover.dtype == np.uint64 else pack_rows(cover)
+        self.n_ante = self.cover.shape[0]
         self.notcover = ~self.cover
         self.card = np.asarray(cardinality, dtype=np.int64)
         n_words = self.cover.shape[1]
@@ -432,6 +435,17 @@ class BayesianRuleList(RuleStudent):
         Quantile of real-valued teacher scores that splits the classes.
     credible_level : float, default=0.95
         Mass of the credible interval reported for each rule.
+    max_antecedents : int, default=1000
+        Most candidate antecedents. The seed keeps every frequent itemset;
+        with hundreds of literals there are hundreds of thousands, whose
+        coverage does not fit in memory. When mining finds more, the ones
+        whose positive share differs most from the base rate (largest
+        binomial z-score on the mining users) are kept. Memory then grows as
+        ``max_antecedents`` bits per user.
+    max_mining_users : int, default=10000
+        Users antecedents are mined and screened on (a random subset when
+        there are more; a share ``min_support`` is applied to them). The
+        posterior is then sampled on all users.
     random_state : int or None, default=0
 
     Attributes
@@ -439,6 +453,10 @@ class BayesianRuleList(RuleStudent):
     antecedents_ : list of tuple of int
         Mined antecedents, as items: ``j < n_literals`` is literal ``j``,
         ``n_literals + j`` is its negation.
+    n_mined_ : int
+        Frequent itemsets found before ``max_antecedents`` was applied (a
+        lower bound when the screening below had to cut the items combined).
+    n_mining_users_ : int
     list_ : list of int
         The point estimate: indices into ``antecedents_``, in list order.
     map_list_ : list of int
@@ -469,7 +487,7 @@ class BayesianRuleList(RuleStudent):
     def __init__(self, list_length: float = 3.0, cardinality: float = 1.0, alpha: float | tuple = 1.0,
                  min_support: float = 0.05, max_cardinality: int = 2, n_chains: int = 3,
                  n_iterations: int = 5000, target_quantile: float = 0.5, credible_level: float = 0.95,
-                 random_state: int | None = 0):
+                 max_antecedents: int = 1000, max_mining_users: int = 10_000, random_state: int | None = 0):
         self.list_length = list_length
         self.cardinality = cardinality
         self.alpha = alpha
@@ -479,6 +497,8 @@ class BayesianRuleList(RuleStudent):
         self.n_iterations = n_iterations
         self.target_quantile = target_quantile
         self.credible_level = credible_level
+        self.max_antecedents = max_antecedents
+        self.max_mining_users = max_mining_users
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------
@@ -491,6 +511,8 @@ class BayesianRuleList(RuleStudent):
         if alpha is None or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
             raise ValueError(f"alpha must be a positive number or a pair of them, got {self.alpha!r}")
         _check_int("max_cardinality", self.max_cardinality, 1)
+        _check_int("max_antecedents", self.max_antecedents, 1)
+        _check_int("max_mining_users", self.max_mining_users, 2)
         _check_int("n_chains", self.n_chains, 1)
         _check_int("n_iterations", self.n_iterations, 2)
         q = self.target_quantile
@@ -553,17 +575,8 @@ class BayesianRuleList(RuleStudent):
         labels = self._labels(yv)
         rng = np.random.default_rng(self.random_state)
 
-        items = item_matrix(Xb)
-        group = np.concatenate([np.arange(n_lit), np.arange(n_lit)])
-        itemsets, _ = frequent_itemsets(items, min_rows, int(self.max_cardinality), exclusive=group)
-        if not itemsets:
-            raise ValueError(
-                f"no antecedent holds for at least {min_rows} users (min_support={self.min_support!r}); "
-                "lower min_support"
-            )
-        cover = np.empty((len(itemsets), n_rows), dtype=bool)
-        for k, s in enumerate(itemsets):
-            cover[k] = items[:, list(s)].all(axis=1)
+        itemsets = self._mine(Xb, labels, min_rows, rng)
+        cover = _packed_cover(Xb, itemsets)
         card = np.array([len(s) for s in itemsets], dtype=np.int64)
         post = _ListPosterior(cover, card, labels, self.list_length, self.cardinality, alpha)
 
@@ -615,6 +628,72 @@ class BayesianRuleList(RuleStudent):
         self.seconds_ = time.perf_counter() - start
         self._report(progress, Xb, labels.astype(np.float64), self.seconds_)
         return self
+
+    def _mine(self, Xb: np.ndarray, labels: np.ndarray, min_rows: int, rng: np.random.Generator) -> list:
+        """Candidate antecedents: frequent itemsets, bounded in number.
+
+        Mined on at most ``max_mining_users`` users. When every combination
+        of the frequent items could give more than ``50 * max_antecedents``
+        itemsets, only the items of largest |z| (see below) are combined
+        into itemsets of two or more, so that mining stays bounded; all
+        frequent items remain candidates on their own. Of what is mined, the
+        ``max_antecedents`` of largest |z| are kept, in mining order, where
+        ``z = (share of positives among the users it holds for - base share)
+        * sqrt(users) / sqrt(base share * (1 - base share))``.
+        """
+        n_rows, n_lit = Xb.shape
+        if n_rows > self.max_mining_users:
+            rows = np.sort(rng.choice(n_rows, int(self.max_mining_users), replace=False))
+            Xs, ls = Xb[rows], labels[rows]
+            # the support threshold as the same share of the mining users
+            min_s = max(1, int(math.ceil(min_rows * rows.size / n_rows)))
+        else:
+            Xs, ls, min_s = Xb, labels, min_rows
+        n_s = Xs.shape[0]
+        self.n_mining_users_ = n_s
+        items = item_matrix(Xs)
+        group = np.concatenate([np.arange(n_lit), np.arange(n_lit)])
+        support = items.sum(axis=0)
+        frequent = np.flatnonzero((support >= min_s) & (support < n_s))
+        base = float(ls.mean())
+        spread = math.sqrt(max(base * (1.0 - base), 1e-12))
+
+        def z_scores(sets: list) -> np.ndarray:
+            out = np.empty(len(sets))
+            for lo in range(0, len(sets), 256):  # bounded memory: 256 covers at a time
+                chunk = sets[lo : lo + 256]
+                cov = np.stack([items[:, list(s)].all(axis=1) for s in chunk])
+                n_c = cov.sum(axis=1)
+                k_c = cov @ ls.astype(np.int64)
+                out[lo : lo + 256] = (k_c / np.maximum(n_c, 1) - base) * np.sqrt(n_c) / spread
+            return out
+
+        max_card = int(self.max_cardinality)
+        budget = 50 * int(self.max_antecedents)
+        n_combos = sum(math.comb(frequent.size, c) for c in range(2, max_card + 1))
+        if n_combos <= budget:
+            itemsets, _ = frequent_itemsets(items, min_s, max_card, exclusive=group)
+        else:
+            # combine only the m items of largest |z|, m the most that keeps combinations within budget
+            z1 = np.abs(z_scores([(int(i),) for i in frequent]))
+            m = 2
+            while m < frequent.size and sum(math.comb(m + 1, c) for c in range(2, max_card + 1)) <= budget:
+                m += 1
+            top = np.sort(frequent[np.argsort(-z1, kind="stable")[:m]])
+            combined, _ = frequent_itemsets(items[:, top], min_s, max_card, exclusive=group[top])
+            singles = [(int(i),) for i in frequent]
+            itemsets = singles + [tuple(int(top[i]) for i in s) for s in combined if len(s) > 1]
+        self.n_mined_ = len(itemsets)
+        if not itemsets:
+            raise ValueError(
+                f"no antecedent holds for at least {min_s} of the {n_s} mining users "
+                f"(min_support={self.min_support!r}); lower min_support"
+            )
+        if len(itemsets) > self.max_antecedents:
+            z = np.abs(z_scores(itemsets))
+            keep = np.sort(np.argsort(-z, kind="stable")[: int(self.max_antecedents)])
+            itemsets = [itemsets[k] for k in keep]
+        return itemsets
 
     # -- output ------------------------------------------------------------
 
@@ -672,6 +751,23 @@ class BayesianRuleList(RuleStudent):
     def predict_label(self, X: ArrayLike) -> np.ndarray:
         """Class by arg-max of the probabilities (positive when p > 0.5), bool of shape (n_users,)."""
         return self.predict(X) > 0.5
+
+
+def _packed_cover(Xb: np.ndarray, itemsets: list, block: int = 64) -> np.ndarray:
+    """Rows each antecedent holds for, as packed bitsets, a block of antecedents at a time.
+
+    Items ``j < n_literals`` are literal ``j``, the rest negations. Never
+    holds more than ``block`` unpacked rows of coverage at once.
+    """
+    n_rows, p = Xb.shape
+    out = np.empty((len(itemsets), (n_rows + 63) // 64), dtype=np.uint64)
+    for lo in range(0, len(itemsets), block):
+        chunk = np.ones((min(block, len(itemsets) - lo), n_rows), dtype=bool)
+        for k, s in enumerate(itemsets[lo : lo + block]):
+            for item in s:
+                chunk[k] &= Xb[:, item] if item < p else ~Xb[:, item - p]
+        out[lo : lo + chunk.shape[0]] = pack_rows(chunk)
+    return out
 
 
 def _point_estimate(lengths: np.ndarray, widths: np.ndarray, log_post: np.ndarray

@@ -84,9 +84,12 @@ class HKLRuleEnsemble(RuleStudent):
         (``(1 + c) ** n_literals`` stays near ``e``).
     max_literals : int, default=3
         Longest conjunction the active set may grow to.
-    max_samples : int, default=1000
+    max_samples : int, default=2000
         Users the kernel is built on (a random subset when there are more;
-        the kernel matrix is ``max_samples`` squared).
+        the kernel matrix is ``max_samples`` squared, 32 MB at the default).
+        The rules are found on them; the weights of the rules found are then
+        fitted on every user (same problem and regularization, reduced to
+        those rules), in memory linear in the number of users.
     tol : float, default=1e-3
         Relative duality gap ``epsilon`` allowed by the sufficiency condition.
     max_add : int, default=8
@@ -118,7 +121,7 @@ class HKLRuleEnsemble(RuleStudent):
     """
 
     def __init__(self, n_rules: int = 20, rho: float = 2.0, beta: float | None = None, max_literals: int = 3,
-                 max_samples: int = 1000, tol: float = 1e-3, max_add: int = 8, random_state: int | None = 0):
+                 max_samples: int = 2000, tol: float = 1e-3, max_add: int = 8, random_state: int | None = 0):
         self.n_rules = n_rules
         self.rho = rho
         self.beta = beta
@@ -227,6 +230,15 @@ class HKLRuleEnsemble(RuleStudent):
             lam /= 2.0
 
         lam, W, w, nz, converged = best
+        if n_all > n and len(W) > 1:
+            # The kernel (n^2) needs the subsample to find the rules; their weights
+            # need no kernel: the same problem, reduced to the chosen rules and at the
+            # same lam (the loss is a mean, so lam means the same for any n), is
+            # solved again on every user, in memory linear in the users.
+            cover = {u: _node_cover(Xb, u) for u in W}
+            ym = float(yv.mean())
+            w, _, _ = self._solve_reduced(W, w, lam, cover, yv - ym, beta, rho)
+            nz = np.abs(w) > 1e-2 * max(np.abs(w).max(initial=0.0), 1e-300)
         # intercept on the fitting users (centered features): ym - sum_u w_u mean(R_u)
         kept = [u for u, keep in zip(W[1:], nz) if keep]
         means = np.array([cover[u].mean() for u in kept]) if kept else np.zeros(0)
@@ -390,6 +402,15 @@ def _fold(nodes: list, coef: np.ndarray, intercept: float, p: int) -> tuple[list
             drop.add(k)
     keep = [k for k in range(len(nodes)) if k not in drop and coef[k] != 0.0]
     return [nodes[k] for k in keep], coef[keep], float(intercept)
+
+
+def _node_cover(Xb: np.ndarray, node: tuple) -> np.ndarray:
+    """Users a conjunction of items holds for (items ``j >= n_literals`` are negations)."""
+    p = Xb.shape[1]
+    out = np.ones(Xb.shape[0], dtype=bool)
+    for i in node:
+        out &= Xb[:, i] if i < p else ~Xb[:, i - p]
+    return out
 
 
 def _extend(w: np.ndarray, k: int) -> np.ndarray:

@@ -207,3 +207,56 @@ def test_bad_input(rule_list_data):
     with pytest.raises(ValueError, match="users"):
         m.fit(X, y[:-1])
     assert not [k for k in vars(BayesianRuleList()) if k.endswith("_")]
+
+
+def _z_scores(X, labels, itemsets):
+    """|z| of each antecedent's positive share against the base share, one antecedent at a time."""
+    p = X.shape[1]
+    base = labels.mean()
+    out = []
+    for s in itemsets:
+        holds = np.ones(len(labels), bool)
+        for item in s:
+            holds &= X[:, item] if item < p else ~X[:, item - p]
+        n = holds.sum()
+        out.append(abs((labels[holds].mean() - base) * math.sqrt(n) / math.sqrt(base * (1 - base))))
+    return np.array(out)
+
+
+def test_antecedents_are_bounded_by_their_z_score(rule_list_data):
+    X, y = rule_list_data
+    full = BayesianRuleList(n_iterations=200, max_antecedents=10_000, random_state=0).fit(X, y)
+    capped = BayesianRuleList(n_iterations=200, max_antecedents=20, random_state=0).fit(X, y)
+    assert capped.n_mined_ == len(full.antecedents_) > 20
+    assert len(capped.antecedents_) == 20
+    # the 20 kept are the 20 of largest |z| among all mined, in mining order
+    z = _z_scores(X, y, full.antecedents_)
+    top = sorted(np.argsort(-z, kind="stable")[:20])
+    assert capped.antecedents_ == [full.antecedents_[k] for k in top]
+    # and the list still scores the users as its rules say
+    assert np.all(np.isin(capped.predict(X), capped.probabilities_))
+
+
+def test_many_literals_screen_the_items_combined_and_mine_on_a_subsample():
+    # 200 literals: 400 items, ~80,000 pairs; with max_antecedents=30 only the items of
+    # largest |z| are combined, and mining sees 2,000 of the 20,000 users
+    rng = np.random.default_rng(1)
+    X = rng.random((20_000, 200)) < 0.5
+    y = rng.random(20_000) < np.where(X[:, 3] & X[:, 7], 0.9, 0.2)
+    m = BayesianRuleList(n_iterations=1500, max_antecedents=30, max_mining_users=2000, random_state=0).fit(X, y)
+    assert m.n_mining_users_ == 2000
+    assert len(m.antecedents_) == 30
+    assert (3, 7) in m.antecedents_  # the planted pair survives the screening
+    assert any(set(m.antecedents_[k]) == {3, 7} for k in m.list_)
+    # counts and probabilities are over all users, not the mining subsample
+    assert m.counts_[:, 0].sum() == 20_000
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(max_antecedents=0), "max_antecedents"),
+    (dict(max_mining_users=1), "max_mining_users"),
+])
+def test_bad_bounds(kwargs, message, rule_list_data):
+    X, y = rule_list_data
+    with pytest.raises(ValueError, match=message):
+        BayesianRuleList(n_iterations=50, **kwargs).fit(X[:200], y[:200])
