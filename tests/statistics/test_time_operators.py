@@ -10,10 +10,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rudi_explain as rx
 from rudi_explain.statistics import (
-    MaxGap, MeanGap, Pipeline, Recency, Schema, Select, Tenure, Within, next_operators,
+    MaxGap, MeanGap, Pipeline, Recency, Schema, Select, Tenure, Top, Within, next_operators,
 )
 from reference_impl import reference_evaluate
 
@@ -364,3 +366,42 @@ def test_window_words_name_the_window_and_keep_the_rest(text):
 
 def test_time_aggregations_are_exported():
     assert {Recency.name, Tenure.name, MeanGap.name, MaxGap.name, Within.name} <= set(rx.statistics.OPERATORS)
+
+
+# ------------------------------------------------------------ random pipelines
+@st.composite
+def dated_tables(draw):
+    rows = []
+    for user in range(draw(st.integers(1, 5))):
+        for _ in range(draw(st.integers(1, 8))):
+            rows.append({
+                "user_id": f"u{user}",
+                # Days 0 to 120 at 12-hour steps: ties, and events on the edges of 1, 7, 30, 90-day windows.
+                "ts": START + pd.Timedelta(hours=12 * draw(st.integers(0, 240))),
+                "card": draw(st.sampled_from(["debit", "credit", None])),
+                "channel": draw(st.sampled_from(["online", "atm"])),
+                "amount": draw(st.sampled_from([math.nan, -2.0, 0.0, 1.5, 3.0, 3.0, 40.0])),
+            })
+    order = draw(st.permutations(range(len(rows))))
+    return pd.DataFrame([rows[i] for i in order])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(df=dated_tables(), data=st.data())
+def test_random_pipelines_with_time_match_reference(df, data):
+    seqs = rx.Sequences(df, categorical=CATEGORICAL, numerical=["amount"])
+    schema = Schema.of(seqs)
+    max_depth = data.draw(st.integers(1, 5))
+    pipeline = Pipeline((), schema=schema)
+    # Half of the draws start with a time operator in the pipeline.
+    while not pipeline.complete:
+        options = next_operators(pipeline, schema, max_depth)
+        timed = [op for op in options if isinstance(op, (Within, Recency, Tenure, MeanGap, MaxGap))]
+        op = data.draw(st.sampled_from(timed if timed and data.draw(st.booleans()) else options))
+        if isinstance(op, Top):
+            op = Top(data.draw(st.integers(1, 4)))
+        pipeline = pipeline.then(op, schema)
+    stat = pipeline.statistic()
+    check(df, seqs, str(stat))
+    users = np.array(data.draw(st.lists(st.integers(0, seqs.n_users - 1), max_size=6)), dtype=np.int64)
+    np.testing.assert_array_equal(stat.evaluate(seqs, users=users), stat.evaluate(seqs)[users])
