@@ -29,6 +29,7 @@ from rudi_explain.literals import Literals
 from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath, prune_rules
 from rudi_explain.rules import RuleSet, formula_literals
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
+from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers import Teacher, as_teacher, given_scores
@@ -122,10 +123,10 @@ def _score_unit(teacher: Teacher | None, y: np.ndarray) -> str:
     return "raw"
 
 
-def _labels_array(labels: Any, seqs: Sequences) -> np.ndarray | None:
+def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) -> np.ndarray | None:
     if labels is None:
         return None
-    y = per_user_values(labels, seqs.users, "the labels")
+    y = per_user_values(labels, seqs.users, "the labels", in_users_order=in_users_order)
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
         raise ValueError(f"labels must be 0 or 1; users {name_users(seqs.users[bad])} have {y[bad][:5].tolist()}")
@@ -250,12 +251,12 @@ class Explanation:
             raise ValueError(f"{n} users are too few to train on and hold out (test_size={p['test_size']})")
         self.is_test = np.zeros(n, dtype=bool)
         self.is_test[rng.permutation(n)[:n_test]] = True
-        self.labels = _labels_array(labels, seqs)
+        self.labels = _labels_array(labels, seqs, p.get("in_users_order", False))
 
         t = time.perf_counter()
         self._emit("teacher", 0, 1, f"querying the teacher for {n:,} users")
         if teacher is None:
-            y = given_scores(scores, seqs)
+            y = given_scores(scores, seqs, in_users_order=p.get("in_users_order", False))
             self.teacher_kind = "given scores"
         else:
             y = teacher.score(seqs)
@@ -268,7 +269,8 @@ class Explanation:
 
         train_idx = np.flatnonzero(~self.is_test)
         train = seqs.subset(train_idx)
-        y_train = y[train_idx]
+        z, a, b = _standardize(y)
+        y_train = z[train_idx]
 
         t = time.perf_counter()
         K = p["n_stats"]
@@ -282,7 +284,8 @@ class Explanation:
             return not self._cancel.is_set()
 
         search = StatisticsSearch(n_stats=K, max_depth=p["max_depth"], n_simulations=p["n_simulations"],
-                                  batch_size=p["batch_size"], random_state=p["random_state"], **p["search_params"])
+                                  batch_size=p["batch_size"], random_state=p["random_state"],
+                                  grammar=p.get("grammar", "readable"), **p["search_params"])
         self.statistics = search.fit(train, y_train, progress=on_search).statistics_
         self.seconds["search"] = time.perf_counter() - t
         self._emit("search", K, K, f"{len(self.statistics)} statistics found")
@@ -319,13 +322,13 @@ class Explanation:
         student.fit(X_train[~is_valid], y_train[~is_valid], progress=on_epoch)
         self._check_cancel()
         self.student = student
-        self.unpruned_rules = student.rules(self.literals)
+        self.unpruned_rules = _in_teacher_units(student.rules(self.literals), a, b)
         self.rules = self.unpruned_rules
         self.seconds["student"] = time.perf_counter() - t
         if prune and isinstance(self.unpruned_rules, RuleSet) and not self.unpruned_rules.linear:
             t = time.perf_counter()
             self._emit("evaluate", 0, 1, "pruning and merging rules on validation users")
-            self.pruning = prune_rules(self.unpruned_rules, X_train, y_train, is_valid,
+            self.pruning = prune_rules(self.unpruned_rules, X_train, y[train_idx], is_valid,
                                        max_rules=p.get("max_rules", MAX_RULES),
                                        max_literals=p.get("max_literals", MAX_LITERALS))
             self.rules = self.pruning.default_rules
@@ -370,7 +373,16 @@ class Explanation:
                 f" in {r['seconds']['total']:.1f} s")
 
     def report(self) -> dict:
-        """Figures: fidelity (training and held out), AUCs, sizes and seconds per stage."""
+        """Figures: fidelity (training and held out), AUCs, sizes and seconds per stage.
+
+        Besides the figures: ``fidelity_test_ci``, a 95% confidence interval
+        of the held-out fidelity (:func:`rudi_explain.metrics.fidelity_interval`);
+        ``fidelity_constant``, the held-out fidelity a constant score would
+        reach (high when the teacher's scores are mostly tied); ``auc_users``,
+        which users the AUCs cover (``"held-out"``, or None without AUC);
+        and ``warnings``, sentences for people when the held-out set or the
+        spread of the teacher's scores is too small to trust the figures.
+        """
         if self.rules is None:
             self._ready()
         y = self.teacher_scores.to_numpy()
@@ -380,11 +392,22 @@ class Explanation:
         if self.labels is not None and len(np.unique(self.labels[test])) == 2:
             auc_teacher = metrics.auc(self.labels[test], y[test])
             auc_student = metrics.auc(self.labels[test], s[test])
+        fidelity_test = metrics.fidelity(y[test], s[test])
+        key = (id(self.student_scores), id(self.teacher_scores), self.is_test.tobytes())
+        if getattr(self, "_ci_cache", (None,))[0] != key:
+            self._ci_cache = (key, metrics.fidelity_interval(y[test], s[test], random_state=self.params.get(
+                "random_state", 0)))
+        ci = self._ci_cache[1]
+        constant = metrics.fidelity(y[test], np.zeros(int(test.sum())))
         return {
             "fidelity_train": metrics.fidelity(y[train], s[train]),
-            "fidelity_test": metrics.fidelity(y[test], s[test]),
+            "fidelity_test": fidelity_test,
+            "fidelity_test_ci": ci,
+            "fidelity_constant": constant,
             "auc_teacher": auc_teacher,
             "auc_student": auc_student,
+            "auc_users": "held-out" if auc_teacher is not None else None,
+            "warnings": _figure_warnings(y, test, fidelity_test, ci, constant),
             "n_users": int(len(y)),
             "n_train": int(train.sum()),
             "n_test": int(test.sum()),
@@ -562,6 +585,62 @@ class Explanation:
             tmp.unlink(missing_ok=True)  # nor a .partial beside it
             raise
         return path
+
+
+#: Fewer held-out users than this, and the held-out figures get a warning.
+MIN_HELD_OUT = 30
+
+
+def _figure_warnings(y: np.ndarray, test: np.ndarray, fidelity: float, ci: tuple[float, float],
+                     constant: float) -> list[str]:
+    """Sentences for people when the figures rest on too little to trust."""
+    out = []
+    n_test = int(test.sum())
+    if n_test < MIN_HELD_OUT or ci[1] - ci[0] > 0.2:
+        out.append(f"only {n_test:,} held-out users: the held-out fidelity {fidelity:.3f} is uncertain "
+                   f"(95% interval {ci[0]:.2f} to {ci[1]:.2f}); explain more users or hold out more")
+    spread = np.ptp(y / np.max(np.abs(y))) if np.any(y) else 0.0
+    if spread == 0:
+        out.append("the teacher gives every user the same score: there is nothing to explain, and the "
+                   "fidelity says nothing")
+    elif spread < 1e-9:
+        out.append(f"the teacher's scores differ only by {spread:.1e} of their size: the rules may explain "
+                   "rounding noise")
+    # A constant score agrees on half of the untied pairs and on every tied one:
+    # 0.75 means half of the held-out pairs are tied in the teacher.
+    if spread != 0 and constant >= 0.75:
+        values, counts = np.unique(y[test], return_counts=True)
+        share = counts.max() / n_test
+        out.append(f"{share:.0%} of the held-out teacher scores are tied at {values[counts.argmax()]:.4g}: a "
+                   f"constant score already reaches fidelity {constant:.3f} (the rules: {fidelity:.3f})")
+    return out
+
+
+def _standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(z, a, b)`` with ``y = a * z + b`` and ``z`` of mean 0 and standard deviation 1.
+
+    The search and the student train on ``z``: scores of any size (1e300, or
+    1e-300) then neither overflow nor underflow. Dividing by the largest
+    magnitude first keeps even the mean and spread from overflowing.
+    """
+    scale = float(np.max(np.abs(y))) if len(y) else 0.0
+    if scale == 0.0:
+        return y.astype(np.float64), 1.0, 0.0
+    ys = y / scale
+    mean, sd = float(ys.mean()), float(ys.std())
+    if sd == 0.0:
+        return y.astype(np.float64), 1.0, 0.0
+    return (ys - mean) / sd, scale * sd, scale * mean
+
+
+def _in_teacher_units(rules: RuleSet, a: float, b: float) -> RuleSet:
+    """Rules trained on ``z`` rewritten to score ``a * z + b``, in the teacher's units."""
+    if a == 1.0 and b == 0.0:
+        return rules
+    import dataclasses
+
+    scaled = [dataclasses.replace(r, weight=r.weight * a) for r in rules.rules]
+    return RuleSet(scaled, b + a * rules.intercept, rules.literals if rules.literals is not None else rules.info)
 
 
 def _json_default(value: Any) -> Any:
@@ -830,9 +909,9 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
             scores: Any = None, labels: Any = None, n_stats: int = 20, max_depth: int = 4, n_rules: int = 20,
             student: Any = "gsnln", background: bool | str = True, random_state: int | None = 0, *,
             categorical: list[str] | None = None, numerical: list[str] | None = None, test_size: float = 0.2,
-            n_simulations: int = 500, batch_size: int = 128, search_params: dict | None = None,
+            n_simulations: int = 500, batch_size: int = 128, grammar: str = "readable", search_params: dict | None = None,
             student_params: dict | None = None, teacher_params: dict | None = None,
-            progress: Callable[[JobProgress], Any] | None = None, prune: bool = True, max_rules: int = MAX_RULES,
+            progress: Callable[[JobProgress], Any] | None = None, in_users_order: bool = False, prune: bool = True, max_rules: int = MAX_RULES,
             max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 20) -> Explanation:
     """Distil a model over behaviour sequences into a few weighted rules.
 
@@ -844,10 +923,11 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     data : DataFrame (one row per event) or Sequences
     user, time : str
         Column names, for a DataFrame.
-    scores : Series indexed by user id or array, optional
+    scores : Series indexed by user id, optional
         The teacher's scores, instead of querying a model.
-    labels : Series or array of 0/1, optional
-        True outcomes: AUC of teacher and rules on held-out users.
+    labels : Series of 0/1 indexed by user id, optional
+        True outcomes: AUC of teacher and rules on held-out users
+        (``report()["auc_users"]`` says so).
     n_stats, max_depth : int
         Statistics to search (K) and their maximum depth (D).
     n_rules : int
@@ -865,10 +945,19 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         Share of users held out for the figures.
     n_simulations, batch_size : int
         MCTS-SG settings; ``search_params`` passes others (``reward``, ...).
+    grammar : {'readable', 'paper'}, default='readable'
+        The statistics the search may propose (SEMANTICS.md): readable ones,
+        the short catalog first; or the paper's full grammar and algorithm.
     student_params, teacher_params : dict, optional
         Passed to the student's constructor and to ``as_teacher``.
     progress : callable, optional
         Receives every :class:`JobProgress` event.
+    in_users_order : bool, default=False
+        Accept ``scores``, ``labels`` (or a ``model`` of given scores) as bare
+        arrays read by position in ``seqs.users`` order, the sorted user ids.
+        Without it a bare array is refused: it has no ids, so an array in
+        another order (the natural order of a table) would silently pair each
+        user with someone else's value. Prefer Series indexed by user id.
     prune : bool, default=True
         Fold, trim and prune the student's rules (:mod:`rudi_explain.pruning`):
         the student is fitted on the training users but a validation share,
@@ -904,13 +993,17 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
                         ("max_rules", max_rules), ("max_literals", max_literals), ("n_quantiles", n_quantiles)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    teacher = as_teacher(model, **(teacher_params or {})) if model is not None else None
+    teacher = as_teacher(model, **{"in_users_order": in_users_order, **(teacher_params or {})}) \
+        if model is not None else None
     if labels is not None:
-        _labels_array(labels, seqs)  # fail now, not in the background
+        _labels_array(labels, seqs, in_users_order)  # fail now, not in the background
+    if scores is not None:
+        given_scores(scores, seqs, in_users_order=in_users_order)  # likewise
+    check_grammar(grammar)
     params = {"n_stats": n_stats, "max_depth": max_depth, "n_rules": n_rules, "student": student,
               "random_state": random_state, "test_size": test_size, "n_simulations": n_simulations,
-              "batch_size": batch_size, "search_params": dict(search_params or {}),
-              "student_params": dict(student_params or {}), "prune": bool(prune), "max_rules": int(max_rules),
+              "batch_size": batch_size, "grammar": grammar, "search_params": dict(search_params or {}),
+              "student_params": dict(student_params or {}), "in_users_order": bool(in_users_order), "prune": bool(prune), "max_rules": int(max_rules),
               "max_literals": int(max_literals), "validation_size": float(validation_size),
               "n_quantiles": int(n_quantiles)}
     _student(student, n_rules, random_state, dict(student_params or {}))  # unknown students fail now

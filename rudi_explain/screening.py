@@ -26,7 +26,7 @@ import numpy as np
 
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import (
-    Aggregation, Count, FilterBy, GroupBy, Percentile, Pipeline, RetainBy, Schema, Select, SortBy, Statistic, Top,
+    Aggregation, Count, FilterBy, GroupBy, Max, Mean, Percentile, Sum, Pipeline, RetainBy, Schema, Select, SortBy, Statistic, Top,
     candidate_operators, next_operators,
 )
 from rudi_explain.statistics.operators import Operator
@@ -113,6 +113,11 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
     rows = [op for op in candidates if op.kind == "row" and not isinstance(op, (SortBy, Top))]
     pairs = [[op, Top(5)] for op in candidates if isinstance(op, SortBy)] + [[Top(5)]]
     variants: list[list[Operator]] = []
+    if stat.aggregation.ignores_selection:  # "number of X" -> "total / average / largest amount of X"
+        for column in schema.numerical:
+            variants.extend([Select(column), *ops[1:-1], agg] for agg in (Sum(), Mean(), Max()))
+    elif stat.selected in schema.numerical:
+        variants.append([Select("*"), *ops[1:-1], Count()])
     if not deeper_only:
         for i, op in enumerate(ops):
             for other in candidates:
@@ -178,13 +183,31 @@ def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return bins, used.sum(axis=1)
 
 
-class StepModel:
-    """An additive step model: least squares on the decile-bin indicators of some columns."""
+def standardize(X: np.ndarray) -> np.ndarray:
+    """Columns centred and scaled over their defined values; undefined set to 0 (float32)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(X, axis=0) if len(X) else np.zeros(X.shape[1])
+            scale = np.nanstd(X, axis=0) if len(X) else np.ones(X.shape[1])
+        Z = (X - mean) / np.where(scale > 0, scale, 1.0)
+    return np.nan_to_num(Z, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
-    def __init__(self, bins: np.ndarray, y: np.ndarray) -> None:
+
+class StepModel:
+    """An additive model of step functions and straight lines: least squares on the
+    decile-bin indicators and the standardized values of some columns.
+
+    The steps catch a threshold anywhere; the line keeps a heavy-tailed value
+    whose top decile spans most of its range (a total amount) from looking
+    worse than a coarse count.
+    """
+
+    def __init__(self, bins: np.ndarray, values: np.ndarray, y: np.ndarray) -> None:
         self.mean = float(y.mean())
         self.levels = [np.unique(bins[:, j]) for j in range(bins.shape[1])]
-        D = self._indicators(bins)
+        D = self._design(bins, values)
         self.centre = D.mean(axis=0)
         D = D - self.centre
         # Normal equations with a whisper of ridge: indicator columns can be collinear
@@ -193,13 +216,14 @@ class StepModel:
         gram[np.diag_indices_from(gram)] += 1e-6 * len(D)
         self.coef = np.linalg.solve(gram, D.T @ (y - self.mean)) if D.shape[1] else np.zeros(0)
 
-    def _indicators(self, bins: np.ndarray) -> np.ndarray:
+    def _design(self, bins: np.ndarray, values: np.ndarray) -> np.ndarray:
         # One indicator per bin but the first of each column (the intercept carries it).
         cols = [(bins[:, j][:, None] == lv[None, 1:]) for j, lv in enumerate(self.levels)]
-        return np.hstack(cols).astype(np.float64) if cols else np.zeros((len(bins), 0))
+        cols.append(values.reshape(len(bins), -1))
+        return np.hstack(cols).astype(np.float64)
 
-    def predict(self, bins: np.ndarray) -> np.ndarray:
-        D = self._indicators(bins)
+    def predict(self, bins: np.ndarray, values: np.ndarray) -> np.ndarray:
+        D = self._design(bins, values)
         return self.mean + (D - self.centre) @ self.coef if D.shape[1] else np.full(len(bins), self.mean)
 
 
@@ -218,6 +242,8 @@ class ColumnScreen:
     owners: list[tuple[Statistic, int]]
     bins: np.ndarray
     n_bins: np.ndarray
+    #: Standardized values (float32, undefined = 0, the mean), for the straight-line part.
+    values: np.ndarray
 
     @classmethod
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
@@ -248,10 +274,22 @@ class ColumnScreen:
                 columns.append(v)
         X = np.column_stack(columns) if columns else np.zeros((sample.n_users, 0))
         bins, n_bins = bin_columns(X)
-        return cls(owners, bins, n_bins)
+        return cls(owners, bins, n_bins, standardize(X))
+
+    @classmethod
+    def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
+        """The columns of several screens side by side."""
+        if not screens:
+            return cls([], np.zeros((n, 0), np.uint8), np.zeros(0, int), np.zeros((n, 0), np.float32))
+        return cls([o for sc in screens for o in sc.owners], np.hstack([sc.bins for sc in screens]),
+                   np.concatenate([sc.n_bins for sc in screens]), np.hstack([sc.values for sc in screens]))
 
     def __len__(self) -> int:
         return len(self.owners)
+
+    def take(self, i: int) -> "ColumnScreen":
+        """Column ``i`` alone."""
+        return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.n_bins[i:i + 1], self.values[:, i:i + 1])
 
     def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
         """Share of the target's variance each column's step function explains of
@@ -276,8 +314,13 @@ class ColumnScreen:
                 between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
             df = (counts > 0).sum(axis=1) - 1
             eta2 = between / ss
-            adjusted = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
-            out[start:start + k] = adjusted
+            stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
+            x = self.values[rows, start:start + k].astype(np.float64)
+            x = x - x.mean(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r2 = np.nan_to_num((r @ x) ** 2 / (ss * (x * x).sum(axis=0)))
+            straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
+            out[start:start + k] = np.maximum(stepped, straight)
         return out * ss / n / total_var
 
 

@@ -171,6 +171,9 @@ class StatisticsSearch:
         A statistic is kept only if it explains at least this share of the
         target's variance more on the checking users, which it was not
         chosen on; the search stops early when none does.
+    beam : int, default=3
+        How many of the best catalog statistics are deepened by single
+        edits at each step; the best result is kept.
 
     Attributes
     ----------
@@ -194,7 +197,7 @@ class StatisticsSearch:
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
                  grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
-                 min_gain: float = 0.002) -> None:
+                 min_gain: float = 0.002, beam: int = 3) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -212,6 +215,7 @@ class StatisticsSearch:
         self.catalog = catalog
         self.screen_size = screen_size
         self.min_gain = min_gain
+        self.beam = beam
 
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
@@ -460,27 +464,62 @@ class StatisticsSearch:
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
         cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
-        chosen: list[np.ndarray] = []  # the binned columns of the kept outputs
+        chosen = ColumnScreen.join([], len(users))  # the kept outputs
         taken: set[tuple[str, int]] = set()
 
-        def residual_on_fit() -> np.ndarray:
-            model = StepModel(np.column_stack(chosen)[fit_rows] if chosen else np.zeros((len(fit_rows), 0)), ys[fit_rows])
-            return ys[fit_rows] - model.predict(np.column_stack(chosen)[fit_rows] if chosen else np.zeros((len(fit_rows), 0)))
+        def model_residual() -> np.ndarray:
+            model = StepModel(chosen.bins[fit_rows], chosen.values[fit_rows], ys[fit_rows])
+            return ys[fit_rows] - model.predict(chosen.bins[fit_rows], chosen.values[fit_rows])
 
-        def check_r2(columns: list[np.ndarray]) -> float:
-            B = np.column_stack(columns) if columns else np.zeros((len(users), 0), dtype=np.uint8)
-            model = StepModel(B[fit_rows], ys[fit_rows])
-            err = ys[check_rows] - model.predict(B[check_rows])
+        def check_r2(cols: ColumnScreen) -> float:
+            model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
+            err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
             centred = ys[check_rows] - ys[check_rows].mean()
             return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
 
         def screen_of(stats: list[Statistic]) -> ColumnScreen:
-            todo = [st for st in stats if st.key not in cache]
-            for st in todo:
-                cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None)
-            return ColumnScreen([o for st in stats for o in cache[st.key].owners],
-                                np.column_stack([cache[st.key].bins for st in stats]) if stats else screen.bins[:, :0],
-                                np.concatenate([cache[st.key].n_bins for st in stats]) if stats else screen.n_bins[:0])
+            for st in stats:
+                if st.key not in cache:
+                    cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None)
+            return ColumnScreen.join([cache[st.key] for st in stats], len(users))
+
+        def scalar(column: ColumnScreen) -> ColumnScreen:
+            """The column as its simplest scalar statistic, where one has the same values."""
+            stat, output = column.owners[0]
+            simple, simple_output = scalar_form(stat, output, self._schema, self.grammar)
+            if simple != stat:
+                same = screen_of([simple])
+                if simple_output < len(same) and np.array_equal(same.bins[:, simple_output], column.bins[:, 0]):
+                    return same.take(simple_output)
+            return column
+
+        def deepen(column: ColumnScreen, gain: float, residual: np.ndarray) -> tuple[ColumnScreen, float]:
+            """Edit one operator at a time while that explains measurably more."""
+            for _ in range(2 * self.max_depth):
+                tick()
+                stat = column.owners[0][0]
+                edits = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar)
+                         if st.key not in self._marked]
+                cols = screen_of(edits)
+                better = best_of(cols, residual)
+                if better is None or better[0] < gain + max(self.min_gain, 0.05 * gain):
+                    break
+                gain, j = better
+                column = scalar(cols.take(j))
+            return column, gain
+
+        def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
+            """The next best columns of other statistics: greedy edits from one start can stall."""
+            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)
+            out, stats = [], {cols.owners[pick][0]}
+            for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
+                if len(out) == self.beam - 1 or gains[i] < self.min_gain:
+                    break
+                stat = cols.owners[i][0]
+                if stat not in stats and (str(stat), cols.owners[i][1]) not in taken:
+                    stats.add(stat)
+                    out.append((float(gains[i]), i))
+            return out
 
         def best_of(cols: ColumnScreen, residual: np.ndarray) -> tuple[float, int] | None:
             gains = np.round(cols.gains(residual, fit_rows, total_var), 6)  # no decision on a float near-tie
@@ -496,25 +535,16 @@ class StatisticsSearch:
         mcts_left = True
         while len(self.statistics_) < self.n_stats:
             k = len(self.statistics_) + 1
-            residual = residual_on_fit()
+            residual = model_residual()
             found = best_of(screen, residual)
             candidate = None
             if found is not None and found[0] >= self.min_gain:
-                gain, i = found
-                stat, output = screen.owners[i]
-                column = screen.bins[:, i]
-                # Deepen while one more operator explains measurably more.
-                while stat.depth < self.max_depth:
-                    tick()
-                    deeper = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar, deeper_only=True)
-                              if st.key not in self._marked]
-                    cols = screen_of(deeper)
-                    better = best_of(cols, residual)
-                    if better is None or better[0] < gain + max(self.min_gain, 0.05 * gain):
-                        break
-                    gain, j = better
-                    (stat, output), column = cols.owners[j], cols.bins[:, j]
-                candidate = (stat, output, column, gain)
+                finals = [deepen(scalar(screen.take(i)), gain, residual)
+                          for gain, i in [found] + runners_up(screen, residual, found[1])]
+                # The best after deepening; of about equals, the simplest.
+                top = max(g for _, g in finals)
+                near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
+                candidate = min(near, key=lambda cg: (complexity(cg[0].owners[0][0]), -cg[1]))
             elif mcts_left:
                 # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
                 target = self._residual()
@@ -525,21 +555,16 @@ class StatisticsSearch:
                     cols = screen_of([stat])
                     best = best_of(cols, residual)
                     if best is not None:
-                        stat, output = cols.owners[best[1]]
-                        candidate = (stat, output, cols.bins[:, best[1]], best[0])
+                        candidate = (scalar(cols.take(best[1])), best[0])
             if candidate is None:
                 break
-            stat, output, column, gain = candidate
-            simple, simple_output = scalar_form(stat, output, self._schema, self.grammar)
-            if simple != stat and np.array_equal(screen_of([simple]).bins[:, simple_output], column):
-                stat, output = simple, simple_output
+            column, gain = candidate
+            stat, output = column.owners[0]
             before = check_r2(chosen)
-            after = check_r2(chosen + [column])
+            after = check_r2(ColumnScreen.join([chosen, column], len(users)))
             if after - before < self.min_gain:
-                if mcts_left and found is not None:
-                    mcts_left = True
                 break  # not measurably better on users it was not chosen on
-            chosen.append(column)
+            chosen = ColumnScreen.join([chosen, column], len(users))
             taken.add((str(stat), output))
             if stat.key in self._marked:  # another output of a statistic already kept
                 continue
