@@ -12,15 +12,16 @@ TEST := $(VENV)/.installed-test
 venv: $(BASE)
 
 # PyTorch is pinned and installed first: an unpinned torch pulls gigabytes of CUDA packages.
-$(BASE): pyproject.toml
+# Every install is constrained to constraints.txt: a fresh clone installs the versions the suite passed with.
+$(BASE): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
 	touch $(BASE)
 
 # The tests also need JupyterLab, Playwright, nbval and Debian's chromium (browser tests).
 $(TEST): $(BASE)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 	touch $(TEST)
 
