@@ -2,7 +2,9 @@
 
 One place for the checks every edge of the package needs: a Series is
 reindexed by user id (missing, extra or repeated ids are errors that name
-them), an array must be in ``users`` order, and every value must be finite.
+them), and every value must be finite. A bare array carries no ids, so its
+order cannot be checked: the public edges refuse it unless the caller says
+it is in ``users`` order (``in_users_order=True``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["name_users", "per_user_values"]
+__all__ = ["name_users", "per_user_values", "check_order"]
 
 _N_NAMED = 5
 
@@ -46,7 +48,24 @@ def reindex_series(values: pd.Series, users: np.ndarray, source: str, allow_extr
     return values.to_numpy()[position]
 
 
-def per_user_values(values: Any, users: np.ndarray, source: str) -> np.ndarray:
+def check_order(values: Any, users: np.ndarray, source: str, in_users_order: bool) -> None:
+    """Refuse a bare array (no user ids) unless the caller vouches for its order.
+
+    Labels in their natural order read by position against sorted user ids
+    train a useless teacher without a word, so a bare array is an error
+    unless ``in_users_order`` is true.
+    """
+    if in_users_order or isinstance(values, (pd.Series, pd.DataFrame)):
+        return
+    shown = name_users(np.asarray(users, dtype=object)[:3], limit=3)
+    raise ValueError(
+        f"{source} are a bare {type(values).__name__} without user ids, so their order cannot be checked; "
+        f"pass a pandas Series indexed by user id, or in_users_order=True if they follow the sorted user "
+        f"ids of the sequences ({shown}, ...)"
+    )
+
+
+def per_user_values(values: Any, users: np.ndarray, source: str, *, in_users_order: bool = True) -> np.ndarray:
     """One finite float per user, in ``users`` order.
 
     Parameters
@@ -55,7 +74,12 @@ def per_user_values(values: Any, users: np.ndarray, source: str) -> np.ndarray:
     users : ndarray of shape (n_users,)
     source : str
         What the values are, for the messages ("the target", "the labels").
+    in_users_order : bool, default=True
+        Whether a bare array may be read by position in ``users`` order.
+        The public edges (``explain``) pass False unless their caller says
+        so; see :func:`check_order`.
     """
+    check_order(values, users, source, in_users_order)
     if isinstance(values, pd.Series):
         values = reindex_series(values, users, source)
     try:

@@ -74,9 +74,12 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
     print(exp.rules)
     auc = ""
     if r["auc_teacher"] is not None:
-        auc = f"; AUC teacher {r['auc_teacher']:.3f}, rules {r['auc_student']:.3f}"
+        auc = f"; AUC on held-out users: teacher {r['auc_teacher']:.3f}, rules {r['auc_student']:.3f}"
+    lo, hi = r["fidelity_test_ci"]
     print(f"\nFidelity to the teacher: {r['fidelity_test']:.3f} on {r['n_test']:,} held-out users "
-          f"({r['fidelity_train']:.3f} on {r['n_train']:,} training users){auc}")
+          f"(95% interval {lo:.3f} to {hi:.3f}; {r['fidelity_train']:.3f} on {r['n_train']:,} training users){auc}")
+    for warning in r["warnings"]:
+        print(f"Caution: {warning}")
     print("Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items()))
     print("\nWritten:")
     for name, path in paths.items():

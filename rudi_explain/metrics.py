@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.correlation import multiple_correlation
 
-__all__ = ["fidelity", "auc", "count_pairs", "multiple_correlation"]
+__all__ = ["fidelity", "fidelity_interval", "auc", "count_pairs", "multiple_correlation"]
 
 
 def _as_score_vector(values: ArrayLike, name: str) -> np.ndarray:
@@ -186,3 +186,58 @@ def auc(labels: ArrayLike, scores: ArrayLike) -> float:
     ranks = rankdata(s)  # average ranks: ties count one half
     u = ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0
     return float(u / (n_pos * n_neg))
+
+
+def fidelity_interval(teacher: ArrayLike, student: ArrayLike, level: float = 0.95, n_boot: int = 200,
+                      max_sample: int = 2000, random_state: int | None = 0) -> tuple[float, float]:
+    """A confidence interval for :func:`fidelity` on a sample of users.
+
+    Fidelity averages over pairs of users, so its spread shrinks like one
+    over the square root of the number of users. The spread is estimated by
+    a bootstrap of users (resamples of at most ``max_sample`` users, scaled
+    back to the full sample size; pairs of a user with its own copy are left
+    out, as the fidelity has no pair ``i == i``) and the interval is the
+    estimate plus or minus the normal quantile times that spread. Below 30
+    users the bootstrap understates the uncertainty, so the interval is at
+    least the Wilson interval of ``n // 2`` disjoint, independent pairs.
+
+    Parameters
+    ----------
+    teacher, student : array-like of shape (n_users,)
+    level : float, default=0.95
+    n_boot : int, default=200
+        Bootstrap resamples.
+    max_sample : int, default=2000
+        Users per resample; bounds the cost at ``n_boot`` fidelities of that size.
+    random_state : int or None, default=0
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        Within [0, 1].
+    """
+    from statistics import NormalDist
+
+    t = _as_score_vector(teacher, "teacher")
+    s = _as_score_vector(student, "student")
+    f = fidelity(t, s)
+    n = t.size
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    rng = np.random.default_rng(random_state)
+    m = min(n, max_sample)
+    values = []
+    for _ in range(n_boot):  # a loop over resamples, each one vectorized
+        idx = rng.integers(0, n, m)
+        agree, total = count_pairs(t[idx], s[idx])
+        copies = np.bincount(idx)
+        own = int((copies * (copies - 1)).sum())  # ordered pairs of copies: tied in both, so they agree
+        if total - own > 0:
+            values.append((agree - own) / (total - own))
+    sd = float(np.std(values, ddof=1)) * np.sqrt(m / n) if len(values) > 1 else 0.0
+    low, high = f - z * sd, f + z * sd
+    if n < 30:
+        k = max(1, n // 2)
+        centre = (f + z * z / (2 * k)) / (1 + z * z / k)
+        half = z * np.sqrt(f * (1 - f) / k + z * z / (4 * k * k)) / (1 + z * z / k)
+        low, high = min(low, centre - half), max(high, centre + half)
+    return float(max(0.0, low)), float(min(1.0, high))

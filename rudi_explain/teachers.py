@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rudi_explain.alignment import name_users, reindex_series
+from rudi_explain.alignment import check_order, name_users, reindex_series
 from rudi_explain.sequences import Sequences
 
 __all__ = [
@@ -106,7 +106,8 @@ def check_scores(scores: Any, users: np.ndarray, *, allow_constant: bool = False
 
 
 def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
-                 allow_constant: bool = False, allow_extra: bool = False) -> np.ndarray:
+                 allow_constant: bool = False, allow_extra: bool = False,
+                 in_users_order: bool = False) -> np.ndarray:
     """Scores passed directly, lined up with ``seqs.users`` and checked.
 
     Parameters
@@ -114,13 +115,16 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
     scores : pandas Series indexed by user id, one-column DataFrame, or array-like of shape (n_users,)
         A Series is reindexed to ``seqs.users``: its index must hold exactly
         those ids, once each (missing or extra ids are an error naming up to
-        five of them). An array is taken to be in ``seqs.users`` order.
+        five of them). An array carries no ids: it is refused unless
+        ``in_users_order`` says it follows ``seqs.users`` (sorted ids).
     seqs : Sequences
     allow_constant : bool, default=False
         See :func:`check_scores`.
     allow_extra : bool, default=False
         Accept a Series with ids the sequences lack (scoring a subset of the
         users it covers). Missing ids are always an error.
+    in_users_order : bool, default=False
+        Read an array (no ids) by position in ``seqs.users`` order.
 
     Returns
     -------
@@ -133,6 +137,7 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
         if scores.shape[1] != 1:
             raise ValueError(f"scores as a DataFrame must have one column, got {list(scores.columns)}")
         scores = scores.iloc[:, 0]
+    check_order(scores, seqs.users, "the given scores", in_users_order)
     if isinstance(scores, pd.Series):
         scores = reindex_series(scores, seqs.users, "the given scores", allow_extra=allow_extra)
     return check_scores(scores, seqs.users, allow_constant=allow_constant, source="the given scores")
@@ -277,14 +282,20 @@ class GivenScores(Teacher):
 
     A Series scores any Sequences whose users it covers (reindexed by id, so
     a subset of its users works too); an array only Sequences with exactly as
-    many users, in ``seqs.users`` order. For the strict check that the scores
+    many users, in ``seqs.users`` order, and only with ``in_users_order=True``
+    (an array carries no ids to check). For the strict check that the scores
     cover exactly the users, use :func:`given_scores`.
     """
 
     kind = "given"
 
+    def __init__(self, model: Any, *, in_users_order: bool = False) -> None:
+        super().__init__(model)
+        self.in_users_order = in_users_order
+
     def _raw_scores(self, seqs: Sequences) -> np.ndarray:
-        return given_scores(self.model, seqs, allow_constant=True, allow_extra=True)
+        return given_scores(self.model, seqs, allow_constant=True, allow_extra=True,
+                            in_users_order=self.in_users_order)
 
     def _describe(self) -> str:
         return "the given scores"
@@ -606,7 +617,8 @@ def _is_torch_module(model: Any) -> bool:
 
 
 def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: str | None = None,
-               batch_size: int | None = None, device: Any = None, num_threads: int | None = None) -> Teacher:
+               batch_size: int | None = None, device: Any = None, num_threads: int | None = None,
+               in_users_order: bool = False) -> Teacher:
     """Wrap a model as a :class:`Teacher`.
 
     Parameters
@@ -634,6 +646,9 @@ def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: 
     num_threads : int, optional
         PyTorch only: torch's intra-op threads while scoring, restored
         afterwards (see :class:`TorchTeacher`).
+    in_users_order : bool, default=False
+        Given scores only: an array (no user ids) is read by position in
+        ``seqs.users`` order; without this flag it is refused.
 
     Returns
     -------
@@ -654,7 +669,7 @@ def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: 
         return model
     if isinstance(model, (pd.Series, pd.DataFrame, np.ndarray, list)):
         _reject(used_torch_only + (["method"] if method is not None else []), "given scores")
-        return GivenScores(model)
+        return GivenScores(model, in_users_order=in_users_order)
     if _is_torch_module(model):
         _reject(["method"] if method is not None else [], "a PyTorch module")
         return TorchTeacher(model, encode=encode, batch_size=batch_size, device=device, num_threads=num_threads)

@@ -114,6 +114,9 @@ def summary(exp: Any) -> dict:
         "fidelity_test": _num(r["fidelity_test"], 4),
         "auc_teacher": _num(r["auc_teacher"], 4),
         "auc_student": _num(r["auc_student"], 4),
+        "fidelity_test_ci": [_num(v, 4) for v in r.get("fidelity_test_ci", (None, None))],
+        # Sentences for people when the figures rest on too little (report()["warnings"]).
+        "warnings": [str(w) for w in r.get("warnings", [])],
         "intercept": _num(exp.rules.intercept),
         "seconds": {str(k): _num(v, 4) for k, v in r["seconds"].items()},
     }
@@ -326,12 +329,16 @@ def _format_cell(value: Any) -> str | float | None:
     return str(value)
 
 
-def feeding_rows(exp: Any, index: int, stat_index: int, output: str | None = None) -> list[int]:
+def feeding_rows(exp: Any, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
     """Positions (in the user's time-ordered events) of the events a statistic keeps.
 
     The statistic's row operators (RetainBy, FilterBy, SortBy, Top, ...) run
     on this one user's events; for one output of a GroupBy statistic only the
     events of that group are kept. The result is in time order.
+
+    ``output`` is the output's position within the statistic
+    (``Literals.output_index``), or its exact name; names are never split
+    apart, since a category may itself hold ``", "`` or ``"="``.
     """
     seqs = exp.sequences
     stat = exp.statistics[stat_index]
@@ -343,11 +350,13 @@ def feeding_rows(exp: Any, index: int, stat_index: int, output: str | None = Non
         else frame.positions
     rows = np.sort(positions - seqs.offsets[index])
     group = stat.group
-    if group is not None and output:
-        parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
-        if group in parts and parts[group] in seqs.vocabularies[group]:
-            code = seqs.vocabularies[group].index(parts[group])
-            rows = rows[seqs.codes[group][seqs.offsets[index] + rows] == code]
+    if group is not None and output is not None:
+        names = stat.output_names(seqs)
+        k = names.index(output) if isinstance(output, str) else int(output)
+        q = len(seqs.vocabularies[group])
+        # Outputs run selected category first, then group category: k = s * q + g.
+        if q and len(names) % q == 0:
+            rows = rows[seqs.codes[group][seqs.offsets[index] + rows] == k % q]
     return rows.astype(int).tolist()
 
 
@@ -428,7 +437,7 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
         s = int(L.output_statistic[c])
         feeds.append({"column": c, "statistic": s, "words": L.output_descriptions[c],
                       "text": str(exp.statistics[s]), "value": _num(exp._values[i, c]),
-                      "rows": [r for r in feeding_rows(exp, i, s, L.output_names[c]) if r < max_events]})
+                      "rows": [r for r in feeding_rows(exp, i, s, int(L.output_index[c])) if r < max_events]})
 
     events = u.events
     n_events = len(events)

@@ -202,3 +202,164 @@ def test_small_boundary_cases_name_the_column_or_value():
     na.at[1, "channel"], na.at[2, "channel"] = "<NA>", None
     with pytest.raises(ValueError, match=r"'channel' holds the text '<NA>' as well as missing values"):
         rx.Sequences(na)
+
+
+# ------------------------------------------------------------ item 9: figures that cannot be trusted
+def test_fidelity_interval_covers_the_population_value():
+    from rudi_explain.metrics import fidelity, fidelity_interval
+
+    def draw(n, rng):
+        t = rng.normal(size=n)
+        s = np.round(t + rng.normal(scale=0.8, size=n), 1)  # ties in the student too
+        return t, s
+
+    population = fidelity(*draw(60_000, np.random.default_rng(123)))
+    covered, widths = [], []
+    for seed in range(60):
+        t, s = draw(200, np.random.default_rng(seed))
+        lo, hi = fidelity_interval(t, s, random_state=seed)
+        assert lo <= fidelity(t, s) <= hi
+        covered.append(lo <= population <= hi)
+        widths.append(hi - lo)
+    assert np.mean(covered) >= 0.85, f"95% intervals covered the population value {np.mean(covered):.0%} of the time"
+    assert 0.02 < np.median(widths) < 0.2
+    # One held-out pair says almost nothing: the interval says so.
+    lo, hi = fidelity_interval([0.0, 1.0], [0.0, 1.0])
+    assert hi == 1.0 and lo < 0.3
+
+
+def test_report_warns_when_held_out_users_are_few():
+    demo = payments(150)
+    exp = tiny_explanation(demo.sequences(), demo.risk, demo.labels, test_size=0.1)
+    r = exp.report()
+    assert r["n_test"] == 15 and r["fidelity_test_ci"][0] <= r["fidelity_test"] <= r["fidelity_test_ci"][1]
+    assert any("only 15 held-out users" in w for w in r["warnings"])
+    from rudi_explain import widget_state as ws
+
+    summary = ws.summary(exp)
+    assert summary["warnings"] == r["warnings"] and len(summary["fidelity_test_ci"]) == 2
+    big = tiny_explanation(payments(400).sequences(), payments(400).risk, test_size=0.3)
+    assert big.report()["warnings"] == []
+
+
+def test_report_warns_when_scores_are_mostly_tied():
+    demo = payments(300)
+    risk = demo.risk.where(demo.risk.rank(ascending=False) <= 6, 0.0)  # 98% tied
+    r = tiny_explanation(demo.sequences(), risk, test_size=0.5).report()
+    assert r["fidelity_constant"] > 0.9
+    assert any("tied at 0" in w and f"constant score already reaches fidelity {r['fidelity_constant']:.3f}" in w
+               for w in r["warnings"])
+    nearly = tiny_explanation(demo.sequences(), 1.0 + demo.risk * 1e-13, test_size=0.5).report()
+    assert any("rounding noise" in w for w in nearly["warnings"])
+
+
+def test_scores_of_any_size_give_the_same_rules_in_their_own_units():
+    from rudi_explain.explanation import _in_teacher_units, _standardize
+
+    demo = payments(150)
+    y = demo.risk.to_numpy()
+    for factor in (1e300, 1e-300, 1.0):
+        z, a, b = _standardize(y * factor)
+        assert np.isfinite(z).all() and abs(z.mean()) < 1e-9 and abs(z.std() - 1) < 1e-9
+        np.testing.assert_allclose(a * z + b, y * factor, rtol=1e-9)
+    exp = tiny_explanation(demo.sequences(), demo.risk)
+    rules = exp.rules
+    z, a, b = _standardize(y * 1e300)
+    big = _in_teacher_units(rules, a, b)
+    np.testing.assert_allclose(big.score(exp._literal_matrix), a * rules.score(exp._literal_matrix) + b, rtol=1e-9)
+
+
+def test_explain_trains_on_standardized_scores():
+    kwargs = dict(background=False, n_stats=2, n_rules=4, n_simulations=10, student="lasso",
+                  progress=lambda e: None)
+    demo = payments(150)
+    plain = rx.explain(None, demo.events, scores=demo.risk, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow anywhere
+        huge = rx.explain(None, demo.events, scores=demo.risk * 1e300, **kwargs)
+    assert [str(s) for s in huge.statistics] == [str(s) for s in plain.statistics]
+    assert huge.report()["fidelity_test"] == pytest.approx(plain.report()["fidelity_test"], abs=0.02)
+    np.testing.assert_allclose(huge.student_scores / 1e300, plain.student_scores, rtol=1e-3, atol=1e-9)
+
+
+# ------------------------------------------------------------ item 10: labels and scores by user id
+def test_bare_arrays_are_refused_unless_said_to_be_in_users_order():
+    from rudi_explain.teachers import as_teacher, given_scores
+
+    demo = payments(150)
+    natural = demo.events.drop_duplicates("user_id")["user_id"]
+    scores = demo.risk[natural].to_numpy()  # natural order == sorted here; the check cannot know
+    labels = demo.labels.to_numpy()
+    with pytest.raises(ValueError, match=r"the given scores are a bare ndarray without user ids.*in_users_order=True"):
+        rx.explain(None, demo.events, scores=scores, background="thread")
+    with pytest.raises(ValueError, match=r"the labels are a bare ndarray .*Series indexed by user id"):
+        rx.explain(None, demo.events, scores=demo.risk, labels=labels, background="thread")
+    seqs = demo.sequences()
+    with pytest.raises(ValueError, match="bare ndarray"):
+        as_teacher(scores).score(seqs)
+    np.testing.assert_array_equal(given_scores(scores, seqs, in_users_order=True), demo.risk.to_numpy())
+    np.testing.assert_array_equal(as_teacher(scores, in_users_order=True).score(seqs), demo.risk.to_numpy())
+    # Series in any order are aligned by id.
+    shuffled = demo.labels.sample(frac=1.0, random_state=0)
+    from rudi_explain.explanation import _labels_array
+
+    np.testing.assert_array_equal(_labels_array(shuffled, seqs), demo.labels.reindex(seqs.users).to_numpy())
+
+
+def test_auc_says_which_users_it_covers():
+    demo = payments(200)
+    r = tiny_explanation(demo.sequences(), demo.risk, demo.labels).report()
+    assert r["auc_users"] == "held-out" and r["auc_teacher"] is not None
+    assert tiny_explanation(demo.sequences(), demo.risk).report()["auc_users"] is None
+
+
+# ------------------------------------------------------------ item 8: structured outputs in the drill-down
+def test_drill_down_highlights_the_group_even_when_its_name_has_commas():
+    from types import SimpleNamespace
+
+    from rudi_explain import widget_state as ws
+    from rudi_explain.statistics import Statistic
+
+    demo = payments(120)
+    rng = np.random.default_rng(5)
+    cities = np.array(["New York, NY", "Paris", "a=b, c=d"])
+    events = demo.events.assign(city=rng.choice(cities, len(demo.events)))
+    seqs = rx.Sequences(events, user="user_id", time="ts")
+    # feeding_rows reads only the sequences and the statistics (Literals.fit would also
+    # describe the outputs, which another module does not yet do for such names).
+    exp = SimpleNamespace(sequences=seqs, statistics=[Statistic.parse("Select(amount) | GroupBy(city) | Sum"),
+                                                      Statistic.parse("Select(channel) | GroupBy(city) | Mean")])
+    for s, stat in enumerate(exp.statistics):
+        names = stat.output_names(seqs)
+        q = len(seqs.vocabularies["city"])
+        for uid in seqs.users[:10]:
+            i = seqs.user_index(uid)
+            mine = seqs.events(uid)
+            for k, name in enumerate(names):
+                city = seqs.vocabularies["city"][k % q]
+                expected = np.flatnonzero(mine["city"].to_numpy() == city).tolist()  # pandas reference
+                assert ws.feeding_rows(exp, i, s, k) == expected
+                assert ws.feeding_rows(exp, i, s, name) == expected, name
+
+
+# ------------------------------------------------------------ item 11: parsing long texts is linear
+def test_parsing_a_long_statistic_text_is_linear():
+    import time
+
+    from rudi_explain.statistics.text import parse_operators
+
+    def seconds(n):
+        text = "Select(amount)" + " | Top(5)" * n + " | Sum"
+        best = np.inf
+        for _ in range(2):
+            t = time.perf_counter()
+            assert len(parse_operators(text)) == n + 2
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    small, large = seconds(10_000), seconds(60_000)  # 90 kB and 540 kB
+    # Linear: six times the text, about six times the time; quadratic would be 36.
+    assert large / small < 15, f"{large:.2f} s against {small:.2f} s"
+    with pytest.raises(ValueError, match=r"characters\)") as err:
+        parse_operators("Select(amount)" + " | Top(5)" * 1000 + " | ?")
+    assert len(str(err.value)) < 400  # the message quotes the start of the text, not all of it

@@ -203,7 +203,8 @@ def test_callable_teacher(demo):
     (dict(student="forest"), ValueError, "student must be one of"),
     (dict(test_size=1.5), ValueError, "test_size"),
     (dict(background="later"), ValueError, "background must be"),
-    (dict(labels=np.full(800, 2)), ValueError, "labels must be 0 or 1"),
+    (dict(labels=np.full(800, 2), in_users_order=True), ValueError, "labels must be 0 or 1"),
+    (dict(labels=np.ones(800)), ValueError, "bare ndarray without user ids"),
 ])
 def test_bad_arguments(demo, kwargs, error, message):
     args = dict(model=None, scores=demo.risk) | kwargs

@@ -347,12 +347,15 @@ def test_given_series_is_reindexed(data, seqs):
 
 def test_given_array(data, seqs):
     arr = data.risk.to_numpy()
-    np.testing.assert_array_equal(given_scores(arr, seqs), arr)
-    np.testing.assert_array_equal(as_teacher(arr).score(seqs), arr)
+    # A bare array has no ids: refused unless the caller says it follows seqs.users.
+    with pytest.raises(ValueError, match="bare ndarray without user ids"):
+        given_scores(arr, seqs)
+    np.testing.assert_array_equal(given_scores(arr, seqs, in_users_order=True), arr)
+    np.testing.assert_array_equal(as_teacher(arr, in_users_order=True).score(seqs), arr)
     with pytest.raises(ValueError, match="399 scores for 400 users"):
-        given_scores(arr[:-1], seqs)
+        given_scores(arr[:-1], seqs, in_users_order=True)
     with pytest.raises(ValueError, match="shape"):
-        given_scores(np.column_stack([arr, arr]), seqs)
+        given_scores(np.column_stack([arr, arr]), seqs, in_users_order=True)
 
 
 def test_given_series_misaligned(data, seqs):

@@ -221,8 +221,11 @@ def test_background_job_fills_in_the_results_with_throttled_pushes(demo):
 
 
 def test_failure_shows_the_error(demo):
-    scores = demo.risk.iloc[:-5]  # users missing: the job fails in the background
-    exp = rx.explain(None, demo.events, scores=scores, background="thread", **FAST)
+    def broken(seqs):  # a teacher that fails: the job fails in the background
+        raise RuntimeError("the model server is down")
+
+    # (Scores that lack users are refused before the job starts, so they cannot serve here.)
+    exp = rx.explain(broken, demo.events, background="thread", **FAST)
     w = ExplanationWidget(exp)
     with pytest.raises(Exception):
         exp.wait(timeout=60)

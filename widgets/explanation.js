@@ -142,13 +142,17 @@ function summaryView(sm) {
     .map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(" · ");
   return h("section", { class: "rx-summary" },
     h("div", { class: "rx-figures" },
-      item("held-out fidelity", fmt(sm.fidelity_test, 3), "rx-figure-main"),
+      item(sm.fidelity_test_ci && sm.fidelity_test_ci[0] != null
+        ? `held-out fidelity (95%: ${fmt(sm.fidelity_test_ci[0], 2)} to ${fmt(sm.fidelity_test_ci[1], 2)})`
+        : "held-out fidelity", fmt(sm.fidelity_test, 3), "rx-figure-main"),
       item("training fidelity", fmt(sm.fidelity_train, 3)),
       item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
       item("rules", fmt(sm.n_rules)),
       item("statistics", fmt(sm.n_statistics)),
       item("literals", fmt(sm.n_literals)),
       item("users (held out)", `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),
+    (sm.warnings || []).length ? h("ul", { class: "rx-warnings", role: "note" },
+      ...sm.warnings.map((w) => h("li", { class: "rx-warning" }, `Caution: ${w}`))) : null,
     h("div", { class: "rx-summary-line" },
       `Teacher: ${sm.teacher} · student: ${sm.student} · score = ${fmt(sm.intercept)} + weights of the rules that fire · `,
       `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));

@@ -14,14 +14,19 @@ _TOKEN = re.compile(
 )
 
 
+def _short(text: str, limit: int = 120) -> str:
+    """The text for a message: quoted, and cut short if long."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} characters)"
+
+
 def _tokens(text: str) -> list[tuple[str, str, int]]:
-    out, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
+    # One pass, no copies of the rest of the text per token: linear in its length
+    # (a statistic read from a shared file can be arbitrarily long).
+    out, i, end = [], 0, len(text.rstrip())
+    while i < end:
         m = _TOKEN.match(text, i)
         if m is None:
-            raise ValueError(f"cannot read {text!r}: unexpected character {text[i:].lstrip()[:1]!r} at position {i}")
+            raise ValueError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} at position {i}")
         kind = m.lastgroup
         value = m.group(kind)
         if kind == "string":
@@ -45,17 +50,17 @@ def parse_operators(text: str) -> list[Operator]:
         nonlocal i
         if i >= len(tokens) or tokens[i][0] == "punct":
             where = tokens[i][2] if i < len(tokens) else len(text)
-            raise ValueError(f"cannot read {text!r}: expected a name or value at position {where}")
+            raise ValueError(f"cannot read {_short(text)}: expected a name or value at position {where}")
         i += 1
         return tokens[i - 1][1]
 
     while True:
         kind, name, pos = tokens[i] if i < len(tokens) else ("end", "", len(text))
         if kind != "word":
-            raise ValueError(f"cannot read {text!r}: expected an operator name at position {pos}")
+            raise ValueError(f"cannot read {_short(text)}: expected an operator name at position {pos}")
         cls = OPERATORS.get(name)
         if cls is None:
-            raise ValueError(f"unknown operator {name!r} in {text!r}; known: {sorted(OPERATORS)}")
+            raise ValueError(f"unknown operator {name!r} in {_short(text)}; known: {sorted(OPERATORS)}")
         i += 1
         positional, keyword = [], []
         if i < len(tokens) and tokens[i][1] == "(" and tokens[i][0] == "punct":
@@ -76,13 +81,13 @@ def parse_operators(text: str) -> list[Operator]:
                     if i < len(tokens) and tokens[i][0] == "punct" and tokens[i][1] == ")":
                         i += 1
                         break
-                    raise ValueError(f"cannot read {text!r}: expected ',' or ')' in the arguments of {name}")
+                    raise ValueError(f"cannot read {_short(text)}: expected ',' or ')' in the arguments of {name}")
         try:
             ops.append(cls.from_arguments(positional, keyword))
         except (ValueError, TypeError) as err:
-            raise ValueError(f"cannot read {text!r}: {err}") from None
+            raise ValueError(f"cannot read {_short(text)}: {err}") from None
         if i == len(tokens):
             return ops
         if tokens[i][0] != "punct" or tokens[i][1] != "|":
-            raise ValueError(f"cannot read {text!r}: expected '|' at position {tokens[i][2]}")
+            raise ValueError(f"cannot read {_short(text)}: expected '|' at position {tokens[i][2]}")
         i += 1
