@@ -442,7 +442,8 @@ class Explanation:
         ``default`` (the point :attr:`rules` is). :meth:`with_rules` gives
         the explanation at another point.
         """
-        self._ready()
+        if self.rules is None:  # the widget asks from the job's last event, just before it ends
+            self._ready()
         if self.pruning is None:
             raise ValueError("this explanation was not pruned (explain(prune=False), a rule list or linear "
                              "terms, or a file saved without its pruning path): it has no fidelity curve")

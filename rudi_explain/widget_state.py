@@ -24,7 +24,8 @@ from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
-           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS"]
+           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS",
+           "fidelity_curve", "net_effects"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
 MAX_EVENTS = 300
@@ -119,6 +120,10 @@ def summary(exp: Any) -> dict:
         "warnings": [str(w) for w in r.get("warnings", [])],
         "intercept": _num(exp.rules.intercept),
         "seconds": {str(k): _num(v, 4) for k, v in r["seconds"].items()},
+        "score_unit": str(r.get("score_unit", "raw")),
+        "fidelity_meaning": str(r.get("fidelity_meaning", "")),
+        "n_rules_unpruned": int(r["n_rules_unpruned"]) if "n_rules_unpruned" in r else None,
+        "fidelity_test_unpruned": _num(r.get("fidelity_test_unpruned"), 4),
     }
 
 
@@ -141,6 +146,10 @@ def _literal_part(exp: Any, lit: Lit) -> dict:
         "threshold_text": L.threshold_text[i],
         # A negated literal is also true where the value is undefined (SEMANTICS.md).
         "or_undefined": bool(lit.negated and undefined),
+        "negated": bool(lit.negated),
+        # The literal as the rule says it (a sentence), and the pipeline text for hover.
+        "sentence": exp.rules.info.render_literal(lit),
+        "notation": exp.rules.info.notation(lit),
     }
 
 
@@ -171,6 +180,7 @@ def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
         cards.append({
             "index": k,
             "text": str(rule.text),
+            "notation": str(getattr(rule, "notation", rule.text)),
             "weight": _num(rule.weight),
             "direction": "raises" if rule.weight > 0 else "lowers",
             "linear": linear,
@@ -311,7 +321,81 @@ def top_users(exp: Any, n: int = 15) -> list[dict]:
 def results_state(exp: Any) -> dict:
     """Every result payload the front end shows at once (no per-user details)."""
     return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
-            "statistics": statistics_table(exp), "top_users": top_users(exp)}
+            "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
+            "effects": net_effects(exp)}
+
+
+def fidelity_curve(exp: Any) -> list[dict]:
+    """Points of the fidelity curve (held-out and validation fidelity by number of rules); empty if unpruned."""
+    if getattr(exp, "pruning", None) is None:
+        return []
+    curve = exp.fidelity_curve
+    return [{"n_rules": int(r.n_rules), "fidelity_test": _num(r.fidelity_test, 4),
+             "fidelity_valid": _num(r.fidelity_valid, 4), "default": bool(r.default),
+             "current": int(r.n_rules) == len(exp.rules)} for r in curve.itertuples()]
+
+
+def net_effects(exp: Any) -> list[dict]:
+    """Per statistic output the rules use: its net effect on the rule score, as a step function.
+
+    The effect of a value is the rule score of a user with that value and
+    every other literal at its most common value among all users, minus that
+    of the band most users are in: the sum of the weights of every rule
+    literal on the output, as the rules combine them. Bands lie between the
+    thresholds the rules use; undefined users are in the lowest band (every
+    ``>`` literal is false for them). Beneath: the users' distribution.
+    """
+    rules = exp.rules
+    if rules.linear or not len(rules):
+        return []
+    L = exp.literals
+    Z = exp._literal_matrix
+    mode = Z.mean(axis=0) >= 0.5
+    by_column: dict[int, set[int]] = {}
+    weight_of: dict[int, float] = {}
+    for rule in rules:
+        for lit in formula_literals(rule.formula):
+            c = int(L.column[lit.index])
+            by_column.setdefault(c, set()).add(lit.index)
+            weight_of[c] = weight_of.get(c, 0.0) + abs(rule.weight)
+    out = []
+    for c in sorted(by_column, key=lambda c: -weight_of[c]):
+        idx = sorted(by_column[c], key=lambda i: L.thresholds[i])
+        m = len(idx)
+        B = np.repeat(mode[None, :], m + 1, axis=0)
+        for b in range(m + 1):
+            B[b, idx] = np.arange(m) < b
+        score = rules.score(B)
+        band_of = Z[:, idx].sum(axis=1)  # nested literals: how many hold is the band
+        n_band = np.bincount(band_of, minlength=m + 1)
+        base = int(np.argmax(n_band))
+        values = exp._values[:, c]
+        defined = ~np.isnan(values)
+        v = values[defined]
+        entry: dict[str, Any] = {
+            "column": c,
+            "statistic": int(L.output_statistic[c]),
+            "words": L.output_descriptions[c],
+            "notation": L._pipeline_text(c) if hasattr(L, "_pipeline_text") else L.output_names[c],
+            "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
+            "thresholds": [_num(L.thresholds[i], 17) for i in idx],
+            "threshold_text": [L.threshold_text[i] for i in idx],
+            "effect": [_num(e) for e in score - score[base]],
+            "n_band": n_band.astype(int).tolist(),
+            "base_band": base,
+            "n_undefined": int((~defined).sum()),
+            "undefined_words": L.output_undefined_words[c] if hasattr(L, "output_undefined_words") else "",
+        }
+        if len(v):
+            edges, discrete = _bins(v)
+            which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
+            entry.update({"edges": [_num(e) for e in edges], "discrete": discrete,
+                          "counts": np.bincount(which, minlength=len(edges) - 1).astype(int).tolist(),
+                          "min": _num(v.min()), "max": _num(v.max())})
+        else:
+            entry.update({"edges": [], "discrete": False, "counts": [], "min": None, "max": None})
+        out.append(entry)
+    return out
 
 
 # ------------------------------------------------------------------ one user
@@ -420,16 +504,31 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
                 used.setdefault(lit.index, set()).add(k)
     values = u.literals["value"].to_numpy()
     holds = u.literals["holds"].to_numpy()
+    # One row per literal as the rules write it: a "<=" literal that makes a rule fire reads
+    # "at most t ✓", never "> t ✗".
+    written: dict[tuple[int, bool], set[int]] = {}
+    for k, rule in enumerate(rules):
+        if isinstance(rule, LinearTerm):
+            continue
+        for lit in formula_literals(rule.formula):
+            written.setdefault((lit.index, lit.negated), set())
+            if k in u.fired:
+                written[(lit.index, lit.negated)].add(k)
+    info = rules.info
     literal_rows = [{
         "literal": j,
+        "negated": neg,
+        "op": "<=" if neg else ">",
+        "sentence": info.render_literal(Lit(j, neg)),
+        "notation": info.notation(Lit(j, neg)),
         "name": L.names[j],
         "words": L.output_descriptions[int(L.column[j])],
         "value": _num(values[j]),
         "threshold": _num(L.thresholds[j], 17),
         "threshold_text": L.threshold_text[j],
-        "holds": bool(holds[j]),
-        "in_fired": sorted(used.get(j, ())),
-    } for j in sorted(all_rule_literals)]
+        "holds": bool(holds[j]) != neg,
+        "in_fired": sorted(written[(j, neg)]),
+    } for j, neg in sorted(written)]
 
     # The statistic outputs behind the fired rules, and which events feed each.
     feeds = []
@@ -449,6 +548,7 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
         "teacher": _num(u.teacher_score),
         "student": _num(u.student_score),
         "percentile": _num(u.percentile, 4),
+        "student_percentile": _num(u.student_percentile, 4),
         "held_out": u.is_held_out,
         "intercept": _num(u.intercept),
         "fired": [int(k) for k in u.fired],

@@ -61,7 +61,7 @@ def test_state_of_a_finished_explanation(exp):
     w = ExplanationWidget(exp)
     assert w.status == "done" and w.error == ""
     r = w.results
-    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users"}
+    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects"}
     report = exp.report()
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
@@ -138,8 +138,14 @@ def test_user_request_answers_like_exp_user(exp, sent):
         assert d["student"] == pytest.approx(u.student_score, rel=1e-5)
         assert d["percentile"] == pytest.approx(u.percentile, abs=0.01)
         assert d["student"] == pytest.approx(d["intercept"] + sum(c["weight"] for c in d["contributions"]), abs=1e-4)
+        assert d["student_percentile"] == pytest.approx(u.student_percentile, abs=0.01)
+        # literal rows as the rules write them: holds is the truth of the literal as written
+        written = {(c.notation, c.holds) for c in u.conditions.itertuples()}
         for row in d["literals"]:
-            assert row["holds"] == bool(u.literals["holds"][row["literal"]])
+            positive = bool(u.literals["holds"][row["literal"]])
+            assert row["holds"] == (not positive if row["negated"] else positive)
+            assert (row["notation"], row["holds"]) in written
+            assert row["op"] == ("<=" if row["negated"] else ">")
         assert d["n_events"] == len(u.events)
         json.dumps(reply, allow_nan=False)
     assert w.selected_user == str(exp.sequences.users[24])
