@@ -16,6 +16,7 @@ from rudi_explain.rules import (
     Or,
     RuleSet,
     evaluate_formula,
+    formula_literals,
     simplify,
 )
 
@@ -181,3 +182,80 @@ def test_rules_and_linear_terms_do_not_mix():
     with pytest.raises(ValueError, match="either rules or linear terms"):
         RuleSet([LinearTerm(0, 1.0, 0.0, "a"), RuleSet.from_formulas([Lit(0)], [1.0], n_literals=1)[0]],
                 literals=["a"])
+
+
+# --------------------------------------------------------------------------- words
+
+
+def words_info():
+    """0: a count > 14; 1: the same count > 0; 2: a share > 0.34; 3: a 0/1 output; 4: an amount > 60 that
+    some users lack; 5: an amount > 750 every user has."""
+    base = ["number of debit-card payments", "number of debit-card payments", "share of payments made abroad",
+            "whether any event has channel = atm", "largest amount among games purchases", "total amount"]
+    text = ["14", "0", "0.34", "0", "60", "750"]
+    return LiteralInfo(
+        names=[f"{b} > {t}" for b, t in zip(base, text)],
+        column=np.array([0, 0, 1, 2, 3, 4]),
+        thresholds=np.array([14.0, 0.0, 0.34, 0.0, 60.0, 750.0]),
+        base=base,
+        undefined=np.array([False, False, False, False, True, False]),
+        threshold_text=["14", "0", "0.34", "0", "60", "750"],
+        kind=["count", "count", "share", "binary", "value", "value"],
+        undefined_words=["", "", "", "", "users with no games purchases", ""],
+    )
+
+
+@pytest.mark.parametrize("index, negated, expected", [
+    (0, False, "number of debit-card payments is more than 14"),
+    (0, True, "number of debit-card payments is at most 14"),
+    (1, False, "any debit-card payments"),
+    (1, True, "no debit-card payments"),
+    (2, False, "share of payments made abroad is more than 34%"),
+    (2, True, "share of payments made abroad is at most 34%"),
+    (3, False, "any event has channel = atm"),
+    (3, True, "no event has channel = atm"),
+    (4, False, "largest amount among games purchases is more than 60"),
+    (4, True, "largest amount among games purchases is at most 60 (users with no games purchases count as below)"),
+    (5, True, "total amount is at most 750"),
+])
+def test_literals_read_as_sentences(index, negated, expected):
+    info = words_info()
+    assert info.render_literal(Lit(index, negated)) == expected
+    # the notation stays available
+    op = "<=" if negated else ">"
+    assert info.notation(Lit(index, negated)).startswith(f"{info.base[index]} {op} {info.threshold_text[index]}")
+
+
+def test_rules_in_words_and_notation():
+    info = words_info()
+    rules = RuleSet.from_formulas([And((Lit(0), Lit(4, True))), And((Lit(5), Lit(2)))], [1.0, -0.5], literals=info)
+    assert rules[0].text == ("number of debit-card payments is more than 14 AND largest amount among games purchases "
+                             "is at most 60 (users with no games purchases count as below)")
+    assert rules[0].notation == ("number of debit-card payments > 14 AND (largest amount among games purchases <= 60 "
+                                 "or undefined)")
+    assert rules[0].conditions == (info.render_literal(Lit(0)), info.render_literal(Lit(4, True)))
+    assert "more than 14" in str(rules)
+
+
+def test_fitted_rules_speak_words_and_name_undefined_users_only_where_they_exist():
+    import rudi_explain as rx
+
+    data = rx.datasets.make_payments(500, random_state=3)
+    seqs = data.sequences()
+    stats = ["Select(amount) | Sum", "Select(card_type) | Sum", "Select(channel) | Mean",
+             "Select(amount) | RetainBy(merchant_category=gambling) | Max"]
+    lits = Literals.fit(seqs, stats)
+    rng = np.random.default_rng(0)
+    formulas = [Lit(int(i), bool(rng.integers(2))) for i in range(lits.n_literals)]
+    rules = RuleSet.from_formulas(formulas, rng.normal(size=len(formulas)), literals=lits)
+    V = lits.values(seqs)
+    for rule in rules:
+        (lit,) = formula_literals(rule.formula)
+        c = lits.column[lit.index]
+        assert " > " not in rule.text and " <= " not in rule.text  # words, not notation
+        says_undefined = "count as below" in rule.text
+        assert says_undefined == (lit.negated and bool(np.isnan(V[:, c]).any()))
+        if says_undefined:
+            assert "users with no" in rule.text
+    # gambling is missing for some users: its negated literals say so; the total amount never is
+    assert np.isnan(V[:, -1]).any() and not np.isnan(V[:, 0]).any()
