@@ -123,6 +123,23 @@ def _score_unit(teacher: Teacher | None, y: np.ndarray) -> str:
     return "raw"
 
 
+def _check_student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> None:
+    """Build the student and check its settings now: a bad one must not fail only after the search."""
+    if isinstance(name_or_estimator, str) and name_or_estimator not in STUDENTS:
+        _student(name_or_estimator, n_rules, random_state, params)  # names the students there are
+    try:
+        built = _student(name_or_estimator, n_rules, random_state, params)
+        check = getattr(built, "_check_params", None)
+        if isinstance(name_or_estimator, str) and callable(check):
+            import inspect
+
+            if not any(p.default is inspect.Parameter.empty for p in inspect.signature(check).parameters.values()):
+                check()
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"student_params {params!r} do not suit the {name_or_estimator!r} student: {err}") \
+            from None
+
+
 def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) -> np.ndarray | None:
     if labels is None:
         return None
@@ -1007,7 +1024,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
               "student_params": dict(student_params or {}), "in_users_order": bool(in_users_order), "prune": bool(prune), "max_rules": int(max_rules),
               "max_literals": int(max_literals), "validation_size": float(validation_size),
               "n_quantiles": int(n_quantiles)}
-    _student(student, n_rules, random_state, dict(student_params or {}))  # unknown students fail now
+    _check_student(student, n_rules, random_state, dict(student_params or {}))  # fail now, not after the search
     exp = Explanation(seqs, params)
     if progress is not None:
         exp.on_progress(progress)

@@ -363,3 +363,17 @@ def test_parsing_a_long_statistic_text_is_linear():
     with pytest.raises(ValueError, match=r"characters\)") as err:
         parse_operators("Select(amount)" + " | Top(5)" * 1000 + " | ?")
     assert len(str(err.value)) < 400  # the message quotes the start of the text, not all of it
+
+
+def test_invalid_student_params_fail_before_any_work(monkeypatch):
+    import rudi_explain.explanation as explanation
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(explanation, "StatisticsSearch", no_search)
+    demo = payments()
+    with pytest.raises(ValueError, match=r"student_params \{'epochs': -3\} do not suit the 'gsnln' student: epochs"):
+        rx.explain(None, demo.events, scores=demo.risk, student_params={"epochs": -3}, background="thread")
+    with pytest.raises(ValueError, match="student must be one of"):
+        rx.explain(None, demo.events, scores=demo.risk, student="forest", background="thread")
