@@ -84,9 +84,10 @@ class HKLRuleEnsemble(RuleStudent):
         (``(1 + c) ** n_literals`` stays near ``e``).
     max_literals : int, default=3
         Longest conjunction the active set may grow to.
-    max_samples : int, default=2000
+    max_samples : int, default=1000
         Users the kernel is built on (a random subset when there are more;
-        the kernel matrix is ``max_samples`` squared, 32 MB at the default).
+        the kernel matrix is ``max_samples`` squared; the search's time
+        grows as its square too: 2,000 takes about four times as long).
         The rules are found on them; the weights of the rules found are then
         fitted on every user (same problem and regularization, reduced to
         those rules), in memory linear in the number of users.
@@ -121,7 +122,7 @@ class HKLRuleEnsemble(RuleStudent):
     """
 
     def __init__(self, n_rules: int = 20, rho: float = 2.0, beta: float | None = None, max_literals: int = 3,
-                 max_samples: int = 2000, tol: float = 1e-3, max_add: int = 8, random_state: int | None = 0):
+                 max_samples: int = 1000, tol: float = 1e-3, max_add: int = 8, random_state: int | None = 0):
         self.n_rules = n_rules
         self.rho = rho
         self.beta = beta
