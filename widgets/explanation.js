@@ -147,19 +147,27 @@ function summaryView(sm) {
         : "held-out fidelity", fmt(sm.fidelity_test, 3), "rx-figure-main"),
       item("training fidelity", fmt(sm.fidelity_train, 3)),
       item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
-      item("rules", fmt(sm.n_rules)),
+      item(sm.n_rules_unpruned != null && sm.n_rules_unpruned !== sm.n_rules
+        ? `rules (pruned from ${fmt(sm.n_rules_unpruned)}, fidelity ${fmt(sm.fidelity_test_unpruned, 3)})` : "rules",
+      fmt(sm.n_rules)),
       item("statistics", fmt(sm.n_statistics)),
       item("literals", fmt(sm.n_literals)),
       item("users (held out)", `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),
     (sm.warnings || []).length ? h("ul", { class: "rx-warnings", role: "note" },
       ...sm.warnings.map((w) => h("li", { class: "rx-warning" }, `Caution: ${w}`))) : null,
+    sm.fidelity_meaning ? h("div", { class: "rx-summary-line rx-fidelity-meaning" }, sm.fidelity_meaning) : null,
     h("div", { class: "rx-summary-line" },
-      `Teacher: ${sm.teacher} · student: ${sm.student} · score = ${fmt(sm.intercept)} + weights of the rules that fire · `,
+      `Teacher: ${sm.teacher} (scores: ${sm.score_unit || "raw"}) · student: ${sm.student} · score = ${fmt(sm.intercept)} + weights of the rules that fire · `,
       `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));
 }
 
 // ------------------------------------------------------------------ rule cards
 function literalChip(l) {
+  // The literal as the rule says it; the pipeline text on hover.
+  if (l.sentence) {
+    return h("span", { class: "rx-literal", title: `${l.notation}\n${l.statistic_text}`, data: { literal: l.literal } },
+      h("span", { class: "rx-literal-words" }, l.sentence));
+  }
   return h("span", { class: "rx-literal", title: l.statistic_text, data: { literal: l.literal } },
     h("span", { class: "rx-literal-words" }, l.words),
     h("span", { class: "rx-op" }, l.op === ">" ? " > " : " ≤ "),
@@ -176,7 +184,7 @@ function ruleBody(card) {
     });
     return h("div", { class: "rx-rule-text" }, "If ", out);
   }
-  return h("div", { class: "rx-rule-text" }, "If ", h("span", { class: "rx-literal" }, card.text));
+  return h("div", { class: "rx-rule-text" }, "If ", h("span", { class: "rx-literal", title: card.notation || "" }, card.text));
 }
 
 function ruleCard(card, ui, openUser, redraw) {
@@ -279,6 +287,104 @@ function thresholdsView(results, ui, redraw) {
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
 }
 
+
+// ------------------------------------------------------------------ effects and the fidelity curve
+function curveChart(points) {
+  const W = 460, H = 200, L = 44, R = 14, T = 12, B = 34;
+  const box = svg("svg", { class: "rx-curve", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": "held-out fidelity against the number of rules" });
+  box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
+  const ks = points.map((p) => p.n_rules);
+  const fs = points.flatMap((p) => [p.fidelity_test, p.fidelity_valid]).filter((v) => v !== null);
+  const kmax = Math.max(...ks), kmin = Math.min(...ks, 1);
+  const lo = Math.min(...fs) - 0.01, hi = Math.max(...fs) + 0.01;
+  const x = (k) => L + (W - L - R) * (kmax === kmin ? 0.5 : (k - kmin) / (kmax - kmin));
+  const y = (f) => T + (H - T - B) * (1 - (f - lo) / (hi - lo || 1));
+  const sorted = points.slice().sort((a, b) => a.n_rules - b.n_rules);
+  const line = (key) => sorted.filter((p) => p[key] !== null).map((p, i) => `${i ? "L" : "M"}${x(p.n_rules).toFixed(1)},${y(p[key]).toFixed(1)}`).join("");
+  box.appendChild(svg("path", { d: line("fidelity_valid"), class: "rx-line-valid" }));
+  box.appendChild(svg("path", { d: line("fidelity_test"), class: "rx-line-fid" }));
+  for (const p of sorted) {
+    box.appendChild(svg("circle", { cx: x(p.n_rules), cy: y(p.fidelity_test), r: p.default || p.current ? 4.5 : 2.5,
+      class: "rx-curve-point" + (p.default ? " rx-curve-default" : "") + (p.current ? " rx-curve-current" : ""), data: { nRules: p.n_rules } },
+    svg("title", null, `${p.n_rules} rules: held-out fidelity ${fmt(p.fidelity_test, 3)}, validation ${fmt(p.fidelity_valid, 3)}${p.default ? " (default)" : ""}`)));
+  }
+  for (const k of [kmin, kmax]) box.appendChild(svg("text", { x: x(k), y: H - B + 14, "text-anchor": "middle", class: "rx-axis" }, String(k)));
+  box.appendChild(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "rx-axis" }, "number of rules"));
+  box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(hi, 3)));
+  box.appendChild(svg("text", { x: L - 4, y: H - B, "text-anchor": "end", class: "rx-axis" }, fmt(lo, 3)));
+  return h("div", { class: "rx-chart-wrap" }, box, h("div", { class: "rx-legend" },
+    h("span", { class: "rx-key rx-key-fid" }, "held-out fidelity"), h("span", { class: "rx-key rx-key-valid" }, "validation fidelity"),
+    h("span", { class: "rx-key" }, "large dot: the rules shown (the default)")));
+}
+
+function effectChart(e) {
+  const W = 460, L = 52, R = 14, T = 10, HS = 110, HH = 46, GAP = 16, B = 20;
+  const H = T + HS + GAP + HH + B;
+  const box = svg("svg", { class: "rx-effect", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": `net effect of ${e.words} on the rule score, and the users' distribution` });
+  if (!e.edges.length) {
+    box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "undefined for every user"));
+    return box;
+  }
+  const lo = e.edges[0], hi = e.edges[e.edges.length - 1];
+  const x = (v) => L + (W - L - R) * (Math.min(Math.max(v, lo), hi) - lo) / (hi - lo || 1);
+  const effs = e.effect.filter((v) => v !== null);
+  const elo = Math.min(0, ...effs), ehi = Math.max(0, ...effs);
+  const y = (v) => T + HS * (1 - (v - elo) / (ehi - elo || 1));
+  box.appendChild(svg("line", { x1: L, x2: W - R, y1: y(0), y2: y(0), class: "rx-zero" }));
+  // the step function: band b runs from threshold b-1 to threshold b
+  const cuts = [lo, ...e.thresholds.map((t) => Math.min(Math.max(t, lo), hi)), hi];
+  let d = "";
+  e.effect.forEach((v, b) => {
+    const x0 = x(cuts[b]), x1 = x(cuts[b + 1]), yy = y(v || 0);
+    d += `${b ? "L" : "M"}${x0.toFixed(1)},${yy.toFixed(1)}L${x1.toFixed(1)},${yy.toFixed(1)}`;
+  });
+  box.appendChild(svg("path", { d, class: "rx-step" }));
+  e.effect.forEach((v, b) => {
+    const x0 = x(cuts[b]), x1 = x(cuts[b + 1]);
+    const from = b ? `more than ${e.threshold_text[b - 1]}` : "lowest values";
+    const to = b < e.thresholds.length ? ` up to ${e.threshold_text[b]}` : "";
+    box.appendChild(svg("rect", { x: x0, y: T, width: Math.max(1, x1 - x0), height: HS, class: "rx-band" },
+      svg("title", null, `${from}${to}: ${signed(v)} to the rule score (${fmt(e.n_band[b])} users)`)));
+  });
+  e.thresholds.forEach((t, i) => {
+    const tx = x(t);
+    box.appendChild(svg("line", { x1: tx, x2: tx, y1: T, y2: T + HS + GAP + HH, class: "rx-effect-threshold" }));
+    box.appendChild(svg("text", { x: tx, y: T + HS + GAP - 3, "text-anchor": "middle", class: "rx-axis" }, e.threshold_text[i]));
+  });
+  box.appendChild(svg("text", { x: L - 4, y: y(ehi) + 8, "text-anchor": "end", class: "rx-axis" }, signed(ehi)));
+  box.appendChild(svg("text", { x: L - 4, y: y(elo), "text-anchor": "end", class: "rx-axis" }, signed(elo)));
+  // the users' distribution beneath
+  const top = T + HS + GAP, maxC = Math.max(1, ...e.counts);
+  e.counts.forEach((c, i) => {
+    const x0 = x(e.edges[i]), x1 = x(e.edges[i + 1]), hh = HH * c / maxC;
+    box.appendChild(svg("rect", { x: x0 + 0.5, y: top + HH - hh, width: Math.max(0.5, x1 - x0 - 1), height: hh, class: "rx-hist-bar" },
+      svg("title", null, `${fmt(e.edges[i])} to ${fmt(e.edges[i + 1])}: ${fmt(c)} users`)));
+  });
+  box.appendChild(svg("text", { x: L - 4, y: top + 10, "text-anchor": "end", class: "rx-axis" }, "users"));
+  box.appendChild(svg("text", { x: L, y: H - 5, class: "rx-axis" }, fmt(lo)));
+  box.appendChild(svg("text", { x: W - R, y: H - 5, "text-anchor": "end", class: "rx-axis" }, (e.discrete ? "" : "≥ ") + fmt(hi)));
+  return box;
+}
+
+function effectsView(results) {
+  const curve = results.curve || [];
+  const effects = results.effects || [];
+  return h("section", { class: "rx-effects" },
+    h("h4", null, "Fidelity against the number of rules"),
+    curve.length ? [h("p", { class: "rx-help" }, "Each point is the rule set kept after pruning down to that many rules; ",
+      "the rules shown are the large dot. exp.with_rules(k) gives the explanation at another point."), curveChart(curve)]
+      : h("p", { class: "rx-help" }, "These rules were not pruned: there is one point only."),
+    h("h4", null, "What each statistic does to the rule score"),
+    h("p", { class: "rx-help" }, "The line is the sum of the weights of every rule condition on the statistic, as a step over its values, ",
+      "with the other conditions at their most common value, relative to where most users are; bars beneath count users."),
+    effects.map((e) => h("div", { class: "rx-effect-block", data: { column: e.column } },
+      h("div", { class: "rx-threshold-title", title: e.notation }, e.words), effectChart(e),
+      e.n_undefined ? h("div", { class: "rx-undefined-note" },
+        `${fmt(e.n_undefined)} ${e.undefined_words || "users for whom it is undefined"} count as below every threshold (the leftmost step).`) : null)));
+}
+
 // ------------------------------------------------------------------ statistics
 function statisticsView(results) {
   return h("section", { class: "rx-statistics" }, h("table", { class: "rx-table rx-stat-table" },
@@ -348,19 +454,20 @@ function userDetail(d, results, ui, redraw) {
     d.held_out ? h("span", { class: "rx-tag" }, "held out") : h("span", { class: "rx-tag rx-tag-train" }, "training"));
   const scores = h("div", { class: "rx-figures" },
     h("div", { class: "rx-figure rx-figure-main" }, h("div", { class: "rx-figure-value rx-teacher-score" }, fmt(d.teacher, 4)),
-      h("div", { class: "rx-figure-label" }, `teacher score (${fmt(d.percentile, 3)}th percentile)`)),
+      h("div", { class: "rx-figure-label" }, `teacher score, ${(results.summary || {}).score_unit || "raw"} (${fmt(d.percentile, 3)}th percentile)`)),
     h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value rx-rule-score" }, fmt(d.student, 4)),
-      h("div", { class: "rx-figure-label" }, "rule score")),
+      h("div", { class: "rx-figure-label" }, d.student_percentile != null
+        ? `rule score (${fmt(d.student_percentile, 3)}th percentile)` : "rule score")),
     h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value" }, `${d.fired.length} of ${ruleByIndex.size}`),
       h("div", { class: "rx-figure-label" }, "rules fire")));
   const fired = h("ol", { class: "rx-fired" }, d.contributions.map((c) => h("li", {
     class: "rx-fired-rule " + (c.weight >= 0 ? "rx-raises" : "rx-lowers"), data: { ruleIndex: c.index } },
   h("span", { class: "rx-weight" }, signed(c.weight)), ` rule ${c.index + 1}: `, h("span", { class: "rx-fired-text" }, c.text))));
   const lits = h("table", { class: "rx-table rx-user-literals" },
-    h("thead", null, h("tr", null, ["statistic", "value", "threshold", "value > threshold?", "in fired rules"].map((c) => h("th", null, c)))),
+    h("thead", null, h("tr", null, ["condition, as the rules write it", "this user's value", "holds?", "in fired rules"].map((c) => h("th", null, c)))),
     h("tbody", null, d.literals.map((l) => h("tr", { class: (l.holds ? "rx-holds" : "rx-fails") + (l.in_fired.length ? " rx-in-fired" : ""),
-      data: { literal: l.literal } },
-    h("td", null, l.words), h("td", { class: "rx-num" }, fmt(l.value)), h("td", { class: "rx-num" }, `> ${l.threshold_text}`),
+      data: { literal: l.literal, negated: String(!!l.negated) } },
+    h("td", { title: l.notation || "" }, l.sentence || `${l.words} > ${l.threshold_text}`), h("td", { class: "rx-num" }, l.value === null ? "undefined" : fmt(l.value)),
     h("td", null, l.holds ? "✓ yes" : "✗ no"), h("td", null, l.in_fired.map((k) => `rule ${k + 1}`).join(", "))))));
   // Events, with a marker column per statistic output behind the fired rules.
   const feedSets = feeds.map((f) => new Set(f.rows));
@@ -386,7 +493,7 @@ function userDetail(d, results, ui, redraw) {
     h("div", { class: "rx-user-grid" },
       h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
-    h("h4", null, "Literals of the rules: this user's value against the threshold"), lits,
+    h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
     h("div", { class: "rx-events-wrap" }, table));
 }
@@ -417,7 +524,7 @@ function render({ model, el }) {
     if (status === "cancelled" && !error) parts.push(h("div", { class: "rx-error" }, "The explanation was cancelled."));
     if (hasResults) {
       parts.push(summaryView(results.summary));
-      const tabs = [["rules", `Rules (${results.rules.length})`], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Effects"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
       parts.push(h("div", { class: "rx-tabs", role: "tablist" }, tabs.map(([k, label]) => h("button", {
         class: "rx-tab" + (ui.tab === k ? " rx-active" : ""), type: "button", role: "tab", data: { tab: k },
         "aria-selected": String(ui.tab === k), on: { click: () => { ui.tab = k; draw(); } } }, label))));
@@ -426,7 +533,8 @@ function render({ model, el }) {
         panel = h("section", { class: "rx-rules" },
           h("p", { class: "rx-help" }, "Largest weight first. Click a card for example users it fires for."),
           results.rules.map((c) => ruleCard(c, ui, openUser, draw)));
-      } else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
+      } else if (ui.tab === "effects") panel = effectsView(results, ui, draw);
+      else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
       else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
       else panel = statisticsView(results);
       parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab } }, panel));
