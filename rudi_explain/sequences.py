@@ -722,7 +722,7 @@ class Sequences:
                          for i, name in enumerate(meta["categorical"])}
             new.values = {name: np.asarray(arrays[f"values_{i}"], dtype=np.float64)
                           for i, name in enumerate(meta["numerical"])}
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
             raise ValueError(f"the saved sequences are incomplete or damaged: {err!r}") from None
         n_events = len(new.event_user)
         if len(new.offsets) != len(new.users) + 1 or new.offsets[-1] != n_events or \

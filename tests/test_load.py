@@ -128,6 +128,7 @@ def test_out_of_range_codes_are_refused(saved, tmp_path):
      "sequences.vocabularies"),
     (lambda m: m.__setitem__("rules", {"format": "rudi-explain/ruleset", "rules": 5, "intercept": 0}), "rules"),
     (lambda m: m["sequences"]["users"].__setitem__(0, [1]), "sequences.users"),
+    (lambda m: m["sequences"].__setitem__("reference_time", 10**30), "saved sequences"),
 ])
 def test_wrong_json_types_name_the_field(saved, tmp_path, edit, field):
     _, path = saved
