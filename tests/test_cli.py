@@ -138,3 +138,18 @@ def test_missing_label_column_and_zero_epochs_are_named(files, tmp_path, monkeyp
     with pytest.raises(SystemExit):
         _run(files, tmp_path / "o", "--epochs", "0")
     assert "--epochs: must be at least 1" in capsys.readouterr().err
+
+
+def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, monkeypatch, capsys):
+    import rudi_explain.explanation as explanation
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(explanation, "StatisticsSearch", no_search)
+    folder, events, scores = files
+    code = main(["run", str(events), "--scores", str(scores), "--user", "user_id", "--score-column", "risk",
+                 "--out", str(tmp_path / "o"), *FAST])  # no --time: 'ts' would be a category per event
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "categorical column 'ts'" in err and "looks time-like" in err and "--time" in err
