@@ -1,19 +1,23 @@
-"""Stage 1 quality and speed: MCTS-SG against the paper's Table 3 baselines.
+"""Stage 1 quality and speed: the readable search against the paper's MCTS-SG and Table 3's baselines.
 
 On make_payments data with its planted risk as the target, for each method:
 * the multiple correlation R on held-out users (20%), from a least-squares
   fit on the training users, both on the raw statistics and on their decile
   literals (a teacher that is a step function of its statistics is poorly
   fitted by a line, so raw R alone cannot tell methods apart);
-* wall time, and time per simulation for MCTS-SG;
+* wall time, split into the search's stages (catalog evaluation, selection
+  and deepening, MCTS-SG) for the readable search;
 * which planted statistics were recovered: exactly (same equivalence key),
   and how well (the best |correlation| of a found output with the planted one).
 
-MCTS-SG runs with each reward form ('split', the default; 'adjusted'; the
-paper's 'paper') and once with the paper's plain commit rule (no contenders,
-no polishing), so the effect of each change shows.
+The default search (grammar="readable": the short catalog, then MCTS-SG for
+what it leaves) runs beside the paper's algorithm (grammar="paper") and,
+without --quick, the paper's reward variants.
 
-Run: .venv/bin/python benchmarks/bench_search.py [--users 100000] [--quick]
+``--seeds 5`` instead measures seed stability: the share of the top-10
+statistics common to every run over that many seeds.
+
+Run: .venv/bin/python benchmarks/bench_search.py [--users 100000] [--quick] [--seeds 5]
 """
 
 from __future__ import annotations
@@ -74,7 +78,8 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=100_000)
     parser.add_argument("--n-stats", type=int, default=20)
     parser.add_argument("--simulations", type=int, default=500)
-    parser.add_argument("--quick", action="store_true", help="only MCTS-SG (default reward) and the baselines")
+    parser.add_argument("--quick", action="store_true", help="only the default search and the baselines")
+    parser.add_argument("--seeds", type=int, default=0, help="measure seed stability over this many seeds instead")
     args = parser.parse_args()
 
     demo = make_payments(args.users, random_state=0)
@@ -92,13 +97,16 @@ def main() -> None:
     for i, stat in enumerate(demo.planted, 1):
         print(f"  P{i} (depth {stat.depth}): {stat}")
 
-    runs = [("MCTS-SG reward=split (default)", dict(method="mcts", reward="split"))]
+    if args.seeds:
+        stability(train, y_train, args)
+        return
+    runs = [("readable: catalog, then MCTS-SG (default)", dict(method="mcts"))]
     if not args.quick:
         runs += [
-            ("MCTS-SG reward=adjusted", dict(method="mcts", reward="adjusted")),
-            ("MCTS-SG reward=paper", dict(method="mcts", reward="paper")),
-            ("MCTS-SG paper as written (reward=paper, eq. 6 only)",
-             dict(method="mcts", reward="paper", n_contenders=0, polish_rounds=0)),
+            ("paper grammar: MCTS-SG reward=split", dict(method="mcts", reward="split", grammar="paper")),
+            ("paper grammar: MCTS-SG reward=paper", dict(method="mcts", reward="paper", grammar="paper")),
+            ("paper grammar: as written (reward=paper, eq. 6 only)",
+             dict(method="mcts", reward="paper", n_contenders=0, polish_rounds=0, grammar="paper")),
         ]
     runs += [("random", dict(method="random")), ("lasso", dict(method="lasso")), ("gbm", dict(method="gbm"))]
 
@@ -121,18 +129,37 @@ def main() -> None:
         rec = recovery(found, demo.planted, seqs)
         per_sim = (f" ({search.n_evaluations_:,} simulations, {search.tree_seconds_ / search.n_evaluations_ * 1e3:.2f}"
                    f" ms each; trees {search.tree_seconds_:.0f} s of {seconds:.0f} s)") if search.n_evaluations_ else ""
+        if getattr(search, "screened_", 0):
+            per_sim += (f" [{len(found)} kept; catalog of {search.screened_:,} statistics "
+                        + ", ".join(f"{k} {v:.1f} s" for k, v in search.stage_seconds_.items()) + "]")
         results[name] = (r_raw, r_lit)
         print(f"{name:<52} {r_raw:7.4f} {r_lit:10.4f} {seconds:7.1f}s  {exact:>5}  "
               + " ".join(f"{r:.3f}" for r in rec) + per_sim)
-        if kwargs.get("method") == "mcts" and kwargs.get("reward") == "split" and "n_contenders" not in kwargs:
+        if name == runs[0][0]:
             found_default = found
-    print("\nStatistics found by MCTS-SG (default):")
+    print(f"\nStatistics found by the default search:")
     for i, stat in enumerate(found_default, 1):
-        print(f"  {i:2d}. {stat}")
-    best_mcts = results["MCTS-SG reward=split (default)"]
+        print(f"  {i:2d}. {stat.describe(None, seqs)}   [{stat}]")
+    best = results[runs[0][0]]
     for base in ("random", "lasso", "gbm"):
-        print(f"MCTS-SG vs {base}: R raw {best_mcts[0]:.4f} vs {results[base][0]:.4f}, "
-              f"R literals {best_mcts[1]:.4f} vs {results[base][1]:.4f}")
+        print(f"default vs {base}: R raw {best[0]:.4f} vs {results[base][0]:.4f}, "
+              f"R literals {best[1]:.4f} vs {results[base][1]:.4f}")
+
+
+def stability(train, y_train, args) -> None:
+    """Share of the top-10 statistics (by equivalence key) common to the runs of every seed."""
+    runs = []
+    for seed in range(args.seeds):
+        t = time.perf_counter()
+        found = StatisticsSearch(n_stats=args.n_stats, n_simulations=args.simulations, random_state=seed).fit(
+            train, y_train).statistics_[:10]
+        runs.append({s.key: s for s in found})
+        print(f"seed {seed}: {len(found)} statistics in {time.perf_counter() - t:.1f} s: "
+              + "; ".join(str(s) for s in found))
+    common = set.intersection(*(set(r) for r in runs))
+    top = max(len(r) for r in runs)
+    print(f"\nseed stability over {args.seeds} seeds: {len(common)} of the top {top} statistics common to all runs "
+          f"= {len(common) / top:.2f}")
 
 
 if __name__ == "__main__":

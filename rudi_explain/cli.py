@@ -10,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["main"]
@@ -102,7 +103,40 @@ def _demo(args: argparse.Namespace) -> int:
                      n_simulations=args.simulations, background=False, random_state=args.random_state,
                      student_params={"epochs": args.epochs} if args.epochs is not None else None)
     _print_result(exp, _write_outputs(exp, Path(args.out)))
+    _print_planted(exp, demo, seqs)
     return 0
+
+
+def _print_planted(exp, demo, seqs) -> None:
+    """Which of the demo's planted statistics the rules name: the same statistic, or one
+    whose values match it (|r| >= 0.95 over all users)."""
+    lits = exp.literals
+    position = {name: i for i, name in enumerate(lits.names)}
+    used = {int(lits.output_statistic[lits.column[position[name]]])
+            for rule in exp.rules for name in rule.literals if name in position}
+    stats = [exp.statistics[i] for i in sorted(used)]
+    lines, named = [], 0
+    for planted in demo.planted:
+        target = planted.evaluate(seqs).reshape(seqs.n_users, -1)
+        best, best_stat = 0.0, None
+        for stat in stats:
+            if stat.key == planted.key:
+                best, best_stat = 1.0, stat
+                break
+            values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+            for a in target.T:
+                for b in values.T:
+                    ok = np.isfinite(a) & np.isfinite(b)
+                    if ok.sum() > 2 and np.std(a[ok]) > 0 and np.std(b[ok]) > 0:
+                        r = abs(float(np.corrcoef(a[ok], b[ok])[0, 1]))
+                        if r > best:
+                            best, best_stat = r, stat
+        hit = best >= 0.95
+        named += hit
+        found = f"named as '{best_stat.describe(None, seqs)}' (r = {best:.2f})" if hit else f"not named (best r = {best:.2f})"
+        lines.append(f"  {planted.describe(None, seqs)}: {found}")
+    print(f"planted statistics named in the rules: {named} of {len(demo.planted)}")
+    print("\n".join(lines))
 
 
 def _read_table(path: Path) -> pd.DataFrame:

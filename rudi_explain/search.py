@@ -190,6 +190,14 @@ class StatisticsSearch:
         rollout, batch evaluation, reward, backpropagation).
     n_evaluations_ : int
         Batch evaluations made by the tree search (one per simulation).
+    stage_seconds_ : dict
+        With the catalog: seconds spent evaluating it ('catalog'), choosing,
+        deepening and checking ('select'), and in MCTS-SG ('mcts').
+    screened_ : int
+        Catalog statistics evaluated (0 without the catalog).
+    check_r2_ : float
+        With the catalog: R^2 of the additive model of the kept statistics on
+        the checking users.
     """
 
     def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
@@ -457,12 +465,14 @@ class StatisticsSearch:
         k = 1
         tick = lambda: self._report(k, 0, 0, "catalog", "", 0.0)
 
+        started = time.perf_counter()
         catalog = short_catalog(seqs, self.grammar, self.max_depth)
         seen: set[bytes] = set()
         sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
         screen = ColumnScreen.build(catalog, sample, seen, cancel=tick)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
+        self.stage_seconds_ = {"catalog": time.perf_counter() - started, "select": 0.0, "mcts": 0.0}
         cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
         chosen = ColumnScreen.join([], len(users))  # the kept outputs
         taken: set[tuple[str, int]] = set()
@@ -548,7 +558,9 @@ class StatisticsSearch:
             elif mcts_left:
                 # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
                 target = self._residual()
+                mcts_start = time.perf_counter()
                 found_deep = self._mcts_one(k, target)
+                self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
                 mcts_left = False  # one try: a second would search the same residual
                 if found_deep is not None:
                     stat = found_deep[0]
@@ -571,6 +583,7 @@ class StatisticsSearch:
             self._accept(stat, after - before, self._y)
             self._report(k, 0, 0, "", str(stat), after - before)
         self.check_r2_ = check_r2(chosen)
+        self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
 
     # ----------------------------------------------------------------- MCTS
     def _fit_mcts(self) -> None:
