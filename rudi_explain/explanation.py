@@ -309,7 +309,7 @@ class Explanation:
         self._check_cancel()
 
         t = time.perf_counter()
-        n_quantiles = p.get("n_quantiles", 20)
+        n_quantiles = p.get("n_quantiles", 10)
         self._emit("literals", 0, 1, f"round thresholds at {n_quantiles} quantiles of the training users")
         self.literals = Literals.fit(train, self.statistics, n_quantiles=n_quantiles)
         self._values = self.literals.values(seqs)
@@ -410,12 +410,14 @@ class Explanation:
             auc_teacher = metrics.auc(self.labels[test], y[test])
             auc_student = metrics.auc(self.labels[test], s[test])
         fidelity_test = metrics.fidelity(y[test], s[test])
-        key = (id(self.student_scores), id(self.teacher_scores), self.is_test.tobytes())
+        # Object ids can be reused, so the sums of the scores make part of the key.
+        key = (id(self.student_scores), id(self.teacher_scores), self.is_test.tobytes(), float(s[test].sum()),
+               float(y[test].sum()))
+        # Computed once per set of scores: the bootstrap costs a few hundred fidelities.
         if getattr(self, "_ci_cache", (None,))[0] != key:
             self._ci_cache = (key, metrics.fidelity_interval(y[test], s[test], random_state=self.params.get(
-                "random_state", 0)))
-        ci = self._ci_cache[1]
-        constant = metrics.fidelity(y[test], np.zeros(int(test.sum())))
+                "random_state", 0)), metrics.fidelity(y[test], np.zeros(int(test.sum()))))
+        ci, constant = self._ci_cache[1], self._ci_cache[2]
         return {
             "fidelity_train": metrics.fidelity(y[train], s[train]),
             "fidelity_test": fidelity_test,
@@ -930,7 +932,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
             n_simulations: int = 500, batch_size: int = 128, grammar: str = "readable", search_params: dict | None = None,
             student_params: dict | None = None, teacher_params: dict | None = None,
             progress: Callable[[JobProgress], Any] | None = None, in_users_order: bool = False, prune: bool = True, max_rules: int = MAX_RULES,
-            max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 20) -> Explanation:
+            max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 10) -> Explanation:
     """Distil a model over behaviour sequences into a few weighted rules.
 
     Parameters
@@ -984,8 +986,9 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         Bounds of the default rule set, and of every rule's length.
     validation_size : float, default=0.2
         Share of the training users kept for pruning.
-    n_quantiles : int, default=20
-        Candidate thresholds per statistic output (10: the paper's deciles).
+    n_quantiles : int, default=10
+        Candidate thresholds per statistic output: 10 the paper's deciles, 20
+        every 5th percentile (see :class:`~rudi_explain.literals.Literals`).
 
     Returns
     -------
