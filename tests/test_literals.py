@@ -63,7 +63,7 @@ def test_thresholds_are_round_and_move_few_users(seed):
         rng.beta(2, 9, n),  # a share
     ])
     V[rng.random(n) < 0.1, 1] = np.nan
-    lits = Literals.from_values(V, kinds=["value", "value", "count", "share"])
+    lits = Literals.from_values(V, kinds=["value", "value", "count", "share"], n_quantiles=20)
     assert lits.output_kind == ["value", "value", "count", "share"]
     for i, (j, r) in enumerate(zip(lits.column, lits.thresholds)):
         text = lits.threshold_text[i]
@@ -102,7 +102,7 @@ def test_finer_quantiles_find_a_cut_between_deciles():
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 31, 3000).astype(float)
     deciles = Literals.from_values(counts[:, None], n_quantiles=10)
-    fine = Literals.from_values(counts[:, None])
+    fine = Literals.from_values(counts[:, None], n_quantiles=20)
     assert 14.0 not in deciles.thresholds and 14.0 in fine.thresholds
     assert fine.n_literals == 20 and deciles.n_literals == 10
     assert (np.diff(fine.thresholds) <= 2).all()

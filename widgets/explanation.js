@@ -348,10 +348,15 @@ function effectChart(e) {
     box.appendChild(svg("rect", { x: x0, y: T, width: Math.max(1, x1 - x0), height: HS, class: "rx-band" },
       svg("title", null, `${from}${to}: ${signed(v)} to the rule score (${fmt(e.n_band[b])} users)`)));
   });
+  let lastLabel = -Infinity;
   e.thresholds.forEach((t, i) => {
     const tx = x(t);
-    box.appendChild(svg("line", { x1: tx, x2: tx, y1: T, y2: T + HS + GAP + HH, class: "rx-effect-threshold" }));
-    box.appendChild(svg("text", { x: tx, y: T + HS + GAP - 3, "text-anchor": "middle", class: "rx-axis" }, e.threshold_text[i]));
+    box.appendChild(svg("line", { x1: tx, x2: tx, y1: T, y2: T + HS + GAP + HH, class: "rx-effect-threshold" },
+      svg("title", null, `threshold ${e.threshold_text[i]}`)));
+    if (tx - lastLabel >= 26) {  // labels that would overlap are left to the hover text
+      box.appendChild(svg("text", { x: tx, y: T + HS + GAP - 3, "text-anchor": "middle", class: "rx-axis" }, e.threshold_text[i]));
+      lastLabel = tx;
+    }
   });
   box.appendChild(svg("text", { x: L - 4, y: y(ehi) + 8, "text-anchor": "end", class: "rx-axis" }, signed(ehi)));
   box.appendChild(svg("text", { x: L - 4, y: y(elo), "text-anchor": "end", class: "rx-axis" }, signed(elo)));
@@ -381,6 +386,8 @@ function effectsView(results) {
       "with the other conditions at their most common value, relative to where most users are; bars beneath count users."),
     effects.map((e) => h("div", { class: "rx-effect-block", data: { column: e.column } },
       h("div", { class: "rx-threshold-title", title: e.notation }, e.words), effectChart(e),
+      e.effect.every((v) => !v) ? h("div", { class: "rx-undefined-note" }, "No effect on its own: the rules that use it ",
+        "also hold (or fail) through their other conditions at those conditions' most common values.") : null,
       e.n_undefined ? h("div", { class: "rx-undefined-note" },
         `${fmt(e.n_undefined)} ${e.undefined_words || "users for whom it is undefined"} count as below every threshold (the leftmost step).`) : null)));
 }

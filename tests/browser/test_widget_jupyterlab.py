@@ -167,6 +167,12 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         page.locator(".rx-tab[data-tab='statistics']").click()
         assert page.locator(".rx-stat-table tbody tr").count() == 4
         shots(page, "6-statistics", top=page.locator(".rx-root"))
+        # The fidelity curve and one net-effect picture per statistic the rules use.
+        page.locator(".rx-tab[data-tab='effects']").click()
+        page.locator("svg.rx-curve").wait_for()
+        assert page.locator(".rx-curve-default").count() == 1
+        assert page.locator(".rx-effect-block svg.rx-effect path.rx-step").count() >= 1
+        shots(page, "7-curve-and-effects", top=page.locator(".rx-tabs"))
         assert not dialogs, f"an alert ran: {dialogs}"
 
         # 8. The standalone report, from file:// with no server behind it.
