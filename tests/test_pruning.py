@@ -130,3 +130,29 @@ def test_unpruned_on_request(demo):
     assert e.pruning is None and e.rules is e.unpruned_rules
     with pytest.raises(ValueError, match="not pruned"):
         e.fidelity_curve
+
+
+def test_net_effects_against_a_hand_built_user(exp):
+    from rudi_explain import widget_state as ws
+
+    effects = ws.net_effects(exp)
+    L, Z = exp.literals, exp._literal_matrix
+    used = {int(L.column[x.index]) for r in exp.rules for x in formula_literals(r.formula)}
+    assert {e["column"] for e in effects} == used  # one picture per statistic output the rules use
+    mode = Z.mean(axis=0) >= 0.5
+    for e in effects:
+        c = e["column"]
+        t = np.array(e["thresholds"], dtype=float)
+        # a value inside each band: below the first threshold, between two, above the last
+        inside = np.concatenate([[t[0] - 1], (t[:-1] + t[1:]) / 2, [t[-1] + 1]])
+        scores = []
+        for v in inside:
+            row = mode.copy()
+            mine = np.flatnonzero(L.column == c)
+            row[mine] = v > L.thresholds[mine]  # every literal on this output, from the value itself
+            scores.append(exp.rules.score(row[None, :])[0])
+        scores = np.array(scores)
+        np.testing.assert_allclose(e["effect"], scores - scores[e["base_band"]], atol=1e-5)
+        # users per band add up to everyone; the baseline band is the most common one
+        assert sum(e["n_band"]) == exp.sequences.n_users and e["n_band"][e["base_band"]] == max(e["n_band"])
+        assert sum(e["counts"]) + e["n_undefined"] == exp.sequences.n_users
