@@ -470,10 +470,16 @@ def make_scenario(seed: int, n_users: int | None = None, time_share: float = 0.2
     values: list[np.ndarray] = []
     keys: set[tuple] = set()
     attempts = 0
-    while len(planted) < n_planted and attempts < 400:
+    target_depth, tries = int(rng.integers(1, 5)), 0
+    while len(planted) < n_planted and attempts < 600:
         attempts += 1
+        # Keep the drawn depth for a while: deep statistics fail the checks below more often, and
+        # redrawing the depth at every failure would plant fewer of them.
+        tries += 1
+        if tries > 40:
+            target_depth, tries = int(rng.integers(1, 5)), 0
         time_now = has_time and not planted  # the time statistic, when there is one, comes first
-        drawn = grammar.draw(int(rng.integers(1, 5)), time_now)
+        drawn = grammar.draw(target_depth, time_now)
         if drawn is None:
             continue
         text, output, depth = drawn
@@ -495,6 +501,7 @@ def make_scenario(seed: int, n_users: int | None = None, time_share: float = 0.2
         keys.add(stat.key)
         planted.append((text, output, depth))
         values.append(v)
+        target_depth, tries = int(rng.integers(1, 5)), 0
     if len(planted) < 2:
         raise RuntimeError(f"scenario {seed}: could not plant two informative statistics in {attempts} draws")
 

@@ -108,7 +108,7 @@ def reference(events: pd.DataFrame, text: str, output: str | None, categorical: 
 
 # Small scenarios whose planted statistics together use every operator the generator draws
 # (checked below, so a change of the generator that loses one shows here).
-SEEDS = (4, 12, 21)
+SEEDS = (4, 12, 21, 22)
 N_USERS = 250
 
 
