@@ -87,6 +87,46 @@ class PruningPath:
         index = self.index_of(k)
         return self.rule_sets[index]
 
+    def to_dict(self) -> dict:
+        """JSON-ready, without the literal table (give it back to :meth:`from_dict`)."""
+        from rudi_explain.rules import formula_to_json
+
+        def rules_of(rs: RuleSet) -> dict:
+            return {"intercept": rs.intercept,
+                    "rules": [{"formula": formula_to_json(r.formula), "weight": r.weight} for r in rs]}
+
+        return {"format": "rudi-explain/pruning", "version": 1, "unpruned": rules_of(self.unpruned),
+                "rule_sets": [rules_of(rs) for rs in self.rule_sets], "n_rules": self.n_rules.tolist(),
+                "fidelity_valid": self.fidelity_valid.tolist(), "fidelity_unpruned": self.fidelity_unpruned,
+                "default": self.default, "settings": dict(self.settings)}
+
+    @classmethod
+    def from_dict(cls, d: dict, literals: Any) -> "PruningPath":
+        """Read :meth:`to_dict` back, over the same ``literals`` (a Literals table)."""
+        from rudi_explain.rules import formula_from_json, literal_info
+
+        if not isinstance(d, dict) or d.get("format") != "rudi-explain/pruning":
+            raise ValueError("not a rudi-explain pruning path")
+        info = literal_info(literals)
+
+        def rules_from(x: dict) -> RuleSet:
+            rules = [Rule(formula_from_json(r["formula"]), float(r["weight"]), info) for r in x["rules"]]
+            for r in rules:
+                bad = [lit.index for lit in formula_literals(r.formula) if not 0 <= lit.index < info.n_literals]
+                if bad:
+                    raise ValueError(f"a pruned rule refers to literal {bad[0]}, the table has {info.n_literals}")
+            return RuleSet(rules, float(x["intercept"]), literals)
+
+        rule_sets = [rules_from(x) for x in d["rule_sets"]]
+        n_rules = np.asarray(d["n_rules"], dtype=np.int64)
+        if len(n_rules) != len(rule_sets) or [len(r) for r in rule_sets] != n_rules.tolist():
+            raise ValueError("the pruning path's rule counts do not match its rule sets")
+        default = int(d["default"])
+        if not 0 <= default < len(rule_sets):
+            raise ValueError(f"the pruning path's default point {default} does not exist")
+        return cls(rules_from(d["unpruned"]), rule_sets, n_rules, np.asarray(d["fidelity_valid"], dtype=np.float64),
+                   float(d["fidelity_unpruned"]), default, dict(d.get("settings", {})))
+
     def index_of(self, k: int) -> int:
         """Index of the point with ``k`` rules (see :meth:`at`)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:

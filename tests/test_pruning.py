@@ -156,3 +156,22 @@ def test_net_effects_against_a_hand_built_user(exp):
         # users per band add up to everyone; the baseline band is the most common one
         assert sum(e["n_band"]) == exp.sequences.n_users and e["n_band"][e["base_band"]] == max(e["n_band"])
         assert sum(e["counts"]) + e["n_undefined"] == exp.sequences.n_users
+
+
+def test_pruning_path_json_round_trip(exp):
+    import json
+
+    from rudi_explain.pruning import PruningPath
+
+    d = json.loads(json.dumps(exp.pruning.to_dict()))
+    back = PruningPath.from_dict(d, exp.literals)
+    Z = exp._literal_matrix
+    assert back.default == exp.pruning.default and back.n_rules.tolist() == exp.pruning.n_rules.tolist()
+    for a, b in zip(back.rule_sets + [back.unpruned], exp.pruning.rule_sets + [exp.pruning.unpruned]):
+        np.testing.assert_array_equal(a.score(Z), b.score(Z))
+        assert [r.text for r in a] == [r.text for r in b]
+    d["default"] = 99
+    with pytest.raises(ValueError, match="default point 99"):
+        PruningPath.from_dict(d, exp.literals)
+    with pytest.raises(ValueError, match="not a rudi-explain pruning path"):
+        PruningPath.from_dict({}, exp.literals)
