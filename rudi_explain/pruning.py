@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import FALSE, TRUE, And, Const, Formula, Lit, Or, Rule, RuleSet, formula_literals, simplify
+from rudi_explain.rules import FALSE, TRUE, And, Const, Formula, Lit, Rule, RuleSet, formula_literals, simplify
 
 __all__ = ["PruningPath", "prune_rules", "fold_bands", "MAX_RULES", "MAX_LITERALS", "TOLERANCE"]
 
