@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     def common(p: argparse.ArgumentParser, out: str, n_stats: int, simulations: int) -> None:
         p.add_argument("--out", default=out, help=f"folder for rules.txt, rules.json, report.json and the "
                                                   f"saved explanation (default: {out})")
-        p.add_argument("--n-stats", type=_positive, default=n_stats, help=f"statistics to search, K (default {n_stats})")
+        p.add_argument("--n-stats", type=_positive, default=n_stats,
+                       help=f"statistics to search, K (default {n_stats})")
         p.add_argument("--n-rules", type=_positive, default=20, help="rules, R (default 20)")
         p.add_argument("--simulations", type=_positive, default=simulations,
                        help=f"MCTS simulations per step (default {simulations})")

@@ -26,7 +26,8 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     while i < end:
         m = _TOKEN.match(text, i)
         if m is None:
-            raise ValueError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} at position {i}")
+            raise ValueError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} "
+                             f"at position {i}")
         kind = m.lastgroup
         value = m.group(kind)
         if kind == "string":
