@@ -97,6 +97,16 @@ def _demo(args: argparse.Namespace) -> int:
     seqs = demo.sequences()
     print(f"demo data: {seqs!r}")
     print(f"planted risk = {demo.formula}")
+    # First the planted risk itself as the teacher: does the method find what was planted?
+    check = rx.explain(None, seqs, scores=demo.risk, labels=demo.labels, n_stats=args.n_stats, n_rules=args.n_rules,
+                       n_simulations=args.simulations, background=False, random_state=args.random_state,
+                       student_params={"epochs": args.epochs} if args.epochs is not None else None)
+    report = check.report()
+    print(f"\nThe planted risk as the teacher: {report['n_rules']} rules, fidelity {report['fidelity_test']:.3f} "
+          f"on {report['n_test']:,} held-out users, search {check.seconds['search']:.1f} s")
+    print(check.rules)
+    _print_planted(check, demo, seqs)
+    print("\nNow a black box: the demo GRU, trained on the labels (drawn from the planted risk).")
     model = train_demo_gru(seqs, demo.labels, random_state=args.random_state)
     print(f"demo teacher: a bidirectional 2-layer GRU trained on the labels in {time.perf_counter() - t0:.1f} s")
     exp = rx.explain(model, seqs, labels=demo.labels, n_stats=args.n_stats, n_rules=args.n_rules,

@@ -483,7 +483,7 @@ def _undefined_words(stat: Any, output: str | None, seqs: Any) -> str:
         ops = [stat.operators[0], *(op for op in stat.row_operators if std or isinstance(op, (RetainBy, FilterBy)))]
         group = stat.group
         if group is not None and output:
-            parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+            parts = stat.output_parts(output, seqs)
             if group in parts:
                 ops.append(RetainBy(group, parts[group]))
         counted = Statistic([*ops, Count()]).describe(data=seqs)

@@ -463,7 +463,9 @@ class StatisticsSearch:
         ys = y[users]
         total_var = float(ys[fit_rows].var()) or 1.0
         k = 1
-        tick = lambda: self._report(k, 0, 0, "catalog", "", 0.0)
+        tick = lambda: self._report(k, 0, 0, "short catalog",
+                                    str(self.statistics_[-1]) if self.statistics_ else "screening the short catalog",
+                                    self.rewards_[-1] if self.rewards_ else 0.0)
 
         started = time.perf_counter()
         catalog = short_catalog(seqs, self.grammar, self.max_depth)

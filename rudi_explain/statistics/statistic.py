@@ -214,6 +214,29 @@ class Statistic:
         return [", ".join(x for x in (s, g) if x) for s in selected for g in groups]
 
     # ------------------------------------------------------------------ words
+    def output_parts(self, output: str | None, data: Sequences | Schema | None = None) -> dict[str, str]:
+        """The categories one output stands for, ``{column: value}``.
+
+        With ``data`` the output is looked up by position among
+        :meth:`output_names`, so a category containing ``", "`` or ``"="``
+        ("New York, NY") is read right; without, the name is parsed.
+        """
+        if not output:
+            return {}
+        if data is not None:
+            schema = Schema.of(data)
+            names = self.output_names(schema)
+            if output in names and self.is_vector(schema):
+                q = len(schema.vocabularies[self.group]) if self.group is not None else 1
+                category, group = divmod(names.index(output), q)
+                parts = {}
+                if self._one_hot(schema):
+                    parts[self.selected] = schema.vocabularies[self.selected][category]
+                if self.group is not None:
+                    parts[self.group] = schema.vocabularies[self.group][group]
+                return parts
+        return dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+
     def describe(self, output: str | None = None, data: Sequences | Schema | None = None) -> str:
         """Plain English, e.g. "sum of amount over events where card_type is debit".
 
@@ -229,7 +252,7 @@ class Statistic:
         categorical = data is not None and Schema.of(data).kind(self.selected) == "categorical"
         # Time operators have their own words ("days since the last event"), built on these.
         phrase = time_phrase(self, output, categorical, _describe, Schema.of(data) if data is not None else None)
-        return phrase if phrase is not None else _describe(self, output, categorical)
+        return phrase if phrase is not None else _describe(self, output, categorical, self.output_parts(output, data))
 
     def to_json(self) -> str:
         return str(self)
@@ -468,7 +491,7 @@ def _percentile_words(k: float) -> str:
     return f"{k_text}{_ORDINAL.get(last, 'th')} percentile"
 
 
-def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
+def _describe(stat: Statistic, output: str | None, categorical: bool, parts: dict[str, str] | None = None) -> str:
     """One plain-English phrase that an analyst could write (never operator names).
 
     "total amount over events where merchant_category is gambling",
@@ -481,7 +504,8 @@ def _describe(stat: Statistic, output: str | None, categorical: bool) -> str:
     absolute = any(isinstance(op, Abs) for op in rows)
     sort = next((op for op in rows if isinstance(op, SortBy)), None)
     top = next((op for op in rows if isinstance(op, Top)), None)
-    parts = dict(p.split("=", 1) for p in output.split(", ")) if output else {}
+    if parts is None:
+        parts = stat.output_parts(output)
     category = parts.get(selected)
     group_value = parts.get(stat.group) if stat.group else None
 

@@ -402,8 +402,9 @@ def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
         return text + window_text
     # The events in question, as the base describer words a Count over them.
     group_output = None
-    if stat.group is not None and _group_value(output, stat.group) is not None:
-        group_output = f"{stat.group}={_group_value(output, stat.group)}"
+    group_value = stat.output_parts(output, schema).get(stat.group) if stat.group is not None else None
+    if group_value is not None:
+        group_output = f"{stat.group}={group_value}"
     base = describe(Statistic((ops[0], *rows, Count())), group_output, False)
     plural = base[len("number of "):] if base.startswith("number of ") else "events"
     plural += window_text
@@ -428,10 +429,3 @@ def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
     else:  # a time aggregation of one's own
         text = f"{agg.words} over {plural}"
     return text
-
-
-def _group_value(output: str | None, group: str) -> str | None:
-    if not output:
-        return None
-    parts = dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
-    return parts.get(group)
