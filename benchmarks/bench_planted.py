@@ -133,6 +133,25 @@ def _search(train: rx.Sequences, y_train: np.ndarray, options: dict, method: str
     return list(found), time.perf_counter() - t0
 
 
+def explain_keywords(base: dict, extra: dict) -> dict:
+    """``base`` with the search settings ``extra`` merged in: explain()'s own parameters as they
+    are, the others (``reward``, ``grammar``, ...) through ``search_params``. The split's
+    ``random_state`` and ``test_size`` stay explain()'s defaults (the scenario's held-out users)."""
+    import inspect
+
+    own = set(inspect.signature(rx.explain).parameters) - {"random_state", "test_size", "model", "data", "scores"}
+    out = {k: v for k, v in base.items()}
+    search_params = dict(out.pop("search_params", {}) or {})
+    for k, v in extra.items():
+        if k in own:
+            out[k] = v
+        elif k not in ("random_state", "method"):
+            search_params[k] = v
+    if search_params:
+        out["search_params"] = search_params
+    return out
+
+
 # ------------------------------------------------------------------ one scenario
 def run_scenario(sc: Scenario, search_options: dict, explain_options: dict, skip: set[str]) -> dict:
     """Every method on one scenario; a JSON-ready dict."""
@@ -291,7 +310,7 @@ def _line(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=50, help="number of scenarios (default 50)")
+    parser.add_argument("--n", type=int, default=None, help="number of scenarios (default 50; 3 with --quick)")
     parser.add_argument("--first", type=int, default=0, help="seed of the first scenario")
     parser.add_argument("--users", type=int, default=None, help="users per scenario (default 3000-5000)")
     parser.add_argument("--quick", action="store_true", help="3 scenarios of 1,000 users, light search settings")
@@ -309,15 +328,13 @@ def main(argv: list[str] | None = None) -> dict:
                   "`.venv-peers/bin/python benchmarks/bench_planted.py` (or `make bench-planted`). Skipped.")
             return {}
     search_options, explain_options = dict(SEARCH_OPTIONS), dict(EXPLAIN_OPTIONS)
-    n, users = args.n, args.users
-    if args.quick:
-        search_options.update(QUICK_OPTIONS)
-        explain_options.update(QUICK_OPTIONS)
-        n = min(n, 3) if "--n" not in (argv if argv is not None else sys.argv) else n
-        users = users or 1000
+    n, users = args.n if args.n is not None else (3 if args.quick else 50), args.users
     extra = json.loads(args.search_options)
+    if args.quick:
+        users = users or 1000
+        extra = {**QUICK_OPTIONS, **extra}
     search_options.update(extra)
-    explain_options.update(extra)
+    explain_options = explain_keywords(explain_options, extra)
     print(f"search: {search_options}\nexplain: {explain_options}\n{n} scenarios from seed {args.first}"
           + (f", {users} users each" if users else ""))
     results = []

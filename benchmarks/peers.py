@@ -119,7 +119,7 @@ def dfs_features(events: pd.DataFrame, categorical: list[str], numerical: list[s
     es = ft.EntitySet("planted")
     es.add_dataframe(dataframe_name="events", dataframe=ev, index="event_id", time_index=time,
                      logical_types={**{c: "Categorical" for c in categorical},
-                                    **{c: "Double" for c in numerical}, user: "Integer"})
+                                    **{c: "Double" for c in numerical}})
     es.normalize_dataframe(base_dataframe_name="events", new_dataframe_name="users", index=user)
     source = ev if train_users is None else ev[ev[user].isin(train_users)]
     k = cfg["max_interesting_values"]
