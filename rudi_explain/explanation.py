@@ -330,7 +330,8 @@ class Explanation:
 
         self._emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
         X_train = self._literal_matrix[train_idx]
-        prune = p.get("prune", True)
+        # a rule list (first match wins) is not a sum of rules: nothing to prune, no users to hold back
+        prune = p.get("prune", True) and p["student"] != "brl"
         # Pruning chooses on validation users: a split of the training users the student does not see.
         is_valid = np.zeros(train_idx.size, dtype=bool)
         if prune:
@@ -342,7 +343,7 @@ class Explanation:
         self.unpruned_rules = _in_teacher_units(student.rules(self.literals), a, b)
         self.rules = self.unpruned_rules
         self.seconds["student"] = time.perf_counter() - t
-        if prune and isinstance(self.unpruned_rules, RuleSet) and not self.unpruned_rules.linear:
+        if prune and type(self.unpruned_rules) is RuleSet and not self.unpruned_rules.linear:
             t = time.perf_counter()
             self._emit("evaluate", 0, 1, "pruning and merging rules on validation users")
             self.pruning = prune_rules(self.unpruned_rules, X_train, y[train_idx], is_valid,

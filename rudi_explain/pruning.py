@@ -309,7 +309,8 @@ def prune_rules(
     literals = rules.literals if rules.literals is not None else rules.info
     yv = y[is_valid]
     fid_unpruned = fidelity(yv, rules.score(Z[is_valid]))
-    if rules.linear or not len(rules):
+    if rules.linear or not len(rules) or type(rules) is not RuleSet:
+        # linear terms, and rule lists (first match wins: not a sum of rules) are kept as they are
         return PruningPath(rules, [rules], np.array([len(rules)]), np.array([fid_unpruned]), fid_unpruned, 0,
                            settings)
     folded = fold_bands(rules, Z[~is_valid])
