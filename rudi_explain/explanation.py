@@ -655,8 +655,12 @@ def _standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 
 def _in_teacher_units(rules: RuleSet, a: float, b: float) -> RuleSet:
-    """Rules trained on ``z`` rewritten to score ``a * z + b``, in the teacher's units."""
-    if a == 1.0 and b == 0.0:
+    """Rules trained on ``z`` rewritten to score ``a * z + b``, in the teacher's units.
+
+    Only a plain :class:`RuleSet` is rewritten: a rule list's scores are
+    probabilities of its own target, not a sum of weights.
+    """
+    if (a == 1.0 and b == 0.0) or type(rules) is not RuleSet:
         return rules
     import dataclasses
 
