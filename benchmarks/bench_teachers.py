@@ -44,7 +44,7 @@ def main() -> None:
     print(f"{seqs!r}; torch threads {torch.get_num_threads()}")
 
     start = time.perf_counter()
-    gru = train_demo_gru(seqs, labels, epochs=1)
+    gru = train_demo_gru(seqs, data.labels, epochs=1)
     print(f"demo GRU, 1 epoch of training: {time.perf_counter() - start:.1f} s")
     for threads in (None, 1):
         for batch_size in (128, 256, 1024):

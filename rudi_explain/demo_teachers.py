@@ -135,6 +135,7 @@ def train_demo_gru(
     random_state: int = 0,
     device: str = "cpu",
     num_threads: int | None = 1,
+    in_users_order: bool = False,
 ) -> Any:
     """Train the demo teacher: a small bidirectional 2-layer GRU.
 
@@ -143,8 +144,9 @@ def train_demo_gru(
     seqs : Sequences
         Training users. Every categorical and numerical column is used.
     target : pandas Series indexed by user id, or array-like of shape (n_users,)
-        0/1 labels (a Series is aligned by id, an array is in ``seqs.users``
-        order). Trained with binary cross-entropy on logits.
+        0/1 labels, a Series aligned by id (an array only with
+        ``in_users_order=True``: its order cannot be checked). Trained with
+        binary cross-entropy on logits.
     hidden_size : int, default=32
         GRU units per direction (the paper uses 128).
     embedding_dim : int, default=8
@@ -168,6 +170,8 @@ def train_demo_gru(
         leave torch's setting). A GRU this small runs fastest on one thread:
         its many tiny steps gain nothing from more, and extra threads
         spin-wait badly on a busy machine (10x slower seen on 2 shared cores).
+    in_users_order : bool, default=False
+        Say that a bare array ``target`` follows ``seqs.users``.
 
     Returns
     -------
@@ -190,7 +194,7 @@ def train_demo_gru(
 
     if not isinstance(seqs, Sequences):
         raise TypeError(f"train_demo_gru needs a Sequences, got {type(seqs).__name__}")
-    y = given_scores(target, seqs)
+    y = given_scores(target, seqs, in_users_order=in_users_order)
     if not np.isin(y, (0.0, 1.0)).all():
         raise ValueError("the demo GRU is trained on 0/1 labels; the target has other values")
     for name, value, low in (("hidden_size", hidden_size, 1), ("embedding_dim", embedding_dim, 1),

@@ -27,7 +27,7 @@ def split():
 def test_demo_gru_learns_the_planted_risk(split):
     data, train, test, y_train, y_test = split
     start = time.perf_counter()
-    gru = train_demo_gru(train, y_train, random_state=0)
+    gru = train_demo_gru(train, y_train, random_state=0, in_users_order=True)
     seconds = time.perf_counter() - start
     scores = as_teacher(gru).score(test)
     auc = roc_auc_score(y_test, scores)
@@ -51,11 +51,11 @@ def test_demo_gru_is_reproducible_and_leaves_global_state(split):
     torch.manual_seed(123)
     state = torch.get_rng_state()
     threads = torch.get_num_threads()
-    a = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2)
+    a = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2, in_users_order=True)
     assert torch.equal(torch.get_rng_state(), state)
     assert torch.get_num_threads() == threads
-    b = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2)
-    c = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=6)
+    b = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2, in_users_order=True)
+    c = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=6, in_users_order=True)
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(pa, pb), name
     assert not all(torch.equal(pa, pc) for pa, pc in zip(a.state_dict().values(), c.state_dict().values()))
@@ -66,11 +66,11 @@ def test_demo_gru_bad_input(split):
     _, train, _, y_train, _ = split
     small = train.subset(np.arange(50))
     with pytest.raises(ValueError, match="0/1"):
-        train_demo_gru(small, np.linspace(0, 2, 50))
+        train_demo_gru(small, np.linspace(0, 2, 50), in_users_order=True)
     with pytest.raises(ValueError, match="50 users"):
-        train_demo_gru(small, y_train)
+        train_demo_gru(small, y_train, in_users_order=True)
     with pytest.raises(ValueError, match="epochs"):
-        train_demo_gru(small, y_train[:50], epochs=0)
+        train_demo_gru(small, y_train[:50], epochs=0, in_users_order=True)
     with pytest.raises(TypeError, match="Sequences"):
         train_demo_gru(None, y_train[:50])
 
