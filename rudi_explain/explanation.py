@@ -205,6 +205,8 @@ class Explanation:
         self.student = None
         self.unpruned_rules: RuleSet | None = None
         self.pruning: PruningPath | None = None
+        # why there is no pruning path when the reason is not explain()'s settings (an old file)
+        self._no_pruning: str | None = None
         self.score_unit = "raw"
         self.teacher_kind = ""
         self.teacher_scores: pd.Series | None = None
@@ -465,8 +467,8 @@ class Explanation:
         if self.rules is None:  # the widget asks from the job's last event, just before it ends
             self._ready()
         if self.pruning is None:
-            raise ValueError("this explanation was not pruned (explain(prune=False), a rule list or linear "
-                             "terms, or a file saved without its pruning path): it has no fidelity curve")
+            raise ValueError(self._no_pruning or "this explanation was not pruned (explain(prune=False), a rule "
+                             "list or linear terms): it has no fidelity curve")
         y = self.teacher_scores.to_numpy()[self.is_test]
         Z = self._literal_matrix[self.is_test]
         path = self.pruning
@@ -496,7 +498,7 @@ class Explanation:
 
         self._ready()
         if self.pruning is None:
-            raise ValueError("this explanation was not pruned: it has one rule set only")
+            raise ValueError(self._no_pruning or "this explanation was not pruned: it has one rule set only")
         other = copy.copy(self)
         other.rules = self.pruning.at(k)
         other._fires = other.rules.fires(self._literal_matrix)
@@ -585,6 +587,8 @@ class Explanation:
             "history": [{"stage": e.stage, "step": e.step, "total": e.total, "message": e.message,
                          "elapsed": e.elapsed} for e in self.history],
             "sequences": seq_meta,
+            # null when not pruned; a file without the key predates saved pruning paths
+            "pruning": None if self.pruning is None else self.pruning.to_dict(),
         }
         arrays = {"teacher_scores": self.teacher_scores.to_numpy(), "student_scores": self.student_scores.to_numpy(),
                   "is_test": self.is_test, "values": self._values,
@@ -714,6 +718,35 @@ def _check_meta(meta: dict, path: Path) -> None:
         dup = [u for u in users if u in seen or seen.add(u)]
         raise ValueError(f"{path} is damaged: field 'sequences.users' repeats user ids {name_users(dup)}")
     expect(meta["literals"].get("output_names"), list, "literals.output_names", path)
+    if meta.get("pruning") is not None:
+        _check_pruning(meta["pruning"], path)
+
+
+def _check_rule_list(rs: Any, field: str, path: Path) -> None:
+    """Types of one saved rule set of a pruning path: intercept, and rules of formula and weight."""
+    expect = _archive.expect
+    expect(rs, dict, field, path)
+    expect(rs.get("intercept"), (int, float), f"{field}.intercept", path)
+    for i, r in enumerate(expect(rs.get("rules"), list, f"{field}.rules", path)):
+        expect(r, dict, f"{field}.rules[{i}]", path)
+        expect(r.get("formula"), dict, f"{field}.rules[{i}].formula", path)
+        expect(r.get("weight"), (int, float), f"{field}.rules[{i}].weight", path)
+
+
+def _check_pruning(pruning: Any, path: Path) -> None:
+    """Types of the saved pruning path (:meth:`PruningPath.to_dict`), naming the field."""
+    expect = _archive.expect
+    expect(pruning, dict, "pruning", path)
+    _check_rule_list(pruning.get("unpruned"), "pruning.unpruned", path)
+    for i, rs in enumerate(expect(pruning.get("rule_sets"), list, "pruning.rule_sets", path)):
+        _check_rule_list(rs, f"pruning.rule_sets[{i}]", path)
+    for i, n in enumerate(expect(pruning.get("n_rules"), list, "pruning.n_rules", path)):
+        expect(n, int, f"pruning.n_rules[{i}]", path)
+    for i, f in enumerate(expect(pruning.get("fidelity_valid"), list, "pruning.fidelity_valid", path)):
+        expect(f, (int, float), f"pruning.fidelity_valid[{i}]", path)
+    expect(pruning.get("fidelity_unpruned"), (int, float), "pruning.fidelity_unpruned", path)
+    expect(pruning.get("default"), int, "pruning.default", path)
+    expect(pruning.get("settings", {}), dict, "pruning.settings", path)
 
 
 def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
@@ -805,6 +838,14 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
             raise ValueError(f"{path} is damaged: field {field_name!r}: {err}") from None
     exp.literals.statistics = exp.statistics
     exp.rules.literals = exp.literals
+    if "pruning" not in meta:
+        exp._no_pruning = (f"{path} predates saved pruning paths: it has the explanation's rules but no fidelity "
+                           "curve and no other points (explain again, or load it with the version that saved it)")
+    elif meta["pruning"] is not None:
+        try:
+            exp.pruning = PruningPath.from_dict(meta["pruning"], exp.literals)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as err:
+            raise ValueError(f"{path} is damaged: field 'pruning': {err}") from None
     exp.teacher_kind = meta["teacher_kind"]
     exp.seconds = meta["seconds"]
     exp.history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])

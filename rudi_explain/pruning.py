@@ -121,10 +121,14 @@ class PruningPath:
         n_rules = np.asarray(d["n_rules"], dtype=np.int64)
         if len(n_rules) != len(rule_sets) or [len(r) for r in rule_sets] != n_rules.tolist():
             raise ValueError("the pruning path's rule counts do not match its rule sets")
+        fidelity_valid = np.asarray(d["fidelity_valid"], dtype=np.float64)
+        if fidelity_valid.shape != (len(rule_sets),):
+            raise ValueError(f"the pruning path has {len(rule_sets)} rule sets but {fidelity_valid.size} "
+                             "validation fidelities")
         default = int(d["default"])
         if not 0 <= default < len(rule_sets):
             raise ValueError(f"the pruning path's default point {default} does not exist")
-        return cls(rules_from(d["unpruned"]), rule_sets, n_rules, np.asarray(d["fidelity_valid"], dtype=np.float64),
+        return cls(rules_from(d["unpruned"]), rule_sets, n_rules, fidelity_valid,
                    float(d["fidelity_unpruned"]), default, dict(d.get("settings", {})))
 
     def index_of(self, k: int) -> int:

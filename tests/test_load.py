@@ -185,3 +185,70 @@ def test_object_arrays_are_refused_unread(saved, tmp_path):
     bad = rewrite(path, tmp_path / "obj.rudi", replace={"arrays/teacher_scores.npy": buf.getvalue()})
     with pytest.raises(ValueError, match=r"obj.rudi is damaged: array arrays/teacher_scores.npy .*dtype is object"):
         rx.load(bad)
+
+
+# ------------------------------------------------------------------ the pruning path survives a round trip
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory):
+    demo = rx.datasets.make_payments(400, random_state=5)
+    exp = rx.explain(None, demo.events, scores=demo.risk, background=False, n_stats=3, n_rules=8,
+                     n_simulations=20, student_params={"epochs": 15})
+    assert exp.pruning is not None and len(exp.pruning.rule_sets) >= 2
+    return exp, exp.save(tmp_path_factory.mktemp("pruned") / "pruned.rudi")
+
+
+def test_fidelity_curve_and_every_point_survive_a_round_trip(pruned):
+    exp, path = pruned
+    back = rx.load(path)
+    curve, again = exp.fidelity_curve, back.fidelity_curve
+    assert list(again.columns) == list(curve.columns)
+    for column in curve.columns:  # the same values, recomputed from the loaded rules and data
+        np.testing.assert_array_equal(again[column].to_numpy(), curve[column].to_numpy())
+    for k in curve["n_rules"]:
+        a, b = exp.with_rules(int(k)), back.with_rules(int(k))
+        assert [str(r) for r in b.rules] == [str(r) for r in a.rules]
+        assert b.rules.intercept == a.rules.intercept
+        np.testing.assert_array_equal(b.student_scores.to_numpy(), a.student_scores.to_numpy())
+    r, s = exp.report(), back.report()
+    assert (s["n_rules_unpruned"], s["fidelity_test_unpruned"]) == (r["n_rules_unpruned"], r["fidelity_test_unpruned"])
+
+
+def test_a_file_without_the_pruning_field_loads_and_says_it_predates_it(pruned, tmp_path):
+    exp, path = pruned
+    old = rewrite(path, tmp_path / "old.rudi", meta=lambda m: m.pop("pruning"))
+    back = rx.load(old)
+    assert [str(r) for r in back.rules] == [str(r) for r in exp.rules]
+    with pytest.raises(ValueError, match="old.rudi predates saved pruning paths"):
+        back.fidelity_curve
+    with pytest.raises(ValueError, match="predates"):
+        back.with_rules(2)
+
+
+def test_an_unpruned_explanation_round_trips_without_a_curve(pruned, tmp_path):
+    import copy
+
+    exp, _ = pruned
+    unpruned = copy.copy(exp)
+    unpruned.pruning = None
+    back = rx.load(unpruned.save(tmp_path / "unpruned.rudi"))
+    assert back.pruning is None
+    with pytest.raises(ValueError, match="not pruned"):
+        back.fidelity_curve
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda p: p.__setitem__("n_rules", ["many"]), "pruning.n_rules[0]"),
+    (lambda p: p["rule_sets"][0]["rules"][0].__setitem__("weight", "heavy"), "pruning.rule_sets[0].rules[0].weight"),
+    (lambda p: p.__setitem__("unpruned", []), "pruning.unpruned"),
+    (lambda p: p.__setitem__("default", 1.5), "pruning.default"),
+    (lambda p: p.__setitem__("default", 10**6), "pruning': the pruning path's default point"),
+    (lambda p: p.__setitem__("fidelity_valid", p["fidelity_valid"][:-1]), "pruning': the pruning path has"),
+    (lambda p: p["rule_sets"][0]["rules"][0].__setitem__("formula", {"lit": 10**6}), "pruning': a pruned rule"),
+])
+def test_damaged_pruning_fields_are_named(pruned, tmp_path, edit, field):
+    _, path = pruned
+    bad = rewrite(path, tmp_path / "pruning.rudi", meta=lambda m: edit(m["pruning"]))
+    with pytest.raises(ValueError, match=rf"pruning.rudi is damaged: .*{field.replace('[', '.').replace(']', '.')}"):
+        rx.load(bad)
