@@ -40,7 +40,6 @@ def main() -> None:
     args = parser.parse_args()
     data = make_payments(args.users, random_state=0)
     seqs = data.sequences()
-    labels = data.labels.to_numpy()
     print(f"{seqs!r}; torch threads {torch.get_num_threads()}")
 
     start = time.perf_counter()
@@ -56,7 +55,7 @@ def main() -> None:
     agg = SequenceAggregator().fit(seqs)
     s = timed(lambda: agg.transform(seqs))
     print(f"  SequenceAggregator.transform ({agg.n_features_out_} columns): {seqs.n_users / s:>10,.0f} users/s ({s:.3f} s)")
-    pipe = make_demo_pipeline().fit(seqs, labels)
+    pipe = make_demo_pipeline().fit(seqs, data.labels)
     s = timed(lambda: as_teacher(pipe).score(seqs))
     print(f"  sklearn pipeline: {seqs.n_users / s:>10,.0f} users/s ({s:.3f} s)")
     stat = rx.Statistic.parse("Select(amount) | RetainBy(merchant_category=gambling) | Sum")

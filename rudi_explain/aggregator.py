@@ -11,6 +11,15 @@ baselines, so that
     make_pipeline(SequenceAggregator(), HistGradientBoostingClassifier())
 
 fits on sequences directly.
+
+The target ``y`` of such a pipeline must line up with ``seqs.users`` (sorted
+user ids): scikit-learn's ``Pipeline`` hands the same ``y`` to the last step,
+which reads it by position, and no transformer can reorder it there. So
+:meth:`SequenceAggregator.fit` checks the order it can check: a Series (or
+DataFrame) indexed by user id must hold exactly those users in that order
+(``y.reindex(seqs.users)`` makes one), and a bare array, whose order cannot
+be checked, is refused unless the aggregator is built with
+``in_users_order=True``.
 """
 
 from __future__ import annotations
@@ -19,9 +28,11 @@ from collections.abc import Mapping, Sequence as SequenceT
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from rudi_explain.alignment import check_order, name_users, reindex_series
 from rudi_explain.sequences import UNSEEN_CODE, Sequences
 from rudi_explain.statistics import PERCENTILES, Aggregation, Count, Select, Statistic
 
@@ -120,6 +131,11 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         What undefined values (NaN) become. None keeps NaN, which
         ``HistGradientBoosting*`` handle natively; use e.g. 0.0 for
         estimators that do not.
+    in_users_order : bool, default=False
+        Whether a bare array ``y`` given to :meth:`fit` (and so to the
+        pipeline's last step) may be read by position in ``X.users`` order.
+        By default only a Series indexed by user id is accepted, and only in
+        that order (see the module's notes: a Pipeline cannot reorder ``y``).
 
     Attributes
     ----------
@@ -146,7 +162,8 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
     >>> from sklearn.ensemble import HistGradientBoostingClassifier
     >>> data = make_payments(500)                               # doctest: +SKIP
     >>> model = make_pipeline(SequenceAggregator(), HistGradientBoostingClassifier())
-    >>> model.fit(data.sequences(), data.labels.to_numpy())      # doctest: +SKIP
+    >>> seqs = data.sequences()                                  # doctest: +SKIP
+    >>> model.fit(seqs, data.labels.reindex(seqs.users))          # doctest: +SKIP
     """
 
     def __init__(
@@ -156,11 +173,13 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         categorical_aggregations: SequenceT[str] | None = None,
         count: bool = True,
         fill_value: float | None = None,
+        in_users_order: bool = False,
     ) -> None:
         self.numerical_aggregations = numerical_aggregations
         self.categorical_aggregations = categorical_aggregations
         self.count = count
         self.fill_value = fill_value
+        self.in_users_order = in_users_order
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Sequences, y: Any = None) -> "SequenceAggregator":
@@ -169,13 +188,26 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : Sequences
-        y : ignored
+        y : Series or DataFrame indexed by user id, array-like, or None
+            Not used here, but a Pipeline gives the same ``y`` to its last
+            step by position, so its order is checked: a Series must hold
+            exactly ``X.users`` in that order; a bare array is refused unless
+            ``in_users_order=True`` (then it must have one row per user).
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is a bare array and ``in_users_order`` is false, or is
+            indexed by ids that are missing, extra, repeated or out of order
+            (naming them).
         """
         seqs = self._check_sequences(X)
+        if y is not None:
+            self._check_target(y, seqs)
         if self.fill_value is not None and not np.isscalar(self.fill_value):
             raise TypeError(f"fill_value must be a number or None, got {self.fill_value!r}")
         num_aggs = [_parse_aggregation(a) for a in
@@ -261,6 +293,29 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         return self.feature_names_out_.copy()
 
     # ---------------------------------------------------------------- utils
+    def _check_target(self, y: Any, seqs: Sequences) -> None:
+        """Refuse a ``y`` the pipeline's last step would read out of ``seqs.users`` order."""
+        source = "the target values y"
+        try:
+            check_order(y, seqs.users, source, bool(self.in_users_order))
+        except ValueError as err:
+            raise ValueError(f"{err}; in a pipeline, say so with SequenceAggregator(in_users_order=True)") from None
+        if isinstance(y, (pd.Series, pd.DataFrame)):
+            reindex_series(y, seqs.users, source)  # missing, extra or repeated ids: errors naming them
+            ids = y.index.to_numpy()
+            # Same ids (checked above) but in another order: the last step would read them by position.
+            moved = np.flatnonzero(np.asarray(ids, dtype=object) != np.asarray(seqs.users, dtype=object))
+            if moved.size:
+                raise ValueError(
+                    f"{source} are indexed by user id but not in the order of the sequences' users "
+                    f"(first out of place: position {moved[0]} holds {name_users(ids[moved[:1]])}, the "
+                    f"users have {name_users(seqs.users[moved[:1]])}); a scikit-learn Pipeline gives y to its "
+                    "last step by position, so pass y.reindex(seqs.users)")
+            return
+        n = len(y) if hasattr(y, "__len__") else -1
+        if n != seqs.n_users:
+            raise ValueError(f"{source} must have one row per user ({seqs.n_users}), got {n}")
+
     @staticmethod
     def _check_sequences(X: Any) -> Sequences:
         if not isinstance(X, Sequences):

@@ -273,16 +273,21 @@ def _train(seqs: Sequences, cat: Any, num: Any, lengths: Any, labels: Any, mean:
     return model
 
 
-def make_demo_pipeline(random_state: int | None = 0) -> Any:
+def make_demo_pipeline(random_state: int | None = 0, *, in_users_order: bool = False) -> Any:
     """The demo scikit-learn teacher, unfitted.
 
     ``make_pipeline(SequenceAggregator(), HistGradientBoostingClassifier(random_state=random_state))``:
     the seed paper's LightGBM teacher over every single aggregation. Fit it on
-    Sequences: ``make_demo_pipeline().fit(seqs, labels)``.
+    Sequences: ``make_demo_pipeline().fit(seqs, labels)``, with ``labels`` a
+    Series indexed by user id in ``seqs.users`` order (the pipeline's last
+    step reads them by position; see :class:`SequenceAggregator`).
 
     Parameters
     ----------
     random_state : int or None, default=0
+    in_users_order : bool, default=False
+        Accept a bare array of labels in ``seqs.users`` order (its order
+        cannot be checked).
 
     Returns
     -------
@@ -291,4 +296,5 @@ def make_demo_pipeline(random_state: int | None = 0) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.pipeline import make_pipeline
 
-    return make_pipeline(SequenceAggregator(), HistGradientBoostingClassifier(random_state=random_state))
+    return make_pipeline(SequenceAggregator(in_users_order=in_users_order),
+                         HistGradientBoostingClassifier(random_state=random_state))

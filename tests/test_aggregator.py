@@ -153,9 +153,64 @@ def test_bad_input(seqs):
 
 def test_in_a_pipeline(data, seqs):
     pipe = make_pipeline(SequenceAggregator(), HistGradientBoostingRegressor(max_iter=20, random_state=0))
-    pipe.fit(seqs, data.risk.to_numpy())
+    pipe.fit(seqs, data.risk.reindex(seqs.users))
     pred = pipe.predict(seqs)
     assert pred.shape == (seqs.n_users,)
     assert np.corrcoef(pred, data.risk)[0, 1] > 0.8
     twin = clone(pipe)
     assert twin.get_params()["sequenceaggregator__fill_value"] is None
+
+
+# ------------------------------------------- the pipeline's y meets the Sequences (issue 13, item 10)
+
+
+def _pipe(**kwargs):
+    return make_pipeline(SequenceAggregator(**kwargs), HistGradientBoostingRegressor(max_iter=20, random_state=0))
+
+
+def _reference_fit(seqs, target):
+    """The model fitted on the table with rows and targets lined up by a per-user loop."""
+    table = SequenceAggregator().fit(seqs).transform(seqs)
+    y = np.array([target[u] for u in seqs.users])  # each user's own value, looked up by id
+    return HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(table, y).predict(table)
+
+
+def test_an_id_indexed_series_in_user_order_trains_on_each_users_own_target(data, seqs):
+    target = dict(zip(data.risk.index, data.risk.to_numpy()))
+    expected = _reference_fit(seqs, target)
+    np.testing.assert_array_equal(_pipe().fit(seqs, data.risk.reindex(seqs.users)).predict(seqs), expected)
+    # a bare array is read by position: right only when the caller says it follows seqs.users
+    in_order = np.array([target[u] for u in seqs.users])
+    np.testing.assert_array_equal(_pipe(in_users_order=True).fit(seqs, in_order).predict(seqs), expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_series_out_of_user_order_is_refused_not_misread(data, seqs, seed):
+    shuffled = data.risk.sample(frac=1.0, random_state=seed)
+    first = np.flatnonzero(shuffled.index.to_numpy() != seqs.users)[0]
+    with pytest.raises(ValueError, match=rf"not in the order.*position {first} holds '{shuffled.index[first]}'"
+                                         r".*reindex\(seqs.users\)"):
+        _pipe().fit(seqs, shuffled)
+    # the same ids and values reindexed fit the same model as the reference
+    np.testing.assert_array_equal(_pipe().fit(seqs, shuffled.reindex(seqs.users)).predict(seqs),
+                                  _reference_fit(seqs, shuffled.to_dict()))
+
+
+@pytest.mark.parametrize("y", [lambda r: r.to_numpy(), lambda r: r.to_list()])
+def test_a_bare_array_is_refused_unless_the_caller_vouches_for_its_order(data, seqs, y):
+    with pytest.raises(ValueError, match=r"without user ids.*SequenceAggregator\(in_users_order=True\)"):
+        _pipe().fit(seqs, y(data.risk))
+    with pytest.raises(ValueError, match=rf"one row per user \({seqs.n_users}\), got {seqs.n_users - 1}"):
+        _pipe(in_users_order=True).fit(seqs, y(data.risk)[1:])
+    assert clone(_pipe(in_users_order=True)).get_params()["sequenceaggregator__in_users_order"] is True
+
+
+def test_target_ids_that_are_not_the_users_are_named(data, seqs):
+    with pytest.raises(ValueError, match=r"lack 3 of the .* users: 'u000000', 'u000001', 'u000002'"):
+        SequenceAggregator().fit(seqs, data.risk.iloc[3:])
+    with pytest.raises(ValueError, match="indexed by int64 ids such as 0"):
+        SequenceAggregator().fit(seqs, data.risk.reset_index(drop=True))
+    extra = pd.concat([data.risk, pd.Series([0.5], index=["nobody"])])
+    with pytest.raises(ValueError, match="'nobody'"):
+        SequenceAggregator().fit(seqs, extra)
+    SequenceAggregator().fit(seqs)  # no target: nothing to line up

@@ -174,7 +174,7 @@ def test_failure_is_re_raised_on_wait(demo):
 
 def test_sklearn_teacher(demo):
     seqs = demo.sequences()
-    model = rx.datasets.make_demo_pipeline(random_state=0).fit(seqs, demo.labels.to_numpy())
+    model = rx.datasets.make_demo_pipeline(random_state=0).fit(seqs, demo.labels)
     e = rx.explain(model, seqs, labels=demo.labels, background=False, **FAST)
     assert e.teacher_kind == "sklearn"
     np.testing.assert_allclose(e.teacher_scores.to_numpy(), model.predict_proba(seqs)[:, 1])

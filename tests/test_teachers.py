@@ -47,7 +47,7 @@ def pipeline(data, seqs):
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.pipeline import make_pipeline
     return make_pipeline(rx_aggregator(), HistGradientBoostingClassifier(max_iter=30, random_state=0)).fit(
-        seqs, data.labels.to_numpy())
+        seqs, data.labels)
 
 
 def rx_aggregator():
@@ -267,7 +267,7 @@ def test_sklearn_bad_inputs(pipeline, data, seqs):
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.pipeline import make_pipeline
     three = make_pipeline(rx_aggregator(), HistGradientBoostingClassifier(max_iter=5)).fit(
-        seqs, np.arange(seqs.n_users) % 3)
+        seqs, pd.Series(np.arange(seqs.n_users) % 3, index=seqs.users))
     with pytest.raises(TeacherError, match="multi-class") as info:
         as_teacher(three).score(seqs)
     assert isinstance(info.value.__cause__, ValueError)
