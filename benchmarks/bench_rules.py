@@ -269,18 +269,23 @@ def run_peers(V_train: np.ndarray, y_train: np.ndarray, V_test: np.ndarray) -> d
             return {k: d[k] for k in d.files}
 
 
-def stage2(cases: int, n_users: int) -> None:
-    """The stage-2-alone table over planted cases: fidelity and rule counts, means over cases."""
+def stage2(cases: int, n_users: int, n_quantiles: int | None = None) -> None:
+    """The stage-2-alone table over planted cases: fidelity and rule counts, means over cases.
+
+    ``n_quantiles``: candidate thresholds of the literals (None: the library's default).
+    """
     n_test = n_users // 5
+    grid = "default" if n_quantiles is None else str(n_quantiles)
     print(f"== stage 2 alone: {cases} planted cases, {n_users - n_test:,} training / {n_test:,} held-out users; "
-          "R = 20 ==")
+          f"R = 20; candidate quantiles: {grid} ==")
+    q = {} if n_quantiles is None else {"n_quantiles": n_quantiles}
     for title, n_distractors in (("planted statistics", 0), ("flat catalog (+120 aggregates)", 120)):
         rows: dict[str, list] = {}
         planted_fid, n_lits = [], []
         for seed in range(cases):
             V, names, y, planted, _ = planted_case(seed, n_users, n_distractors)
             tr, te = slice(0, n_users - n_test), slice(n_users - n_test, None)
-            lits = rx.Literals.from_values(V[tr], names=names)
+            lits = rx.Literals.from_values(V[tr], names=names, **q)
             X_tr, X_te = lits.transform_values(V[tr]), lits.transform_values(V[te])
             n_lits.append(lits.n_literals)
             planted_fid.append(fidelity(y[te], planted[te]))
@@ -332,12 +337,13 @@ def main() -> None:
     parser.add_argument("--stage2", action="store_true", help="only the stage-2-alone table on planted cases")
     parser.add_argument("--cases", type=int, default=5, help="planted cases of --stage2")
     parser.add_argument("--stage2-users", type=int, default=25000, help="users per planted case (a fifth held out)")
+    parser.add_argument("--n-quantiles", type=int, default=None, help="candidate thresholds of --stage2's literals")
     args = parser.parse_args()
     if args.stage2:
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1):  # a shared 2-core machine
-            stage2(2 if args.quick else args.cases, 3000 if args.quick else args.stage2_users)
+            stage2(2 if args.quick else args.cases, 3000 if args.quick else args.stage2_users, args.n_quantiles)
         return
     if args.pruning:
         pruning_table(5000 if not args.quick else 1500, 1000 if not args.quick else 300,
