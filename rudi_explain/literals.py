@@ -616,8 +616,19 @@ def _round_threshold(v: np.ndarray, t: float, n: int, kind: str, tolerance: floa
     for min_exponent in ((0,) if kind == "count" else (-2,) if kind == "share" else ()) + (None,):
         r = _roundest_in(lo, hi, float(t), v, c, min_exponent)
         if r is not None:
-            return r
-    return float(t)
+            return _at_most_three_digits(r, v)
+    return _at_most_three_digits(float(t), v)
+
+
+def _at_most_three_digits(r: float, v: np.ndarray) -> float:
+    """``r`` itself if it has at most 3 significant digits, else ``r`` to 3 of them
+    (SEMANTICS.md caps the digits; on dense values that moves more than the
+    tolerance), unless that would leave every user on one side."""
+    short = float(f"{r:.3g}")
+    if short == r:
+        return r
+    below = int(np.searchsorted(v, short, side="right"))
+    return short if 1 <= below < v.size else r
 
 
 def _roundest_in(lo: float, hi: float, t: float, v: np.ndarray, c: int, min_exponent: int | None) -> float | None:
