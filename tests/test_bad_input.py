@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import rudi_explain as rx
+
+from html_parts import ReportParts
 from rudi_explain.report import report_html
 
 from tiny import tiny_explanation  # noqa: E402
@@ -24,28 +25,6 @@ def payments(n_users: int = 150, random_state: int = 3) -> rx.datasets.DemoData:
     return rx.datasets.make_payments(n_users, random_state=random_state)
 
 
-class _Scripts(HTMLParser):
-    """The text of each <script> element, by id."""
-
-    def __init__(self):
-        super().__init__()
-        self.scripts: dict[str, str] = {}
-        self._in = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "script":
-            self._in = dict(attrs).get("id", "module")
-            self.scripts[self._in] = ""
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._in = None
-
-    def handle_data(self, data):
-        if self._in:
-            self.scripts[self._in] += data
-
-
 # ------------------------------------------------------------ item 3: report
 def test_report_with_comment_openers_in_the_data_still_parses():
     demo = payments()
@@ -56,7 +35,7 @@ def test_report_with_comment_openers_in_the_data_still_parses():
     seqs = rx.Sequences(events, user="user_id", time="ts")
     exp = tiny_explanation(seqs, risk, statistics=("Select(channel) | Mean", "Select(amount) | Mean"))
     text = report_html(exp, n_users=10)
-    parser = _Scripts()
+    parser = ReportParts()
     parser.feed(text)
     for key in ("rx-state", "rx-users"):
         raw = parser.scripts[key]

@@ -9,7 +9,6 @@ import json
 import re
 import threading
 import time
-from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,8 @@ pytest.importorskip("anywidget")
 
 import rudi_explain as rx  # noqa: E402
 from rudi_explain import widget_state as ws  # noqa: E402
+
+from html_parts import ReportParts  # noqa: E402
 from rudi_explain.widget import ExplanationWidget  # noqa: E402
 from synthetic import scaled_explanation  # noqa: E402
 
@@ -266,34 +267,12 @@ def test_widget_of_a_pending_job_is_safe():
 
 
 # ---------------------------------------------------------------- report
-class _Tags(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[str] = []
-        self.scripts: dict[str, str] = {}
-        self._in = None
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        if tag == "script":
-            self._in = dict(attrs).get("id", "module")
-            self.scripts[self._in] = ""
-
-    def handle_endtag(self, tag):
-        if tag == "script":
-            self._in = None
-
-    def handle_data(self, data):
-        if self._in:
-            self.scripts[self._in] += data
-
-
 def test_report_is_self_contained_and_escaped(exp, tmp_path):
     path = exp.to_html(tmp_path / "report.html", n_users=12)
     text = path.read_text(encoding="utf-8")
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", text)  # nothing fetched from a network
     assert EVIL_SCRIPT not in text  # a category cannot close the script element
-    parser = _Tags()
+    parser = ReportParts()
     parser.feed(text)
     assert "img" not in parser.tags  # the attack strings are data, not markup
     assert parser.tags.count("script") == 4
