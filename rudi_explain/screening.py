@@ -19,6 +19,7 @@ measurably more.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics import (
-    Aggregation, Count, FilterBy, GroupBy, Max, Mean, Percentile, Sum, Pipeline, RetainBy, Schema, Select, SortBy, Statistic, Top,
+    Count, FilterBy, GroupBy, Max, Mean, Percentile, Sum, Pipeline, RetainBy, Schema, Select, SortBy, Statistic, Top,
     candidate_operators, next_operators,
 )
 from rudi_explain.statistics.operators import Operator
@@ -186,8 +187,7 @@ def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def standardize(X: np.ndarray) -> np.ndarray:
     """Columns centred and scaled over their defined values; undefined set to 0 (float32)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        import warnings
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # an all-undefined column has no mean: 0 below
             warnings.simplefilter("ignore", RuntimeWarning)
             mean = np.nanmean(X, axis=0) if len(X) else np.zeros(X.shape[1])
             scale = np.nanstd(X, axis=0) if len(X) else np.ones(X.shape[1])
