@@ -506,7 +506,8 @@ class StatisticsSearch:
             return column
 
         def deepen(column: ColumnScreen, gain: float, residual: np.ndarray) -> tuple[ColumnScreen, float]:
-            """Edit one operator at a time while that explains measurably more."""
+            """Edit one operator at a time while that explains measurably more, on the
+            choosing half and on the checking half (which the edit was not chosen on)."""
             for _ in range(2 * self.max_depth):
                 tick()
                 stat = column.owners[0][0]
@@ -514,10 +515,13 @@ class StatisticsSearch:
                          if st.key not in self._marked]
                 cols = screen_of(edits)
                 better = best_of(cols, residual)
-                if better is None or better[0] < gain + max(self.min_gain, 0.05 * gain):
+                if better is None or better[0] < gain + self.min_gain:
                     break
-                gain, j = better
-                column = scalar(cols.take(j))
+                edited = scalar(cols.take(better[1]))
+                if check_r2(ColumnScreen.join([chosen, edited], len(users))) < \
+                        check_r2(ColumnScreen.join([chosen, column], len(users))) + self.min_gain:
+                    break
+                gain, column = better[0], edited
             return column, gain
 
         def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
