@@ -1,5 +1,12 @@
-"""Stage 1: searching statistics that explain a target (MCTS-SG and baselines).
+"""Stage 1: searching statistics that explain a target (catalog, MCTS-SG, baselines).
 
+With the readable grammar (the default) the search first screens the short
+readable catalog exhaustively, keeps a statistic only when it explains
+measurably more on users it was not chosen on, deepens the best by single
+edits, and leaves MCTS-SG what that cannot explain
+(:mod:`rudi_explain.screening`, :meth:`StatisticsSearch._fit_screened`).
+
+With ``grammar="paper"`` it is the paper's algorithm as published:
 ``search_statistics`` builds each of K statistics operator by operator, as in
 the RuDi paper's Algorithms 1 and 2: for every step a fresh Monte Carlo tree
 rooted at the partial pipeline grows for ``n_simulations`` iterations
