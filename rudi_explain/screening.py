@@ -152,9 +152,8 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
     return sorted(out, key=complexity)
 
 
-def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decile bin of every value (``_N_BINS`` for undefined), and the number of
-    bins each column uses.
+def bin_columns(X: np.ndarray) -> np.ndarray:
+    """Decile bin of every value (``_N_BINS`` for undefined).
 
     Parameters
     ----------
@@ -163,7 +162,6 @@ def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     bins : ndarray of uint8, shape (n, m)
-    n_bins : ndarray of int, shape (m,)
     """
     n, m = X.shape
     bins = np.empty((n, m), dtype=np.uint8)
@@ -178,10 +176,7 @@ def bin_columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         b = (block[:, None, :] > edges[None, :, :]).sum(axis=1)
         b[np.isnan(block)] = _N_BINS
         bins[:, start:start + 512] = b
-    used = np.zeros((m, _N_BINS + 1), dtype=bool)
-    for j in range(_N_BINS + 1):
-        used[:, j] = (bins == j).any(axis=0)
-    return bins, used.sum(axis=1)
+    return bins
 
 
 def standardize(X: np.ndarray) -> np.ndarray:
@@ -236,12 +231,10 @@ class ColumnScreen:
     owners : list of (Statistic, int)
         For each column, the statistic and which of its outputs it is.
     bins : ndarray of uint8, shape (n, m)
-    n_bins : ndarray, shape (m,)
     """
 
     owners: list[tuple[Statistic, int]]
     bins: np.ndarray
-    n_bins: np.ndarray
     #: Standardized values (float32, undefined = 0, the mean), for the straight-line part.
     values: np.ndarray
 
@@ -273,23 +266,22 @@ class ColumnScreen:
                 owners.append((stat, j))
                 columns.append(v)
         X = np.column_stack(columns) if columns else np.zeros((sample.n_users, 0))
-        bins, n_bins = bin_columns(X)
-        return cls(owners, bins, n_bins, standardize(X))
+        return cls(owners, bin_columns(X), standardize(X))
 
     @classmethod
     def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
         """The columns of several screens side by side."""
         if not screens:
-            return cls([], np.zeros((n, 0), np.uint8), np.zeros(0, int), np.zeros((n, 0), np.float32))
+            return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0), np.float32))
         return cls([o for sc in screens for o in sc.owners], np.hstack([sc.bins for sc in screens]),
-                   np.concatenate([sc.n_bins for sc in screens]), np.hstack([sc.values for sc in screens]))
+                   np.hstack([sc.values for sc in screens]))
 
     def __len__(self) -> int:
         return len(self.owners)
 
     def take(self, i: int) -> "ColumnScreen":
         """Column ``i`` alone."""
-        return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.n_bins[i:i + 1], self.values[:, i:i + 1])
+        return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.values[:, i:i + 1])
 
     def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
         """Share of the target's variance each column's step function explains of
