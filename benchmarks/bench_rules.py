@@ -35,6 +35,8 @@ import pandas as pd
 
 import rudi_explain as rx
 from rudi_explain.metrics import auc, fidelity
+from rudi_explain.pruning import prune_rules
+from rudi_explain.refine import refine_thresholds
 
 # Statistics of depth 1 to 4 on the payments data: the four planted ones and
 # sixteen plausible others (what a search might return).
@@ -297,6 +299,21 @@ def stage2(cases: int, n_users: int, n_quantiles: int | None = None) -> None:
                     student.fit(X_tr, y[tr])
                 rules = student.rules(lits)
                 rows.setdefault(name, []).append((fidelity(y[te], rules.score(X_te)), len(rules), tm.cpu))
+            # explain()'s own stage 2: the student on all but a validation fifth of the training users,
+            # thresholds refined (rudi_explain.refine), then folded and pruned to at most 10 rules
+            n_tr = n_users - n_test
+            is_valid = np.zeros(n_tr, dtype=bool)
+            is_valid[np.random.default_rng(seed).permutation(n_tr)[: n_tr // 5]] = True
+            for name, student in (("GS-NLN, refined + pruned", rx.GSNLN(n_rules=20, random_state=seed)),
+                                  ("sum of trees, refined + pruned", rx.SumOfTrees(n_rules=20, random_state=seed))):
+                with Timer() as tm:
+                    student.fit(X_tr[~is_valid], y[tr][~is_valid])
+                    refined = refine_thresholds(student.rules(lits), V[tr], y[tr], is_valid)
+                    table = refined.literals
+                    path = prune_rules(refined, table.transform_values(V[tr]), y[tr], is_valid)
+                for label, rs in ((name.replace(" + pruned", ""), refined), (name, path.default_rules)):
+                    rows.setdefault(label, []).append(
+                        (fidelity(y[te], rs.score(table.transform_values(V[te]))), len(rs), tm.cpu))
             peers = run_peers(V[tr], y[tr], V[te])
             if peers is not None:
                 for name in ("FIGS", "RuleFit"):

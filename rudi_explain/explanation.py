@@ -27,6 +27,7 @@ from rudi_explain import metrics
 from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
 from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath, prune_rules
+from rudi_explain.refine import refine_thresholds
 from rudi_explain.rules import RuleSet, formula_literals
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
 from rudi_explain.statistics.readable import check_grammar
@@ -345,6 +346,20 @@ class Explanation:
         self.unpruned_rules = _in_teacher_units(student.rules(self.literals), a, b)
         self.rules = self.unpruned_rules
         self.seconds["student"] = time.perf_counter() - t
+        if prune and p.get("refine", True) and type(self.unpruned_rules) is RuleSet \
+                and not self.unpruned_rules.linear:
+            # thresholds between the grid's quantiles, chosen on the fitting users, kept if validation agrees
+            t = time.perf_counter()
+            self._emit("evaluate", 0, 1, "moving thresholds to where the data splits")
+            refined = refine_thresholds(self.unpruned_rules, self._values[train_idx], y[train_idx], is_valid,
+                                        should_stop=self._cancel.is_set)
+            self._check_cancel()
+            if refined is not self.unpruned_rules:
+                self.literals = refined.literals
+                self._literal_matrix = self.literals.transform_values(self._values)
+                X_train = self._literal_matrix[train_idx]
+                self.unpruned_rules = self.rules = refined
+            self.seconds["refine"] = time.perf_counter() - t
         if prune and type(self.unpruned_rules) is RuleSet and not self.unpruned_rules.linear:
             t = time.perf_counter()
             self._emit("evaluate", 0, 1, "pruning and merging rules on validation users")
@@ -978,7 +993,8 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
             n_simulations: int = 500, batch_size: int = 128, grammar: str = "readable", search_params: dict | None = None,
             student_params: dict | None = None, teacher_params: dict | None = None,
             progress: Callable[[JobProgress], Any] | None = None, in_users_order: bool = False, prune: bool = True, max_rules: int = MAX_RULES,
-            max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 10) -> Explanation:
+            max_literals: int = MAX_LITERALS, validation_size: float = 0.2, n_quantiles: int = 10,
+            refine: bool = True) -> Explanation:
     """Distil a model over behaviour sequences into a few weighted rules.
 
     Parameters
@@ -1035,6 +1051,13 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     n_quantiles : int, default=10
         Candidate thresholds per statistic output: 10 the paper's deciles, 20
         every 5th percentile (see :class:`~rudi_explain.literals.Literals`).
+    refine : bool, default=True
+        Move every threshold the rules use to where it fits the teacher best,
+        between its neighbours on the quantile grid
+        (:func:`rudi_explain.refine.refine_thresholds`): chosen on the fitting
+        users, kept only if the validation users agree, so it needs
+        ``prune=True``. ``unpruned_rules`` and the start of the fidelity
+        curve are then the refined rules.
 
     Returns
     -------
@@ -1072,7 +1095,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
               "batch_size": batch_size, "grammar": grammar, "search_params": dict(search_params or {}),
               "student_params": dict(student_params or {}), "in_users_order": bool(in_users_order), "prune": bool(prune), "max_rules": int(max_rules),
               "max_literals": int(max_literals), "validation_size": float(validation_size),
-              "n_quantiles": int(n_quantiles)}
+              "n_quantiles": int(n_quantiles), "refine": bool(refine)}
     _check_student(student, n_rules, random_state, dict(student_params or {}))  # fail now, not after the search
     exp = Explanation(seqs, params)
     if progress is not None:

@@ -254,6 +254,22 @@ class Literals:
         return cls(column, thresholds, names, descriptions,
                    output_undefined=np.isnan(V).any(axis=0), output_kind=kinds)
 
+    def extended(self, column: SequenceT[int], thresholds: SequenceT[float]) -> "Literals":
+        """This table with more literals ``output column[i] > thresholds[i]`` appended.
+
+        The existing literals keep their indices, so rules over this table
+        keep their meaning over the new one; the outputs and their metadata
+        are shared. Used by :func:`rudi_explain.refine.refine_thresholds`.
+        """
+        column = np.asarray(column, dtype=np.int64).reshape(-1)
+        thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+        return type(self)(
+            np.concatenate([self.column, column]), np.concatenate([self.thresholds, thresholds]),
+            self.output_names, self.output_descriptions, self.output_statistic, self.output_index,
+            self.output_undefined, statistics=self.statistics, vocabularies=self.vocabularies,
+            output_kind=self.output_kind, output_undefined_words=self.output_undefined_words,
+        )
+
     # ------------------------------------------------------------ applying
 
     @property
