@@ -23,6 +23,12 @@ and rule counts, as means over the cases.
 
 Run: .venv/bin/python benchmarks/bench_rules.py [--users 30000] [--stats fixed|search] [--quick]
      .venv/bin/python benchmarks/bench_rules.py --stage2 [--cases 5] [--stage2-users 25000] [--quick]
+     .venv/bin/python benchmarks/bench_rules.py --pruning [--seeds 3] [--planted 10] [--quick]
+
+The pruning table (``--pruning``, issue 12): explain()'s stage 2 (GS-NLN,
+refined thresholds, the pruned default) against CART, FIGS and RuleFit on the
+same literals with as many rules or fewer, on make_payments with a GBM teacher
+and on the stage 1 benchmark's planted scenarios, statistics given.
 """
 
 from __future__ import annotations
@@ -102,60 +108,112 @@ class Timer:
         self.cpu = time.process_time() - self.c
 
 
-def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), epochs: int | None = None) -> None:
-    """Pruned default against the unpruned student and CART, on the same literals (issue 12).
-
-    make_payments users, the GBM teacher above (trained on the training
-    users' labels), the FIXED_STATISTICS given (stage 2 alone). The student
-    is fitted on the training users but a 20% validation split, on which the
-    pruning chooses; every figure is on the held-out users. CART (20 leaves,
-    scikit-learn) is fitted on all training users. Also: decile candidate
-    thresholds (the paper's) against the 20 quantiles now used (issue 17).
-    """
+def _demo_case(seed: int, n_users: int, n_test: int):
+    """make_payments users, a GBM teacher on their labels, FIXED_STATISTICS given."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_limits
 
-    from rudi_explain.pruning import prune_rules
+    data = rx.datasets.make_payments(n_users, random_state=seed)
+    seqs = data.sequences()
+    order = np.random.default_rng(seed).permutation(seqs.n_users)
+    test_idx, train_idx = np.sort(order[:n_test]), np.sort(order[n_test:])
+    F = teacher_features(data.events, seqs.users)
+    labels = data.labels.to_numpy()
+    with threadpool_limits(1):
+        gbm = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, random_state=0)
+        teacher = gbm.fit(F.iloc[train_idx], labels[train_idx]).predict_proba(F)[:, 1]
+    return seqs, FIXED_STATISTICS, teacher, train_idx, test_idx
 
-    print(f"== pruning: {n_users:,} make_payments users, {n_test:,} held out, statistics given ==")
-    print(f"  {'seed':>4} {'candidates':<11} {'literals':>8}  {'student':<28} {'fidelity':>9} {'rules':>6} {'max lits':>9}")
+
+def _planted_case(seed: int):
+    """A scenario of the stage 1 benchmark (benchmarks/planted.py), its planted statistics given."""
+    from planted import make_scenario
+
+    sc = make_scenario(seed)
+    return sc.sequences(), list(dict.fromkeys(sc.planted)), sc.scores.to_numpy(), sc.train_index, sc.test_index
+
+
+PRUNING_PEERS_SCRIPT = """
+import sys, numpy as np
+from imodels import FIGSRegressor, RuleFitRegressor
+d = np.load(sys.argv[1], allow_pickle=False)
+k = int(d["max_rules"])
+out = {}
+for name, model in (("FIGS", FIGSRegressor(max_rules=k, random_state=0)),
+                    ("RuleFit", RuleFitRegressor(max_rules=k, random_state=0))):
+    model.fit(d["V_train"], d["y_train"])
+    out[name] = model.predict(d["V_test"]).astype(float)
+    out[name + "_rules"] = np.array(float(model.complexity_))
+np.savez(sys.argv[2], **out)
+"""
+
+
+def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), planted_seeds: tuple = (),
+                  epochs: int | None = None) -> None:
+    """Pruned default against the unpruned student and the peers, on the same literals (issue 12).
+
+    Two families, stage 2 alone (statistics given, decile literals of the
+    training users): make_payments with a GBM teacher and FIXED_STATISTICS
+    (``seeds``), and the stage 1 benchmark's planted scenarios with their
+    planted statistics (``planted_seeds``). explain()'s stage 2: GS-NLN on the
+    training users but a 20% validation split, thresholds refined, folded and
+    pruned (the default: at most 10 rules). Peers on the same literal matrix,
+    fitted on all training users: CART with 20 leaves and with as many leaves
+    as the default has rules, FIGS and RuleFit (imodels, in .venv-peers) with
+    at most as many rules as the default. Every figure is on held-out users.
+    """
+    print(f"== pruning: statistics given; demo seeds {list(seeds)} ({n_users:,} users, {n_test:,} held out), "
+          f"planted scenarios {list(planted_seeds)} ==")
     rows = []
-    for seed in seeds:
-        data = rx.datasets.make_payments(n_users, random_state=seed)
-        seqs = data.sequences()
+    cases = [("demo", s) for s in seeds] + [("planted", s) for s in planted_seeds]
+    for family, seed in cases:
+        seqs, stats, teacher, train_idx, test_idx = (_demo_case(seed, n_users, n_test) if family == "demo"
+                                                     else _planted_case(seed))
         rng = np.random.default_rng(seed)
-        order = rng.permutation(seqs.n_users)
-        test_idx, train_idx = np.sort(order[:n_test]), np.sort(order[n_test:])
-        labels = data.labels.to_numpy()
-        F = teacher_features(data.events, seqs.users)
-        with threadpool_limits(1):
-            gbm = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, random_state=0)
-            teacher = gbm.fit(F.iloc[train_idx], labels[train_idx]).predict_proba(F)[:, 1]
         train = seqs.subset(train_idx)
         y_train, y_test = teacher[train_idx], teacher[test_idx]
         is_valid = np.zeros(train_idx.size, dtype=bool)
         is_valid[rng.permutation(train_idx.size)[: int(round(0.2 * train_idx.size))]] = True
-        for n_quantiles in (10, 20):
-            lits = rx.Literals.fit(train, FIXED_STATISTICS, n_quantiles=n_quantiles)
-            Z = lits.transform(seqs)
-            Z_train, Z_test = Z[train_idx], Z[test_idx]
-            label = "deciles" if n_quantiles == 10 else "20 quantiles"
-            params = {} if epochs is None else {"epochs": epochs}
-            student = rx.GSNLN(n_rules=20, random_state=seed, **params).fit(Z_train[~is_valid], y_train[~is_valid])
-            unpruned = student.rules(lits)
-            path = prune_rules(unpruned, Z_train, y_train, is_valid)
-            cart = rx.CARTRules(n_rules=20, random_state=seed).fit(Z_train, y_train).rules(lits)
-            for name, rules in (("GS-NLN R=20, unpruned", unpruned), ("GS-NLN R=20, pruned default", path.default_rules),
-                                ("CART 20 leaves (sklearn)", cart)):
-                f = fidelity(y_test, rules.score(Z_test))
-                rows.append((seed, label, name, f, len(rules)))
-                print(f"  {seed:>4} {label:<11} {lits.n_literals:>8}  {name:<28} {f:>9.4f} {len(rules):>6} "
-                      f"{rules.max_literals:>9}", flush=True)
-            curve = [(int(k), fidelity(y_test, rs.score(Z_test))) for k, rs in zip(path.n_rules, path.rule_sets)]
-            print("       curve (rules: held-out fidelity): " + ", ".join(f"{k}: {f:.3f}" for k, f in curve))
-    table = pd.DataFrame(rows, columns=["seed", "candidates", "student", "fidelity", "rules"])
-    if len(seeds) > 1:
-        print(table.groupby(["candidates", "student"], sort=False)[["fidelity", "rules"]].mean().round(4))
+        lits = rx.Literals.fit(train, stats)
+        V = lits.values(seqs)
+        Z = lits.transform_values(V)
+        Z_train, Z_test = Z[train_idx], Z[test_idx]
+        params = {} if epochs is None else {"epochs": epochs}
+        student = rx.GSNLN(n_rules=20, random_state=seed, **params).fit(Z_train[~is_valid], y_train[~is_valid])
+        fitted = student.rules(lits)
+        refined = refine_thresholds(fitted, V[train_idx], y_train, is_valid)
+        table = refined.literals
+        path = prune_rules(refined, table.transform_values(V[train_idx]), y_train, is_valid)
+        default = path.default_rules
+        k = len(default)
+        Zr_test = table.transform_values(V[test_idx])
+        results = [("GS-NLN R=20, as fitted", fidelity(y_test, fitted.score(Z_test)), len(fitted)),
+                   ("GS-NLN, refined", fidelity(y_test, refined.score(Zr_test)), len(refined)),
+                   ("pruned default", fidelity(y_test, default.score(Zr_test)), k)]
+        for leaves in (20, k):
+            cart = rx.CARTRules(n_rules=leaves, random_state=seed).fit(Z_train, y_train).rules(lits)
+            results.append((f"CART {'20' if leaves == 20 else 'k'} leaves", fidelity(y_test, cart.score(Z_test)),
+                            len(cart)))
+        peers = run_peers(Z_train.astype(np.float64), y_train, Z_test.astype(np.float64), max_rules=k)
+        if peers is not None:
+            for name in ("FIGS", "RuleFit"):
+                results.append((f"{name} <= k rules", fidelity(y_test, peers[name]), float(peers[name + "_rules"])))
+        print(f"  {family} {seed}: {lits.n_literals} literals (+{table.n_literals - lits.n_literals} refined); "
+              + ", ".join(f"{n} {f:.4f} ({r:g})" for n, f, r in results), flush=True)
+        curve = [(int(n), fidelity(y_test, rs.score(Zr_test))) for n, rs in zip(path.n_rules, path.rule_sets)]
+        print("       curve (rules: held-out fidelity): " + ", ".join(f"{n}: {f:.3f}" for n, f in curve))
+        rows += [(family, seed, n, f, r) for n, f, r in results]
+    table = pd.DataFrame(rows, columns=["family", "seed", "student", "fidelity", "rules"])
+    for family, part in table.groupby("family", sort=False):
+        wide = part.pivot(index="seed", columns="student", values="fidelity")
+        print(f"\n  {family}: {len(wide)} cases, means over cases")
+        print(part.groupby("student", sort=False)[["fidelity", "rules"]].mean().round(4).to_string())
+        pruned = wide["pruned default"]
+        print(f"  pruned default within 0.01 of the refined unpruned rules: "
+              f"{np.mean(pruned >= wide['GS-NLN, refined'] - 0.01):.2f} of cases; "
+              f"of the student as fitted: {np.mean(pruned >= wide['GS-NLN R=20, as fitted'] - 0.01):.2f}")
+        for peer in [c for c in wide.columns if c.startswith(("CART", "FIGS", "RuleFit"))]:
+            print(f"  pruned default >= {peer}: {np.mean(pruned >= wide[peer] - 1e-12):.2f} of cases")
 
 
 # ---------------------------------------------------------------- stage 2 alone
@@ -242,7 +300,8 @@ np.savez(sys.argv[2], **out)
 """
 
 
-def run_peers(V_train: np.ndarray, y_train: np.ndarray, V_test: np.ndarray) -> dict | None:
+def run_peers(V_train: np.ndarray, y_train: np.ndarray, V_test: np.ndarray, max_rules: int | None = None
+              ) -> dict | None:
     """FIGS and RuleFit held-out predictions from the peers' virtualenv, or None without it.
 
     Arrays go through .npz files (no pickle) to a child process of
@@ -258,10 +317,11 @@ def run_peers(V_train: np.ndarray, y_train: np.ndarray, V_test: np.ndarray) -> d
         return None
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = pathlib.Path(tmp) / "in.npz", pathlib.Path(tmp) / "out.npz"
-        np.savez(src, V_train=V_train, y_train=y_train, V_test=V_test)
+        np.savez(src, V_train=V_train, y_train=y_train, V_test=V_test, max_rules=20 if max_rules is None else max_rules)
         env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "PATH": "/usr/bin:/bin"}
-        res = subprocess.run([str(python), "-c", PEERS_SCRIPT, str(src), str(dst)], capture_output=True,
+        script = PEERS_SCRIPT if max_rules is None else PRUNING_PEERS_SCRIPT
+        res = subprocess.run([str(python), "-c", script, str(src), str(dst)], capture_output=True,
                              text=True, env=env)
         if res.returncode != 0:
             last = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
@@ -350,7 +410,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small run to check the script")
     parser.add_argument("--pruning", action="store_true",
                         help="only the pruning table: unpruned GS-NLN, pruned default, CART (issue 12)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds of the pruning table")
+    parser.add_argument("--seeds", type=int, default=1, help="make_payments seeds of the pruning table")
+    parser.add_argument("--planted", type=int, default=0,
+                        help="planted scenarios (benchmarks/planted.py, seeds 100..) of the pruning table")
     parser.add_argument("--stage2", action="store_true", help="only the stage-2-alone table on planted cases")
     parser.add_argument("--cases", type=int, default=5, help="planted cases of --stage2")
     parser.add_argument("--stage2-users", type=int, default=25000, help="users per planted case (a fifth held out)")
@@ -363,8 +425,12 @@ def main() -> None:
             stage2(2 if args.quick else args.cases, 3000 if args.quick else args.stage2_users, args.n_quantiles)
         return
     if args.pruning:
-        pruning_table(5000 if not args.quick else 1500, 1000 if not args.quick else 300,
-                      tuple(range(args.seeds)), epochs=20 if args.quick else None)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):  # a shared 2-core machine
+            pruning_table(5000 if not args.quick else 1500, 1000 if not args.quick else 300,
+                          tuple(range(args.seeds)), tuple(range(100, 100 + args.planted)),
+                          epochs=20 if args.quick else None)
         return
     if args.quick:
         args.users, args.test = 3000, 1000

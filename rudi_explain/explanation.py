@@ -351,14 +351,15 @@ class Explanation:
             # thresholds between the grid's quantiles, chosen on the fitting users, kept if validation agrees
             t = time.perf_counter()
             self._emit("evaluate", 0, 1, "moving thresholds to where the data splits")
-            refined = refine_thresholds(self.unpruned_rules, self._values[train_idx], y[train_idx], is_valid,
+            fitted = student.rules(self.literals)  # in the standard units the student was trained in
+            refined = refine_thresholds(fitted, self._values[train_idx], y_train, is_valid,
                                         should_stop=self._cancel.is_set)
             self._check_cancel()
-            if refined is not self.unpruned_rules:
+            if refined is not fitted:
                 self.literals = refined.literals
                 self._literal_matrix = self.literals.transform_values(self._values)
                 X_train = self._literal_matrix[train_idx]
-                self.unpruned_rules = self.rules = refined
+                self.unpruned_rules = self.rules = _in_teacher_units(refined, a, b)
             self.seconds["refine"] = time.perf_counter() - t
         if prune and type(self.unpruned_rules) is RuleSet and not self.unpruned_rules.linear:
             t = time.perf_counter()

@@ -256,9 +256,13 @@ def refine_thresholds(
         return rules
     grid = _Grid(literals, V, int(n_candidates), move_tolerance)
     formulas = [r.formula for r in rules]
-    weights = rules.weights.astype(np.float64).copy()
-    intercept = float(rules.intercept)
-    y_fit = y[fit_rows]
+    # work in standard units: scores of any size (1e300) must not overflow a sum of squares
+    center = float(np.median(y[fit_rows]))
+    spread = float(np.max(np.abs(y[fit_rows] - center))) or 1.0
+    scale = spread * (float(np.std((y[fit_rows] - center) / spread)) or 1.0)
+    weights = rules.weights.astype(np.float64) / scale
+    intercept = (float(rules.intercept) - center) / scale
+    y_fit = (y[fit_rows] - center) / scale
     # the fitting users' literal matrix, with room for every literal the refinement can add
     n_table = literals.n_literals
     room = passes * sum(len(formula_literals(f)) for f in formulas)
@@ -305,7 +309,7 @@ def refine_thresholds(
     formulas = [_renumber(f, renumber) for f in formulas]
     table = literals.extended([grid.column_of(i) for i in used], [grid.threshold(i) for i in used]) \
         if used else literals
-    refined = RuleSet.from_formulas(formulas, weights, intercept, literals=table)
+    refined = RuleSet.from_formulas(formulas, weights * scale, intercept * scale + center, literals=table)
     valid = np.flatnonzero(is_valid)
     before = fidelity(y[valid], rules.score(literals.transform_values(V[valid])))
     after = fidelity(y[valid], refined.score(table.transform_values(V[valid])))

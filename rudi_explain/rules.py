@@ -182,6 +182,7 @@ class LiteralInfo:
     kind: list | None = None
     undefined_words: list | None = None
     pipeline: list | None = None
+    nonnegative: np.ndarray | None = None
 
     @classmethod
     def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
@@ -223,7 +224,9 @@ class LiteralInfo:
 
         "number of events where channel is online is more than 14", "no
         events where channel is online", "share of events with channel = atm
-        is at most 12%", "any event has card_type = credit". A negated literal
+        is at most 12%", "any event has card_type = credit", "total amount
+        over events where merchant_category is games is 0" (at most 0, for an
+        output no training user has below 0). A negated literal
         on an output that some training users lack says who they are and that
         they count as below (the literal holds for them).
         """
@@ -238,6 +241,8 @@ class LiteralInfo:
             pct = _percent(t)
             text = f"{words} is {'at most' if lit.negated else 'more than'} {pct}%" if not (zero and lit.negated) \
                 else f"{words} is 0%"
+        elif zero and lit.negated and self.nonnegative is not None and self.nonnegative[i]:
+            text = f"{words} is 0"  # never negative: "at most 0" is "is 0" ("total spent on games is 0")
         else:
             text = f"{words} is {'at most' if lit.negated else 'more than'} {t}"
         if lit.negated and self.undefined is not None and self.undefined[i]:

@@ -259,3 +259,25 @@ def test_fitted_rules_speak_words_and_name_undefined_users_only_where_they_exist
             assert "users with no" in rule.text
     # gambling is missing for some users: its negated literals say so; the total amount never is
     assert np.isnan(V[:, -1]).any() and not np.isnan(V[:, 0]).any()
+
+
+def test_at_most_zero_reads_as_zero_only_where_no_value_is_negative():
+    rng = np.random.default_rng(5)
+    n = 2000
+    spend = np.where(rng.random(n) < 0.6, 0.0, rng.lognormal(4, 1, n))  # most users spent nothing
+    balance = np.where(rng.random(n) < 0.6, 0.0, rng.normal(0, 50, n))  # signed: "at most 0" stays
+    lits = Literals.from_values(np.column_stack([spend, balance]), names=["spend", "balance"],
+                                descriptions=["total amount over games purchases", "net balance change"])
+    assert lits.output_nonnegative.tolist() == [True, False]
+    info = lits.literal_info()
+    zero = {int(lits.column[i]): i for i in range(lits.n_literals) if lits.thresholds[i] == 0}
+    assert set(zero) == {0, 1}
+    assert info.render_literal(Lit(zero[0], True)) == "total amount over games purchases is 0"
+    assert info.render_literal(Lit(zero[0])) == "total amount over games purchases is more than 0"
+    assert info.render_literal(Lit(zero[1], True)) == "net balance change is at most 0"
+    # the fact travels through JSON; tables written before it read as before
+    back = Literals.from_json(lits.to_json())
+    assert back.output_nonnegative.tolist() == [True, False]
+    d = lits.to_dict()
+    del d["output_nonnegative"]
+    assert Literals.from_dict(d).literal_info().render_literal(Lit(zero[0], True)).endswith("is at most 0")
