@@ -80,9 +80,11 @@ class Literals:
     output_undefined_words : list of str, length n_outputs
         Who the undefined users are, in words ("users with no events where
         channel is online"); empty where no training user is undefined.
-    output_nonnegative : ndarray of bool, shape (n_outputs,)
-        Whether no training user has a negative value: then ``value <= 0``
-        reads "is 0".
+    output_min : ndarray of float, shape (n_outputs,)
+        The smallest defined training value (NaN if none): where it is not
+        negative, ``value <= 0`` reads "is 0"; where it lies above a
+        threshold, the literal only tells defined users from the others and
+        reads so ("any events where channel is online").
     column : ndarray of int, shape (n_literals,)
         The output each literal thresholds.
     thresholds : ndarray of float, shape (n_literals,)
@@ -111,7 +113,7 @@ class Literals:
         vocabularies: dict | None = None,
         output_kind: SequenceT[str] | None = None,
         output_undefined_words: SequenceT[str] | None = None,
-        output_nonnegative: ArrayLike | None = None,
+        output_min: ArrayLike | None = None,
     ):
         n_out = len(output_names)
         self.column = np.asarray(column, dtype=np.int64).reshape(-1)
@@ -145,12 +147,12 @@ class Literals:
             [str(x) for x in output_undefined_words] if output_undefined_words is not None
             else ["users for whom it is undefined" if u else "" for u in self.output_undefined]
         )
-        self.output_nonnegative = (
-            np.asarray(output_nonnegative, dtype=bool).reshape(-1) if output_nonnegative is not None
-            else np.zeros(n_out, dtype=bool)
+        self.output_min = (
+            np.array([np.nan if m is None else m for m in np.asarray(output_min, dtype=object).reshape(-1)],
+                     dtype=np.float64) if output_min is not None else np.full(n_out, np.nan)
         )
-        if self.output_nonnegative.size != n_out:
-            raise ValueError(f"output_nonnegative needs one entry per output, got {self.output_nonnegative.size}")
+        if self.output_min.size != n_out:
+            raise ValueError(f"output_min needs one entry per output, got {self.output_min.size}")
         self.statistics = list(statistics) if statistics is not None else None
         self.vocabularies = (
             {k: list(v) for k, v in vocabularies.items()} if vocabularies is not None else None
@@ -218,7 +220,7 @@ class Literals:
         return cls(
             column, thresholds, names, descriptions, stat_of, index_of, undefined,
             statistics=statistics, vocabularies={k: list(v) for k, v in seqs.vocabularies.items()},
-            output_kind=kinds, output_undefined_words=why, output_nonnegative=_nonnegative(V),
+            output_kind=kinds, output_undefined_words=why, output_min=_column_min(V),
         )
 
     @classmethod
@@ -262,7 +264,7 @@ class Literals:
         kinds = [_data_kind(V[:, j], given[j]) for j in range(n_out)]
         column, thresholds = _binarize(V, kinds, n_quantiles, move_tolerance)
         return cls(column, thresholds, names, descriptions,
-                   output_undefined=np.isnan(V).any(axis=0), output_kind=kinds, output_nonnegative=_nonnegative(V))
+                   output_undefined=np.isnan(V).any(axis=0), output_kind=kinds, output_min=_column_min(V))
 
     def extended(self, column: SequenceT[int], thresholds: SequenceT[float]) -> "Literals":
         """This table with more literals ``output column[i] > thresholds[i]`` appended.
@@ -278,7 +280,7 @@ class Literals:
             self.output_names, self.output_descriptions, self.output_statistic, self.output_index,
             self.output_undefined, statistics=self.statistics, vocabularies=self.vocabularies,
             output_kind=self.output_kind, output_undefined_words=self.output_undefined_words,
-            output_nonnegative=self.output_nonnegative,
+            output_min=self.output_min,
         )
 
     # ------------------------------------------------------------ applying
@@ -406,7 +408,7 @@ class Literals:
             kind=[self.output_kind[c] for c in self.column],
             undefined_words=[self.output_undefined_words[c] for c in self.column],
             pipeline=[self._pipeline_text(c) for c in self.column],
-            nonnegative=self.output_nonnegative[self.column].copy(),
+            minimum=self.output_min[self.column].copy(),
         )
 
     def _pipeline_text(self, c: int) -> str:
@@ -432,7 +434,7 @@ class Literals:
             "output_undefined": self.output_undefined.tolist(),
             "output_kind": list(self.output_kind),
             "output_undefined_words": list(self.output_undefined_words),
-            "output_nonnegative": self.output_nonnegative.tolist(),
+            "output_min": [None if np.isnan(m) else float(m) for m in self.output_min],
             "column": self.column.tolist(),
             # repr keeps every bit of a float; JSON numbers would too, but not inf/nan
             "thresholds": [float(t) for t in self.thresholds],
@@ -456,7 +458,7 @@ class Literals:
             d["output_statistic"], d["output_index"], d["output_undefined"],
             statistics=statistics, vocabularies=d.get("vocabularies"),
             output_kind=d.get("output_kind"), output_undefined_words=d.get("output_undefined_words"),
-            output_nonnegative=d.get("output_nonnegative"),
+            output_min=d.get("output_min"),
         )
 
     @classmethod
@@ -529,10 +531,11 @@ def _undefined_words(stat: Any, output: str | None, seqs: Any) -> str:
     return f"users with no {what}"
 
 
-def _nonnegative(V: np.ndarray) -> np.ndarray:
-    """Per column of ``V``: no defined value is negative."""
-    with np.errstate(invalid="ignore"):
-        return ~(V < 0).any(axis=0)
+def _column_min(V: np.ndarray) -> np.ndarray:
+    """The smallest defined value of every column of ``V`` (NaN where none is)."""
+    defined = ~np.isnan(V)
+    out = np.where(defined, V, np.inf).min(axis=0, initial=np.inf)
+    return np.where(defined.any(axis=0), out, np.nan)
 
 
 def _as_2d(values: np.ndarray) -> np.ndarray:

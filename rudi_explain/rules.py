@@ -182,7 +182,7 @@ class LiteralInfo:
     kind: list | None = None
     undefined_words: list | None = None
     pipeline: list | None = None
-    nonnegative: np.ndarray | None = None
+    minimum: np.ndarray | None = None
 
     @classmethod
     def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
@@ -241,7 +241,9 @@ class LiteralInfo:
             pct = _percent(t)
             text = f"{words} is {'at most' if lit.negated else 'more than'} {pct}%" if not (zero and lit.negated) \
                 else f"{words} is 0%"
-        elif zero and lit.negated and self.nonnegative is not None and self.nonnegative[i]:
+        elif (defined := self._defined_only(i, lit.negated)) is not None:
+            return defined  # the literal only tells users with such events from those without
+        elif zero and lit.negated and self.minimum is not None and self.minimum[i] >= 0:
             text = f"{words} is 0"  # never negative: "at most 0" is "is 0" ("total spent on games is 0")
         else:
             text = f"{words} is {'at most' if lit.negated else 'more than'} {t}"
@@ -250,6 +252,19 @@ class LiteralInfo:
                 else "users for whom it is undefined"
             text += f" ({who} count as below)"
         return text
+
+    def _defined_only(self, i: int, negated: bool) -> str | None:
+        """Words for a literal every defined training user is above: "any X" / "no X", else None."""
+        if self.minimum is None or self.undefined is None or not self.undefined[i] \
+                or not self.minimum[i] > self.thresholds[i] or self.undefined_words is None:
+            return None
+        who = self.undefined_words[i]
+        for prefix, yes, no in (("users with no ", "any ", "no "),
+                                ("users with fewer than 2 ", "at least 2 ", "fewer than 2 ")):
+            if who.startswith(prefix):
+                rest = who[len(prefix):]
+                return f"{no if negated else yes}{rest}"
+        return None
 
     def render_interval(self, low: Lit, high: Lit) -> str:
         """``low`` is ``x > a``, ``high`` is ``NOT x > b`` with a < b."""

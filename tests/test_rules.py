@@ -268,7 +268,7 @@ def test_at_most_zero_reads_as_zero_only_where_no_value_is_negative():
     balance = np.where(rng.random(n) < 0.6, 0.0, rng.normal(0, 50, n))  # signed: "at most 0" stays
     lits = Literals.from_values(np.column_stack([spend, balance]), names=["spend", "balance"],
                                 descriptions=["total amount over games purchases", "net balance change"])
-    assert lits.output_nonnegative.tolist() == [True, False]
+    assert lits.output_min[0] == 0 and lits.output_min[1] < 0
     info = lits.literal_info()
     zero = {int(lits.column[i]): i for i in range(lits.n_literals) if lits.thresholds[i] == 0}
     assert set(zero) == {0, 1}
@@ -277,7 +277,30 @@ def test_at_most_zero_reads_as_zero_only_where_no_value_is_negative():
     assert info.render_literal(Lit(zero[1], True)) == "net balance change is at most 0"
     # the fact travels through JSON; tables written before it read as before
     back = Literals.from_json(lits.to_json())
-    assert back.output_nonnegative.tolist() == [True, False]
+    np.testing.assert_array_equal(back.output_min, lits.output_min)
     d = lits.to_dict()
-    del d["output_nonnegative"]
+    del d["output_min"]
     assert Literals.from_dict(d).literal_info().render_literal(Lit(zero[0], True)).endswith("is at most 0")
+
+
+def test_a_cut_below_every_defined_value_reads_as_any_or_no():
+    import rudi_explain as rx
+
+    data = rx.datasets.make_payments(600, random_state=2)
+    seqs = data.sequences()
+    stat = "Select(hour) | RetainBy(channel=online) | Mean"
+    lits = Literals.fit(seqs, [stat])
+    V = lits.values(seqs)[:, 0]
+    assert np.isnan(V).any()
+    info = lits.literal_info()
+    # a literal just below the smallest defined value: true exactly for users with online events
+    low = Literals(np.array([0]), np.array([np.nanmin(V) - 1]), lits.output_names, lits.output_descriptions,
+                   output_undefined=lits.output_undefined, output_kind=lits.output_kind,
+                   output_undefined_words=lits.output_undefined_words, output_min=lits.output_min)
+    info = low.literal_info()
+    assert info.render_literal(Lit(0)) == "any events where channel is online"
+    assert info.render_literal(Lit(0, True)) == "no events where channel is online"
+    assert np.array_equal(low.transform_values(V[:, None])[:, 0], ~np.isnan(V))
+    # a cut among the values keeps its number
+    mid = int(np.flatnonzero(lits.thresholds > np.nanmin(V))[0])
+    assert "is more than" in lits.literal_info().render_literal(Lit(mid))
