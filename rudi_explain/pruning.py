@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import FALSE, TRUE, And, Const, Formula, Lit, Rule, RuleSet, formula_literals, simplify
+from rudi_explain.rules import (FALSE, TRUE, And, Const, Formula, Lit, Rule, RuleSet, _sort_key, formula_literals,
+                                simplify)
 
 __all__ = ["PruningPath", "prune_rules", "fold_bands", "MAX_RULES", "MAX_LITERALS", "TOLERANCE"]
 
@@ -41,6 +42,8 @@ MAX_LITERALS = 4
 #: Validation fidelity the default may lose against the unpruned rules. Small: on the
 #: demo, validation fidelity falls about half as fast as held-out fidelity when rules go.
 TOLERANCE = 0.002
+#: Fidelities closer than this are a tie when choosing the rule to drop.
+NEAR_TIE = 1e-9
 
 
 @dataclass
@@ -248,7 +251,21 @@ class _State:
             else np.zeros((Z.shape[0], 0), dtype=bool)
 
     def scores(self) -> np.ndarray:
-        return self.intercept + self.F @ self.weights
+        return _sum_scores(self.intercept, self.F, self.weights)
+
+
+def _sum_scores(intercept: float, F: np.ndarray, weights: np.ndarray, skip: int | None = None) -> np.ndarray:
+    """``intercept + F @ weights`` (column ``skip`` left out), added rule by rule as RuleSet.score does.
+
+    Fidelity counts ties, and users who fire the same rules must tie exactly: a matrix
+    product or a subtraction can leave them a rounding error apart, on one machine and not
+    another.
+    """
+    s = np.full(F.shape[0], float(intercept))
+    for k in range(F.shape[1]):
+        if k != skip:
+            s[F[:, k]] += weights[k]
+    return s
 
 
 def _fires(f: Formula, Z: np.ndarray) -> np.ndarray:
@@ -327,7 +344,7 @@ def prune_rules(
     # trim long rules, one literal at a time
     for k in range(len(state.formulas)):
         while len(formula_literals(state.formulas[k])) > max_literals:
-            base = state.scores() - state.weights[k] * state.F[:, k]
+            base = _sum_scores(state.intercept, state.F, state.weights, skip=k)
             best = None
             for pos in range(len(formula_literals(state.formulas[k]))):
                 g = simplify(_drop_leaf(state.formulas[k], pos), info)
@@ -347,9 +364,12 @@ def prune_rules(
     while len(state.formulas) > 1:
         # which rule to drop: judged on every training user (800 validation users alone are
         # too noisy to rank rules that each move fidelity by 0.001); where to stop: on validation
-        s = state.scores()
-        losses = [fidelity(y, s - state.weights[k] * state.F[:, k]) for k in range(len(state.formulas))]
-        drop = int(np.argmax(losses))
+        losses = np.array([fidelity(y, _sum_scores(state.intercept, state.F, state.weights, skip=k))
+                           for k in range(len(state.formulas))])
+        # no decision on a floating-point near-tie: of rules whose loss is equal but for rounding,
+        # drop the first in a structural order (the same on every machine and for scores in any units)
+        tied = np.flatnonzero(losses >= losses.max() - NEAR_TIE)
+        drop = int(min(tied, key=lambda k: _sort_key(state.formulas[k])))
         keep = [k for k in range(len(state.formulas)) if k != drop]
         state.formulas = [state.formulas[k] for k in keep]
         state.weights = state.weights[keep]
@@ -357,7 +377,7 @@ def prune_rules(
         # the remaining weights were tuned beside the dropped rule: refit them if validation agrees
         without = valid_fid(state.scores())
         b, w = _refit(state.F[fit_rows], y[fit_rows])
-        refit = fidelity(yv, b + state.F[is_valid] @ w)
+        refit = fidelity(yv, _sum_scores(b, state.F[is_valid], w))
         if refit > without:
             state.intercept, state.weights = b, w
         points.append(RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals))
