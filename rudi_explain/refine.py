@@ -4,8 +4,10 @@ A student picks its literals from a fixed grid (the deciles by default): a
 planted "more than 14 debit-card payments" that sits between two deciles can
 only be approximated by one of them. After fitting, :func:`refine_thresholds`
 tries, for every literal of every rule, the thresholds between that literal's
-neighbours on the grid (about ``n_candidates`` quantiles of the training values
-there, each rounded as every threshold is: SEMANTICS.md, "Round thresholds"),
+neighbours on the grid (``n_candidates`` quantiles of the training values
+there) and a coarser grid over the whole range (``n_global`` quantiles, so a
+threshold placed far off can jump), each rounded as every threshold is
+(SEMANTICS.md, "Round thresholds"). It
 keeps the one that fits the teacher best on the fitting users (the rule's
 weight and the intercept re-fitted for each candidate, the other rules held),
 and refits all weights by least squares after each pass. The result is kept
@@ -14,8 +16,8 @@ not fitted on) are fitted at least as well as before.
 
 New thresholds are new literals appended to the table, so the student's own
 rules keep their meaning; a candidate that splits the training users as an
-existing literal of the same output does reuses it. At most
-``len(rules) * max literals per rule`` literals are added.
+existing literal of the same output does reuses it, and only the literals the
+final rules use are added.
 
 Rules are scored and chosen on training users only: the held-out test users of
 ``explain()`` are never seen here.
@@ -31,10 +33,12 @@ from rudi_explain.literals import MOVE_TOLERANCE, Literals, _round_threshold
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules import And, Const, Formula, Lit, RuleSet, evaluate_formula, formula_literals
 
-__all__ = ["refine_thresholds", "N_CANDIDATES"]
+__all__ = ["refine_thresholds", "N_CANDIDATES", "N_GLOBAL"]
 
 #: Candidate thresholds tried between a literal's neighbours on the grid.
-N_CANDIDATES = 24
+N_CANDIDATES = 48
+#: Candidate thresholds tried over the whole range of the output (every 2nd percentile).
+N_GLOBAL = 50
 #: A threshold moves only when it cuts the fitting users' squared error by this share: near-ties
 #: keep the student's choice, so results do not hinge on rounding.
 RELATIVE_GAIN = 1e-4
@@ -121,8 +125,10 @@ def _lstsq(F: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> tuple[float, np
 class _Grid:
     """Sorted training values and grid thresholds of every output, for candidates and reuse."""
 
-    def __init__(self, literals: Literals, V: np.ndarray, n_candidates: int, move_tolerance: float) -> None:
+    def __init__(self, literals: Literals, V: np.ndarray, n_candidates: int, n_global: int,
+                 move_tolerance: float) -> None:
         self.literals = literals
+        self.n_global = n_global
         self.V = V
         self.n = V.shape[0]
         self.n_candidates = n_candidates
@@ -160,6 +166,8 @@ class _Grid:
         if inside.size == 0:
             return np.array([t])
         raw = np.unique(np.quantile(inside, np.linspace(0.0, 1.0, self.n_candidates + 1)))
+        if self.n_global:  # and a coarser grid over the whole range: a threshold may jump
+            raw = np.unique(np.concatenate([raw, np.quantile(v, np.linspace(0.0, 1.0, self.n_global + 1))]))
         rounded = np.array([_round_threshold(v, float(x), self.n, kind, self.move_tolerance) for x in raw])
         out = np.unique(np.concatenate([rounded, [t]]))
         above = v.size - np.searchsorted(v, out, side="right")
@@ -199,7 +207,8 @@ def refine_thresholds(
     y: np.ndarray,
     is_valid: np.ndarray,
     n_candidates: int = N_CANDIDATES,
-    passes: int = 2,
+    n_global: int = N_GLOBAL,
+    passes: int = 3,
     move_tolerance: float = MOVE_TOLERANCE,
     should_stop: Callable[[], bool] | None = None,
 ) -> RuleSet:
@@ -219,10 +228,13 @@ def refine_thresholds(
     is_valid : ndarray of bool, shape (n_users,)
         Validation users: thresholds and weights are chosen on the others, and
         the refined rules are kept only if they fit these at least as well.
-    n_candidates : int, default=24
+    n_candidates : int, default=48
         Quantiles of the training values between a literal's grid neighbours
         tried as its threshold.
-    passes : int, default=2
+    n_global : int, default=50
+        Quantiles over all the training values tried as well (0: none), so a
+        threshold the student placed far off can jump.
+    passes : int, default=3
         Rounds over every literal of every rule.
     move_tolerance : float
         As for :class:`~rudi_explain.literals.Literals`: how far rounding may
@@ -254,7 +266,9 @@ def refine_thresholds(
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
-    grid = _Grid(literals, V, int(n_candidates), move_tolerance)
+    if isinstance(n_global, bool) or not isinstance(n_global, (int, np.integer)) or n_global < 0:
+        raise ValueError(f"n_global must be a whole number >= 0, got {n_global!r}")
+    grid = _Grid(literals, V, int(n_candidates), int(n_global), move_tolerance)
     formulas = [r.formula for r in rules]
     # work in standard units: scores of any size (1e300) must not overflow a sum of squares
     center = float(np.median(y[fit_rows]))
