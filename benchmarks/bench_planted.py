@@ -34,7 +34,8 @@ It needs featuretools and imodels, so it runs in the benchmark environment::
 Options: ``--n`` scenarios (seeds ``--first`` .. ``--first + n - 1``),
 ``--users`` users per scenario (default: each scenario's own 3,000-5,000),
 ``--quick`` (3 scenarios of 1,000 users and :data:`QUICK_OPTIONS`),
-``--skip peers,explain,baselines`` to leave parts out, ``--out`` the JSON path.
+``--skip peers,explain,baselines`` to leave parts out, ``--out`` the JSON path,
+``--merge a.json b.json`` the summary of runs split over processes.
 To change the settings of the search or of explain(), edit
 :data:`SEARCH_OPTIONS` / :data:`EXPLAIN_OPTIONS` (or pass ``--search-options``
 as JSON, merged over them).
@@ -317,7 +318,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--skip", default="", help="comma-separated: peers, explain, baselines")
     parser.add_argument("--search-options", default="{}", help="JSON merged over SEARCH_OPTIONS and EXPLAIN_OPTIONS")
     parser.add_argument("--out", default="out/bench_planted.json")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="print the summary over the scenarios of these result files (runs nothing), e.g. "
+                             "of runs split over processes")
     args = parser.parse_args(argv)
+    if args.merge:
+        parts = [json.loads(Path(p).read_text()) for p in args.merge]
+        results = [r for part in parts for r in part["scenarios"]]
+        seeds = [r["seed"] for r in results]
+        if len(set(seeds)) != len(seeds):
+            raise SystemExit(f"the files share scenarios: seeds {sorted(s for s in set(seeds) if seeds.count(s) > 1)}")
+        for r in sorted(results, key=lambda r: r["seed"]):
+            print(_line(r))
+        summary = summarize(results)
+        print_summary(summary, len(results))
+        print(f"total {sum(r['seconds_total'] for r in results):.0f} s of scenario time, over {len(parts)} files")
+        return {"summary": summary, "scenarios": results}
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if "peers" not in skip:
         try:
