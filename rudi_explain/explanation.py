@@ -27,7 +27,7 @@ from rudi_explain import metrics
 from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
 from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath, prune_rules
-from rudi_explain.refine import refine_thresholds
+from rudi_explain.refine import refine_default, refine_thresholds
 from rudi_explain.rules import RuleSet, formula_literals
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
 from rudi_explain.statistics.readable import check_grammar
@@ -367,6 +367,14 @@ class Explanation:
             self.pruning = prune_rules(self.unpruned_rules, X_train, y[train_idx], is_valid,
                                        max_rules=p.get("max_rules", MAX_RULES),
                                        max_literals=p.get("max_literals", MAX_LITERALS))
+            if p.get("refine", True):  # and again for the rules that remain at the default point
+                self.pruning = refine_default(self.pruning, self._values[train_idx], y[train_idx], is_valid,
+                                              should_stop=self._cancel.is_set)
+                self._check_cancel()
+                if self.pruning.default_rules.literals is not self.literals:
+                    self.literals = self.pruning.default_rules.literals
+                    self._literal_matrix = self.literals.transform_values(self._values)
+                    self.unpruned_rules = self.pruning.unpruned
             self.rules = self.pruning.default_rules
             self.seconds["pruning"] = time.perf_counter() - t
 

@@ -689,6 +689,27 @@ class RuleSet:
         out = cls(rules, b, literals if literals is not None else info, n_literals)
         return out
 
+    def with_literals(self, literals: Any) -> "RuleSet":
+        """The same rules over another literal table that keeps their literals' indices.
+
+        For a table extended with more literals (as threshold refinement
+        does): scores over its literal matrix equal this rule set's over the
+        old one.
+
+        Raises
+        ------
+        ValueError
+            If a rule refers to a literal the table does not have.
+        """
+        info = literal_info(literals)
+        for r in self.rules:
+            if isinstance(r, Rule):
+                bad = [lit.index for lit in formula_literals(r.formula) if lit.index >= info.n_literals]
+                if bad:
+                    raise ValueError(f"a rule refers to literal {bad[0]}, the table has {info.n_literals}")
+        rules = [Rule(r.formula, r.weight, info) if isinstance(r, Rule) else r for r in self.rules]
+        return type(self)(rules, self.intercept, literals)
+
     # -- inspection ---------------------------------------------------------
 
     def __len__(self) -> int:

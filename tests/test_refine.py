@@ -154,3 +154,33 @@ def test_explain_refines_and_can_be_told_not_to(demo):
     assert on.pruning.unpruned is on.unpruned_rules
     np.testing.assert_allclose(on.student_scores.to_numpy(),
                                on.rules.score(on.literals.transform(on.sequences)), rtol=1e-9, atol=1e-9)
+
+
+def test_refine_default_rebinds_the_whole_path():
+    from rudi_explain.pruning import prune_rules
+    from rudi_explain.refine import refine_default
+
+    V, y, t, is_valid = _case(6)
+    lits = rx.Literals.from_values(V, names=["amount", "payments"], kinds=["value", "count"])
+    Z = lits.transform_values(V)
+    rng = np.random.default_rng(6)
+    # a crowd of single-literal rules with least-squares weights: pruning leaves a few, off the planted cuts
+    formulas = [Lit(int(i)) for i in range(lits.n_literals)]
+    rules = RuleSet.from_formulas(formulas, rng.normal(0, 0.01, size=len(formulas)), 0.0, literals=lits)
+    path = prune_rules(rules, Z, y, is_valid, max_rules=3)
+    scores_before = [rs.score(Z) for rs in path.rule_sets]
+    fid_before = path.fidelity_valid[path.default]
+    out = refine_default(path, V, y, is_valid)
+    assert out is path
+    table = path.default_rules.literals
+    assert table.n_literals > lits.n_literals  # it moved something
+    Z_new = table.transform_values(V)
+    assert path.unpruned.literals is table
+    for i, rs in enumerate(path.rule_sets):
+        assert rs.literals is table
+        if i != path.default:  # the other points score as before
+            np.testing.assert_array_equal(rs.score(Z_new), scores_before[i])
+    valid = np.flatnonzero(is_valid)
+    assert path.fidelity_valid[path.default] == pytest.approx(
+        fidelity(y[valid], path.default_rules.score(Z_new[valid])))
+    assert path.fidelity_valid[path.default] >= fid_before
