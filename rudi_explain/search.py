@@ -512,21 +512,31 @@ class StatisticsSearch:
                     return same.take(simple_output)
             return column
 
-        def deepen(column: ColumnScreen, gain: float, residual: np.ndarray) -> tuple[ColumnScreen, float]:
+        def deepen(column: ColumnScreen, gain: float, residual: np.ndarray,
+                   base: ColumnScreen | None = None) -> tuple[ColumnScreen, float]:
             """Edit one operator at a time while that explains measurably more, on the
-            choosing half and on the checking half (which the edit was not chosen on)."""
+            choosing half and on the checking half (which the edit was not chosen on),
+            next to ``base`` (default: the kept columns)."""
+            base = chosen if base is None else base
             for _ in range(2 * self.max_depth):
                 tick()
                 stat = column.owners[0][0]
                 edits = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar)
                          if st.key not in self._marked]
                 cols = screen_of(edits)
-                better = best_of(cols, residual)
+                # Only edits that explain measurably more compete; of those, the simplest near the
+                # best. A more complex edit must also not be about as good (within the 5% by which
+                # the simpler wins everywhere): its extra operator has to earn its place.
+                plain = complexity(stat)[:2]
+                floor = np.array([gain + self.min_gain if complexity(st)[:2] <= plain else
+                                  max(gain + self.min_gain, gain + 0.05 * gain + 0.0005)
+                                  for st, _ in cols.owners])
+                better = best_of(cols, residual, floor=floor)
                 if better is None or better[0] < gain + self.min_gain:
                     break
                 edited = scalar(cols.take(better[1]))
-                if check_r2(ColumnScreen.join([chosen, edited], len(users))) < \
-                        check_r2(ColumnScreen.join([chosen, column], len(users))) + self.min_gain:
+                if check_r2(ColumnScreen.join([base, edited], len(users))) < \
+                        check_r2(ColumnScreen.join([base, column], len(users))) + self.min_gain:
                     break
                 gain, column = better[0], edited
             return column, gain
@@ -544,9 +554,14 @@ class StatisticsSearch:
                     out.append((float(gains[i]), i))
             return out
 
-        def best_of(cols: ColumnScreen, residual: np.ndarray) -> tuple[float, int] | None:
+        def best_of(cols: ColumnScreen, residual: np.ndarray,
+                    floor: float | np.ndarray = -np.inf) -> tuple[float, int] | None:
+            """The simplest of the columns that explain about as much as the best (and at
+            least ``floor``, one value or one per column): (gain, index), or None."""
             gains = np.round(cols.gains(residual, fit_rows, total_var), 6)  # no decision on a float near-tie
-            ok = [i for i in range(len(cols)) if (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
+            floor = np.broadcast_to(np.round(floor, 6), gains.shape)
+            ok = [i for i in range(len(cols))
+                  if gains[i] >= floor[i] and (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
             if not ok:
                 return None
             top = max(gains[i] for i in ok)
@@ -555,46 +570,95 @@ class StatisticsSearch:
             pick = min(near, key=lambda i: (complexity(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
             return float(gains[pick]), pick
 
+        def revise() -> bool:
+            """Deepen each kept column against the residual of the others; True if one changed."""
+            nonlocal chosen
+            changed = False
+            for j in range(len(chosen)):
+                tick()
+                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
+                model = StepModel(rest.bins[fit_rows], rest.values[fit_rows], ys[fit_rows])
+                residual = ys[fit_rows] - model.predict(rest.bins[fit_rows], rest.values[fit_rows])
+                column = chosen.take(j)
+                gain = float(np.round(column.gains(residual, fit_rows, total_var), 6)[0])
+                edited, _ = deepen(column, gain, residual, base=rest)
+                (old, old_output), (new, new_output) = column.owners[0], edited.owners[0]
+                if new.key == old.key or new.key in self._marked:
+                    continue
+                chosen = ColumnScreen.join([chosen.take(i) if i != j else edited for i in range(len(chosen))],
+                                           len(users))
+                taken.discard((str(old), old_output))
+                taken.add((str(new), new_output))
+                changed = True
+                shared = any(st.key == old.key for i, (st, _) in enumerate(chosen.owners) if i != j)
+                index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
+                if shared or index is None:  # another output of the old statistic stays
+                    self._accept(new, float("nan"), self._y)
+                    continue
+                # The old statistic stays marked: selection does not walk back to it.
+                values = new.evaluate(self._seqs)
+                self.statistics_[index], self._values[index] = new, values
+                self.partial_r_[index] = batch_reward(values, self._y, "paper")
+                self._marked.add(new.key)
+            return changed
+
         mcts_left = True
-        while len(self.statistics_) < self.n_stats:
-            k = len(self.statistics_) + 1
-            residual = model_residual()
-            found = best_of(screen, residual)
-            candidate = None
-            if found is not None and found[0] >= self.min_gain:
-                finals = [deepen(scalar(screen.take(i)), gain, residual)
-                          for gain, i in [found] + runners_up(screen, residual, found[1])]
-                # The best after deepening; of about equals, the simplest.
-                top = max(g for _, g in finals)
-                near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
-                candidate = min(near, key=lambda cg: (complexity(cg[0].owners[0][0]), -cg[1]))
-            elif mcts_left:
-                # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
-                target = self._residual()
-                mcts_start = time.perf_counter()
-                found_deep = self._mcts_one(k, target)
-                self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
-                mcts_left = False  # one try: a second would search the same residual
-                if found_deep is not None:
-                    stat = found_deep[0]
-                    cols = screen_of([stat])
-                    best = best_of(cols, residual)
-                    if best is not None:
-                        candidate = (scalar(cols.take(best[1])), best[0])
-            if candidate is None:
+        for revision in range(2):
+            # Forward selection; then each kept statistic is revised once against what the
+            # others leave (a first pick made against an unexplained residual can be a blend
+            # of two planted statistics), and selection goes on from the revised model.
+            while len(self.statistics_) < self.n_stats:
+                k = len(self.statistics_) + 1
+                residual = model_residual()
+                found = best_of(screen, residual)
+                candidate = None
+                if found is not None and found[0] >= self.min_gain:
+                    finals = [deepen(scalar(screen.take(i)), gain, residual)
+                              for gain, i in [found] + runners_up(screen, residual, found[1])]
+                    # The best after deepening; of about equals, the simplest.
+                    top = max(g for _, g in finals)
+                    near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
+                    if len({c.owners[0] for c, _ in near}) > 1:
+                        # About as much on the checking users too, or the one that explains clearly
+                        # more there wins: "the 95th percentile" is simpler than "the total of the
+                        # 5 largest", but not its equal when the target is made of the latter.
+                        before = check_r2(chosen)
+                        held = [round(check_r2(ColumnScreen.join([chosen, c], len(users))) - before, 6)
+                                for c, _ in near]
+                        best_held = max(held)
+                        tolerance = 0.01 * abs(best_held) + self.min_gain
+                        near = [cg for cg, h in zip(near, held) if h >= best_held - tolerance]
+                    candidate = min(near, key=lambda cg: (complexity(cg[0].owners[0][0]), -cg[1]))
+                elif mcts_left:
+                    # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
+                    target = self._residual()
+                    mcts_start = time.perf_counter()
+                    found_deep = self._mcts_one(k, target)
+                    self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
+                    mcts_left = False  # one try: a second would search the same residual
+                    if found_deep is not None:
+                        stat = found_deep[0]
+                        cols = screen_of([stat])
+                        best = best_of(cols, residual)
+                        if best is not None:
+                            candidate = (scalar(cols.take(best[1])), best[0])
+                if candidate is None:
+                    break
+                column, gain = candidate
+                stat, output = column.owners[0]
+                before = check_r2(chosen)
+                after = check_r2(ColumnScreen.join([chosen, column], len(users)))
+                if after - before < self.min_gain:
+                    break  # not measurably better on users it was not chosen on
+                chosen = ColumnScreen.join([chosen, column], len(users))
+                taken.add((str(stat), output))
+                if stat.key in self._marked:  # another output of a statistic already kept
+                    continue
+                self._accept(stat, after - before, self._y)
+                self._report(k, 0, 0, "", str(stat), after - before)
+            if revision == 1 or not revise():
                 break
-            column, gain = candidate
-            stat, output = column.owners[0]
-            before = check_r2(chosen)
-            after = check_r2(ColumnScreen.join([chosen, column], len(users)))
-            if after - before < self.min_gain:
-                break  # not measurably better on users it was not chosen on
-            chosen = ColumnScreen.join([chosen, column], len(users))
-            taken.add((str(stat), output))
-            if stat.key in self._marked:  # another output of a statistic already kept
-                continue
-            self._accept(stat, after - before, self._y)
-            self._report(k, 0, 0, "", str(stat), after - before)
+
         self.check_r2_ = check_r2(chosen)
         self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
 

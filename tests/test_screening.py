@@ -1,0 +1,53 @@
+"""The short catalog: the k largest / smallest events by a column as one concept."""
+
+import numpy as np
+import pandas as pd
+
+import rudi_explain as rx
+from rudi_explain.screening import neighbours, ranked_statistics, short_catalog
+from rudi_explain.statistics import Schema
+
+
+def _small():
+    rng = np.random.default_rng(0)
+    n = 60
+    lengths = rng.integers(0, 12, n)
+    df = pd.DataFrame({"user_id": np.repeat(np.arange(n), lengths), "ts": np.arange(lengths.sum()),
+                       "kind": rng.choice(["a", "b", "c"], lengths.sum()),
+                       "x": rng.lognormal(size=lengths.sum()), "y": rng.normal(size=lengths.sum())})
+    return df, rx.Sequences(df)
+
+
+def test_ranked_statistics_are_screened_whole_from_depth_3():
+    _, seqs = _small()
+    texts = {str(s) for s in short_catalog(seqs, max_depth=4)}
+    assert "Select(x) | SortBy(x, desc) | Top(5) | Sum" in texts
+    assert "Select(y) | SortBy(x, asc) | Top(5) | Mean" in texts
+    assert "Select(kind) | SortBy(y, desc) | Top(5) | Mean" in texts
+    assert not any("SortBy" in t and "Top" in t for t in map(str, short_catalog(seqs, max_depth=2)))
+    ranked = ranked_statistics(Schema.of(seqs))
+    assert ranked and all(s.is_readable(seqs) and s.depth == 3 for s in ranked)
+    assert not any(s.selected in seqs.vocabularies and s.aggregation.name in ("Max", "Min") for s in ranked)
+
+
+def test_ranked_statistic_values_match_a_per_user_reference():
+    df, seqs = _small()
+    for text, column, by, ascending, agg in [
+            ("Select(x) | SortBy(x, desc) | Top(5) | Sum", "x", "x", False, "sum"),
+            ("Select(y) | SortBy(x, asc) | Top(5) | Mean", "y", "x", True, "mean"),
+            ("Select(x) | SortBy(y, desc) | Top(5) | Min", "x", "y", False, "min")]:
+        got = rx.Statistic.parse(text).evaluate(seqs)
+        top = df.sort_values([by, "ts"], ascending=[ascending, True], kind="stable").groupby("user_id").head(5)
+        ref = top.groupby("user_id")[column].agg(agg).reindex(np.asarray(seqs.users))
+        defined = ref.notna().to_numpy()
+        np.testing.assert_allclose(got[defined], ref.to_numpy()[defined], rtol=1e-9)
+
+
+def test_one_edit_reaches_the_total_of_the_largest():
+    # "The largest amount" -> "the total of the 5 largest amounts" is one step.
+    _, seqs = _small()
+    schema = Schema.of(seqs)
+    near = {str(s) for s in neighbours(rx.Statistic.parse("Select(x) | RetainBy(kind=a) | Max"), schema, 4)}
+    assert "Select(x) | RetainBy(kind=a) | SortBy(x, desc) | Top(5) | Sum" in near
+    assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Mean" in near
+    assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Max" in near
