@@ -525,10 +525,9 @@ class StatisticsSearch:
                          if st.key not in self._marked]
                 cols = screen_of(edits)
                 # Only edits that explain measurably more compete; of those, the simplest near the
-                # best. A more complex edit must also not be about as good (within the 5% by which
-                # the simpler wins everywhere): its extra operator has to earn its place.
-                plain = complexity(stat)[:2]
-                floor = np.array([gain + self.min_gain if complexity(st)[:2] <= plain else
+                # best. A deeper edit must also not be about as good (within the 5% by which the
+                # simpler wins everywhere): its extra operator has to earn its place.
+                floor = np.array([gain + self.min_gain if st.depth <= stat.depth else
                                   max(gain + self.min_gain, gain + 0.05 * gain + 0.0005)
                                   for st, _ in cols.owners])
                 better = best_of(cols, residual, floor=floor)
