@@ -41,8 +41,7 @@ import pandas as pd
 
 import rudi_explain as rx
 from rudi_explain.metrics import auc, fidelity
-from rudi_explain.pruning import prune_rules
-from rudi_explain.refine import refine_default, refine_thresholds
+from rudi_explain.refine import prune_and_refine, refine_thresholds
 
 # Statistics of depth 1 to 4 on the payments data: the four planted ones and
 # sixteen plausible others (what a search might return).
@@ -182,14 +181,14 @@ def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), 
         student = rx.GSNLN(n_rules=20, random_state=seed, **params).fit(Z_train[~is_valid], y_train[~is_valid])
         fitted = student.rules(lits)
         refined = refine_thresholds(fitted, V[train_idx], y_train, is_valid)
-        path = prune_rules(refined, refined.literals.transform_values(V[train_idx]), y_train, is_valid)
-        path = refine_default(path, V[train_idx], y_train, is_valid)  # explain()'s stage 2, as it runs
-        default, refined = path.default_rules, path.unpruned
+        path = prune_and_refine(fitted, V[train_idx], y_train, is_valid)  # explain()'s stage 2, as it runs
+        default = path.default_rules
         table = default.literals
         k = len(default)
         Zr_test = table.transform_values(V[test_idx])
         results = [("GS-NLN R=20, as fitted", fidelity(y_test, fitted.score(Z_test)), len(fitted)),
-                   ("GS-NLN, refined", fidelity(y_test, refined.score(Zr_test)), len(refined)),
+                   ("GS-NLN, refined", fidelity(y_test, refined.score(refined.literals.transform_values(V[test_idx]))),
+                    len(refined)),
                    ("pruned default", fidelity(y_test, default.score(Zr_test)), k)]
         for leaves in (20, k):
             cart = rx.CARTRules(n_rules=leaves, random_state=seed).fit(Z_train, y_train).rules(lits)
@@ -369,13 +368,12 @@ def stage2(cases: int, n_users: int, n_quantiles: int | None = None) -> None:
                                   ("sum of trees, refined + pruned", rx.SumOfTrees(n_rules=20, random_state=seed))):
                 with Timer() as tm:
                     student.fit(X_tr[~is_valid], y[tr][~is_valid])
-                    refined = refine_thresholds(student.rules(lits), V[tr], y[tr], is_valid)
-                    path = prune_rules(refined, refined.literals.transform_values(V[tr]), y[tr], is_valid)
-                    path = refine_default(path, V[tr], y[tr], is_valid)
-                    refined, table = path.unpruned, path.default_rules.literals
+                    fitted = student.rules(lits)
+                    refined = refine_thresholds(fitted, V[tr], y[tr], is_valid)
+                    path = prune_and_refine(fitted, V[tr], y[tr], is_valid)
                 for label, rs in ((name.replace(" + pruned", ""), refined), (name, path.default_rules)):
                     rows.setdefault(label, []).append(
-                        (fidelity(y[te], rs.score(table.transform_values(V[te]))), len(rs), tm.cpu))
+                        (fidelity(y[te], rs.score(rs.literals.transform_values(V[te]))), len(rs), tm.cpu))
             peers = run_peers(V[tr], y[tr], V[te])
             if peers is not None:
                 for name in ("FIGS", "RuleFit"):

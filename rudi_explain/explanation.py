@@ -26,8 +26,8 @@ from rudi_explain import archive as _archive
 from rudi_explain import metrics
 from rudi_explain.alignment import name_users, per_user_values
 from rudi_explain.literals import Literals
-from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath, prune_rules
-from rudi_explain.refine import refine_default, refine_thresholds
+from rudi_explain.pruning import MAX_LITERALS, MAX_RULES, PruningPath
+from rudi_explain.refine import prune_and_refine
 from rudi_explain.rules import RuleSet, formula_literals
 from rudi_explain.search import SearchCancelled, SearchProgress, StatisticsSearch
 from rudi_explain.statistics.readable import check_grammar
@@ -346,35 +346,18 @@ class Explanation:
         self.unpruned_rules = _in_teacher_units(student.rules(self.literals), a, b)
         self.rules = self.unpruned_rules
         self.seconds["student"] = time.perf_counter() - t
-        if prune and p.get("refine", True) and type(self.unpruned_rules) is RuleSet \
-                and not self.unpruned_rules.linear:
-            # thresholds between the grid's quantiles, chosen on the fitting users, kept if validation agrees
-            t = time.perf_counter()
-            self._emit("evaluate", 0, 1, "moving thresholds to where the data splits")
-            fitted = student.rules(self.literals)  # in the standard units the student was trained in
-            refined = refine_thresholds(fitted, self._values[train_idx], y_train, is_valid,
-                                        should_stop=self._cancel.is_set)
-            self._check_cancel()
-            if refined is not fitted:
-                self.literals = refined.literals
-                self._literal_matrix = self.literals.transform_values(self._values)
-                X_train = self._literal_matrix[train_idx]
-                self.unpruned_rules = self.rules = _in_teacher_units(refined, a, b)
-            self.seconds["refine"] = time.perf_counter() - t
         if prune and type(self.unpruned_rules) is RuleSet and not self.unpruned_rules.linear:
             t = time.perf_counter()
-            self._emit("evaluate", 0, 1, "pruning and merging rules on validation users")
-            self.pruning = prune_rules(self.unpruned_rules, X_train, y[train_idx], is_valid,
-                                       max_rules=p.get("max_rules", MAX_RULES),
-                                       max_literals=p.get("max_literals", MAX_LITERALS))
-            if p.get("refine", True):  # and again for the rules that remain at the default point
-                self.pruning = refine_default(self.pruning, self._values[train_idx], y[train_idx], is_valid,
-                                              should_stop=self._cancel.is_set)
-                self._check_cancel()
-                if self.pruning.default_rules.literals is not self.literals:
-                    self.literals = self.pruning.default_rules.literals
-                    self._literal_matrix = self.literals.transform_values(self._values)
-                    self.unpruned_rules = self.pruning.unpruned
+            self._emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
+            self.pruning = prune_and_refine(self.unpruned_rules, self._values[train_idx], y[train_idx], is_valid,
+                                            max_rules=p.get("max_rules", MAX_RULES),
+                                            max_literals=p.get("max_literals", MAX_LITERALS),
+                                            refine=p.get("refine", True), should_stop=self._cancel.is_set)
+            self._check_cancel()
+            if self.pruning.default_rules.literals is not self.literals:  # refined: an extended table
+                self.literals = self.pruning.default_rules.literals
+                self._literal_matrix = self.literals.transform_values(self._values)
+            self.unpruned_rules = self.pruning.unpruned
             self.rules = self.pruning.default_rules
             self.seconds["pruning"] = time.perf_counter() - t
 
@@ -1065,8 +1048,10 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         between its neighbours on the quantile grid
         (:func:`rudi_explain.refine.refine_thresholds`): chosen on the fitting
         users, kept only if the validation users agree, so it needs
-        ``prune=True``. ``unpruned_rules`` and the start of the fidelity
-        curve are then the refined rules.
+        ``prune=True``: :func:`rudi_explain.refine.prune_and_refine` prunes
+        both the refined and the fitted rules, refines each default point
+        again, and keeps the path whose default fits the validation users
+        better. ``unpruned_rules`` is the start of that path.
 
     Returns
     -------

@@ -36,7 +36,7 @@ from rudi_explain.rules import And, Const, Formula, Lit, RuleSet, evaluate_formu
 if TYPE_CHECKING:
     from rudi_explain.pruning import PruningPath
 
-__all__ = ["refine_thresholds", "refine_default", "N_CANDIDATES", "N_GLOBAL"]
+__all__ = ["refine_thresholds", "refine_default", "prune_and_refine", "N_CANDIDATES", "N_GLOBAL"]
 
 #: Candidate thresholds tried between a literal's neighbours on the grid.
 N_CANDIDATES = 48
@@ -372,3 +372,54 @@ def refine_default(path: "PruningPath", V: np.ndarray, y: np.ndarray, is_valid: 
     path.fidelity_valid = np.asarray(path.fidelity_valid, dtype=np.float64).copy()
     path.fidelity_valid[path.default] = fidelity(np.asarray(y, dtype=np.float64)[valid], after.score(Z_valid))
     return path
+
+
+def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, max_rules: int = 10,
+                     max_literals: int = 4, refine: bool = True,
+                     should_stop: Callable[[], bool] | None = None) -> "PruningPath":
+    """explain()'s stage 2 after the student: thresholds refined, rules pruned, the better path kept.
+
+    Refined thresholds make the student's full rule set fit better, but a
+    rule set pruned from it to ``max_rules`` is not always the best of that
+    size (on a smooth teacher the refined rules spend many rules on fine
+    bands of one statistic). So two paths are built, each pruned by
+    :func:`rudi_explain.pruning.prune_rules` and its default point refined
+    again (:func:`refine_default`): one from the refined rules, one from the
+    rules as fitted. The one whose default point fits the validation users
+    better is returned (the refined one on a tie).
+
+    Parameters
+    ----------
+    rules : RuleSet
+        The student's rules over a Literals table.
+    V, y, is_valid
+        As for :func:`refine_thresholds`: the training users' statistic
+        outputs, teacher scores and validation split.
+    max_rules, max_literals : int
+        As for :func:`rudi_explain.pruning.prune_rules`.
+    refine : bool, default=True
+        False: :func:`rudi_explain.pruning.prune_rules` alone.
+    should_stop : callable, optional
+        As for :func:`refine_thresholds`.
+
+    Returns
+    -------
+    PruningPath
+        Its rule sets refer to one literal table,
+        ``path.default_rules.literals`` (the old literals first).
+    """
+    from rudi_explain.pruning import prune_rules
+
+    literals = rules.literals
+
+    def path_of(start: RuleSet) -> "PruningPath":
+        Z = start.literals.transform_values(V) if start.literals is not None else literals.transform_values(V)
+        return prune_rules(start, Z, y, is_valid, max_rules=max_rules, max_literals=max_literals)
+
+    if not refine or not isinstance(literals, Literals):
+        return path_of(rules)
+    refined = refine_thresholds(rules, V, y, is_valid, should_stop=should_stop)
+    paths = [refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop)]
+    if refined is not rules:
+        paths.append(refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop))
+    return max(paths, key=lambda path: (path.fidelity_valid[path.default], -paths.index(path)))

@@ -149,7 +149,8 @@ def test_explain_refines_and_can_be_told_not_to(demo):
     n = off.literals.n_literals
     np.testing.assert_array_equal(on.literals.thresholds[:n], off.literals.thresholds)
     assert on.params["refine"] and not off.params["refine"]
-    assert "refine" in on.seconds and "refine" not in off.seconds
+    # the default point fits the validation users at least as well as without refinement
+    assert on.pruning.fidelity_valid[on.pruning.default] >= off.pruning.fidelity_valid[off.pruning.default] - 1e-12
     # the rules are scored over the extended table, and the curve starts at the refined rules
     assert on.pruning.unpruned is on.unpruned_rules
     np.testing.assert_allclose(on.student_scores.to_numpy(),
@@ -184,3 +185,19 @@ def test_refine_default_rebinds_the_whole_path():
     assert path.fidelity_valid[path.default] == pytest.approx(
         fidelity(y[valid], path.default_rules.score(Z_new[valid])))
     assert path.fidelity_valid[path.default] >= fid_before
+
+
+def test_prune_and_refine_keeps_the_better_path():
+    from rudi_explain.pruning import prune_rules
+    from rudi_explain.refine import prune_and_refine, refine_default
+
+    for seed in range(3):
+        V, y, t, is_valid = _case(10 + seed)
+        lits = rx.Literals.from_values(V, names=["amount", "payments"], kinds=["value", "count"])
+        rules = _grid_rules(lits, t)
+        path = prune_and_refine(rules, V, y, is_valid, max_rules=2)
+        plain = refine_default(prune_rules(rules, lits.transform_values(V), y, is_valid, max_rules=2), V, y, is_valid)
+        assert path.fidelity_valid[path.default] >= plain.fidelity_valid[plain.default]
+        assert all(rs.literals is path.default_rules.literals for rs in path.rule_sets)
+        unrefined = prune_and_refine(rules, V, y, is_valid, max_rules=2, refine=False)
+        assert unrefined.default_rules.literals is lits
