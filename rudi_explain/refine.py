@@ -25,16 +25,14 @@ Rules are scored and chosen on training users only: the held-out test users of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from rudi_explain.literals import MOVE_TOLERANCE, Literals, _round_threshold
 from rudi_explain.metrics import fidelity
+from rudi_explain.pruning import PruningPath, _refit, prune_rules
 from rudi_explain.rules import And, Const, Formula, Lit, RuleSet, evaluate_formula, formula_literals
-
-if TYPE_CHECKING:
-    from rudi_explain.pruning import PruningPath
 
 __all__ = ["refine_thresholds", "refine_default", "prune_and_refine", "N_CANDIDATES", "N_GLOBAL"]
 
@@ -113,16 +111,6 @@ def _sse_after_fit(r: np.ndarray, F: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(s_ff > 0, s_rf ** 2 / s_ff, 0.0)
     return s_rr - gain
-
-
-def _lstsq(F: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> tuple[float, np.ndarray]:
-    """Least-squares intercept and weights of the firing matrix ``F`` (a little ridge: rules may coincide)."""
-    A = np.column_stack([np.ones(len(y)), F.astype(np.float64)])
-    G = A.T @ A
-    G[np.diag_indices_from(G)] += ridge * len(y)
-    G[0, 0] -= ridge * len(y)
-    coef = np.linalg.solve(G, A.T @ y)
-    return float(coef[0]), coef[1:]
 
 
 class _Grid:
@@ -317,7 +305,7 @@ def refine_thresholds(
                     intercept += float(r.mean()) - w * share
                     weights[k] = w
                 changed = True
-        intercept, weights = _lstsq(F, y_fit)
+        intercept, weights = _refit(F, y_fit)
         if not changed:
             break
     # a second pass may have moved a threshold again: append only the literals the rules use
@@ -333,8 +321,8 @@ def refine_thresholds(
     return refined if after >= before else rules
 
 
-def refine_default(path: "PruningPath", V: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
-                   **kwargs) -> "PruningPath":
+def refine_default(path: PruningPath, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
+                   **kwargs) -> PruningPath:
     """The pruning path with its default point's thresholds refined for the rules that remain.
 
     Thresholds refined beside twenty rules may sit off where a few rules want
@@ -376,7 +364,7 @@ def refine_default(path: "PruningPath", V: np.ndarray, y: np.ndarray, is_valid: 
 
 def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, max_rules: int = 10,
                      max_literals: int = 4, refine: bool = True,
-                     should_stop: Callable[[], bool] | None = None) -> "PruningPath":
+                     should_stop: Callable[[], bool] | None = None) -> PruningPath:
     """explain()'s stage 2 after the student: thresholds refined, rules pruned, the better path kept.
 
     Refined thresholds make the student's full rule set fit better, but a
@@ -408,11 +396,9 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
         Its rule sets refer to one literal table,
         ``path.default_rules.literals`` (the old literals first).
     """
-    from rudi_explain.pruning import prune_rules
-
     literals = rules.literals
 
-    def path_of(start: RuleSet) -> "PruningPath":
+    def path_of(start: RuleSet) -> PruningPath:
         Z = start.literals.transform_values(V) if start.literals is not None else literals.transform_values(V)
         return prune_rules(start, Z, y, is_valid, max_rules=max_rules, max_literals=max_literals)
 
