@@ -28,12 +28,20 @@ def test_finds_the_only_signal_at_any_seed(payments):
     _, seqs = payments
     planted = rx.Statistic.parse("Select(amount) | RetainBy(channel=atm) | FilterBy(country=home) | Sum")
     target = planted.evaluate(seqs)
-    hits = 0
-    for seed in range(4):
-        found = rx.search_statistics(seqs, target, n_stats=1, max_depth=3, random_state=seed)
-        assert len(found) == 1 and found[0].is_readable(seqs)
-        hits += found[0].key == planted.key or corr(found[0].evaluate(seqs), target) > 0.99
+    hits = _hits_over_seeds(seqs, planted, lambda seed: target, max_depth=3)
     assert hits >= 3, hits
+
+
+def _hits_over_seeds(seqs, planted, target_of, max_depth: int, seeds=range(4)) -> int:
+    """In how many seeds the one statistic searched for ``target_of(seed)`` is ``planted``
+    (the same key, or |r| > 0.99 with its values); each must be readable."""
+    values = planted.evaluate(seqs)
+    hits = 0
+    for seed in seeds:
+        found = rx.search_statistics(seqs, target_of(seed), n_stats=1, max_depth=max_depth, random_state=seed)
+        assert len(found) == 1 and found[0].is_readable(seqs)
+        hits += found[0].key == planted.key or corr(found[0].evaluate(seqs), values) > 0.99
+    return hits
 
 
 def test_same_random_state_same_result_and_no_equivalents(payments):
@@ -234,11 +242,10 @@ def test_finds_the_total_of_the_largest_payments(payments):
     _, seqs = payments
     planted = rx.Statistic.parse("Select(amount) | SortBy(amount, desc) | Top(5) | Sum")
     values = planted.evaluate(seqs)
-    hits = 0
-    for seed in range(4):
+
+    def target_of(seed: int) -> np.ndarray:
         noise = np.random.default_rng(seed).normal(scale=0.3, size=len(values))
-        target = (values - values.mean()) / values.std() + noise
-        found = rx.search_statistics(seqs, target, n_stats=1, max_depth=4, random_state=seed)
-        assert len(found) == 1 and found[0].is_readable(seqs)
-        hits += found[0].key == planted.key or corr(found[0].evaluate(seqs), values) > 0.99
+        return (values - values.mean()) / values.std() + noise
+
+    hits = _hits_over_seeds(seqs, planted, target_of, max_depth=4)
     assert hits >= 3, hits
