@@ -1045,7 +1045,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         every 5th percentile (see :class:`~rudi_explain.literals.Literals`).
     refine : bool, default=True
         Move every threshold the rules use to where it fits the teacher best,
-        between its neighbours on the quantile grid
+        near its neighbours on the quantile grid or anywhere on a coarser one
         (:func:`rudi_explain.refine.refine_thresholds`): chosen on the fitting
         users, kept only if the validation users agree, so it needs
         ``prune=True``: :func:`rudi_explain.refine.prune_and_refine` prunes

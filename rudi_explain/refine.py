@@ -250,15 +250,12 @@ def refine_thresholds(
     if V.shape != (y.size, literals.n_outputs) or is_valid.shape != y.shape:
         raise ValueError(f"V {V.shape}, y {y.shape} and is_valid {is_valid.shape} must describe the same users "
                          f"and the {literals.n_outputs} outputs of the literal table")
-    if isinstance(n_candidates, bool) or not isinstance(n_candidates, (int, np.integer)) or n_candidates < 1:
-        raise ValueError(f"n_candidates must be a whole number >= 1, got {n_candidates!r}")
-    if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 0:
-        raise ValueError(f"passes must be a whole number >= 0, got {passes!r}")
+    for name, value, low in (("n_candidates", n_candidates, 1), ("n_global", n_global, 0), ("passes", passes, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
-    if isinstance(n_global, bool) or not isinstance(n_global, (int, np.integer)) or n_global < 0:
-        raise ValueError(f"n_global must be a whole number >= 0, got {n_global!r}")
     grid = _Grid(literals, V, int(n_candidates), int(n_global), move_tolerance)
     formulas = [r.formula for r in rules]
     # work in standard units: scores of any size (1e300) must not overflow a sum of squares
@@ -287,11 +284,10 @@ def refine_thresholds(
                 r = y_fit - (intercept + F @ weights - weights[k] * F[:, k])
                 fires = _fires_with(formulas[k], Z_fit, pos, grid.truth(c, cands, fit_rows))
                 sse = _sse_after_fit(r, fires)
-                current = int(np.flatnonzero(cands == grid.threshold(lit.index))[0]) \
-                    if np.any(cands == grid.threshold(lit.index)) else None
+                current = np.flatnonzero(cands == grid.threshold(lit.index))  # the candidates include it
                 best = int(np.argmin(sse))
                 # move only for a real gain: a near-tie keeps the student's threshold (portable results)
-                if current is None or best == current or sse[best] >= sse[current] * (1.0 - RELATIVE_GAIN):
+                if current.size == 0 or sse[best] >= sse[current[0]] * (1.0 - RELATIVE_GAIN):
                     continue
                 index = grid.index_for(c, float(cands[best]))
                 if index >= n_table:
@@ -399,13 +395,15 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     literals = rules.literals
 
     def path_of(start: RuleSet) -> PruningPath:
-        Z = start.literals.transform_values(V) if start.literals is not None else literals.transform_values(V)
-        return prune_rules(start, Z, y, is_valid, max_rules=max_rules, max_literals=max_literals)
+        return prune_rules(start, start.literals.transform_values(V), y, is_valid, max_rules=max_rules,
+                           max_literals=max_literals)
 
     if not refine or not isinstance(literals, Literals):
         return path_of(rules)
     refined = refine_thresholds(rules, V, y, is_valid, should_stop=should_stop)
-    paths = [refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop)]
+    best = refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop)
     if refined is not rules:
-        paths.append(refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop))
-    return max(paths, key=lambda path: (path.fidelity_valid[path.default], -paths.index(path)))
+        other = refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop)
+        if other.fidelity_valid[other.default] > best.fidelity_valid[best.default]:  # a tie keeps the refined
+            best = other
+    return best
