@@ -38,6 +38,10 @@ class DemoData:
         The statistics the risk is made of.
     formula : str
         How the risk combines them, in words.
+    categorical, numerical : list of str
+        The columns of each kind.
+    units : dict of str to str
+        The unit of each numerical column that has one (``Sequences(units=)``).
     """
 
     events: pd.DataFrame
@@ -47,11 +51,12 @@ class DemoData:
     formula: str
     categorical: list[str] = field(default_factory=list)
     numerical: list[str] = field(default_factory=list)
+    units: dict = field(default_factory=dict)
 
     def sequences(self) -> Sequences:
         """The events as :class:`Sequences`."""
         return Sequences(self.events, user="user_id", time="ts",
-                         categorical=self.categorical, numerical=self.numerical)
+                         categorical=self.categorical, numerical=self.numerical, units=self.units)
 
 
 def _lengths(rng: np.random.Generator, n_users: int, median: float) -> np.ndarray:
@@ -191,7 +196,7 @@ def make_payments(n_users: int = 5000, random_state: int | None = 0) -> DemoData
                "+ 0.9 [foreign ATM cash > 300] + 0.5 z(mean hour of the 5 largest online payments) - 1.2")
     index = pd.Index(seqs.users, name="user_id")
     return DemoData(events, pd.Series(risk, index=index, name="risk"), pd.Series(labels, index=index, name="label"),
-                    planted, formula, categorical, numerical)
+                    planted, formula, categorical, numerical, units={"amount": "EUR"})
 
 
 EDIT_CATEGORIES = {

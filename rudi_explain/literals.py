@@ -114,6 +114,7 @@ class Literals:
         output_kind: SequenceT[str] | None = None,
         output_undefined_words: SequenceT[str] | None = None,
         output_min: ArrayLike | None = None,
+        output_unit: SequenceT[str] | None = None,
     ):
         n_out = len(output_names)
         self.column = np.asarray(column, dtype=np.int64).reshape(-1)
@@ -153,6 +154,9 @@ class Literals:
         )
         if self.output_min.size != n_out:
             raise ValueError(f"output_min needs one entry per output, got {self.output_min.size}")
+        self.output_unit = [str(u) for u in output_unit] if output_unit is not None else [""] * n_out
+        if len(self.output_unit) != n_out:
+            raise ValueError(f"output_unit needs one entry per output, got {len(self.output_unit)}")
         self.statistics = list(statistics) if statistics is not None else None
         self.vocabularies = (
             {k: list(v) for k, v in vocabularies.items()} if vocabularies is not None else None
@@ -216,11 +220,12 @@ class Literals:
         V = np.concatenate(blocks, axis=1)
         undefined = np.isnan(V).any(axis=0)
         kinds = [_data_kind(V[:, j], kinds[j]) for j in range(V.shape[1])]
+        units = [_output_unit(statistics[k], kind, seqs) for k, kind in zip(stat_of, kinds)]
         column, thresholds = _binarize(V, kinds, n_quantiles, move_tolerance)
         return cls(
             column, thresholds, names, descriptions, stat_of, index_of, undefined,
             statistics=statistics, vocabularies={k: list(v) for k, v in seqs.vocabularies.items()},
-            output_kind=kinds, output_undefined_words=why, output_min=_column_min(V),
+            output_kind=kinds, output_undefined_words=why, output_min=_column_min(V), output_unit=units,
         )
 
     @classmethod
@@ -280,7 +285,7 @@ class Literals:
             self.output_names, self.output_descriptions, self.output_statistic, self.output_index,
             self.output_undefined, statistics=self.statistics, vocabularies=self.vocabularies,
             output_kind=self.output_kind, output_undefined_words=self.output_undefined_words,
-            output_min=self.output_min,
+            output_min=self.output_min, output_unit=self.output_unit,
         )
 
     # ------------------------------------------------------------ applying
@@ -409,6 +414,7 @@ class Literals:
             undefined_words=[self.output_undefined_words[c] for c in self.column],
             pipeline=[self._pipeline_text(c) for c in self.column],
             minimum=self.output_min[self.column].copy(),
+            unit=[self.output_unit[c] for c in self.column],
         )
 
     def _pipeline_text(self, c: int) -> str:
@@ -435,6 +441,7 @@ class Literals:
             "output_kind": list(self.output_kind),
             "output_undefined_words": list(self.output_undefined_words),
             "output_min": [None if np.isnan(m) else float(m) for m in self.output_min],
+            "output_unit": list(self.output_unit),
             "column": self.column.tolist(),
             # repr keeps every bit of a float; JSON numbers would too, but not inf/nan
             "thresholds": [float(t) for t in self.thresholds],
@@ -458,7 +465,7 @@ class Literals:
             d["output_statistic"], d["output_index"], d["output_undefined"],
             statistics=statistics, vocabularies=d.get("vocabularies"),
             output_kind=d.get("output_kind"), output_undefined_words=d.get("output_undefined_words"),
-            output_min=d.get("output_min"),
+            output_min=d.get("output_min"), output_unit=d.get("output_unit"),
         )
 
     @classmethod
@@ -484,6 +491,21 @@ def _statistic_kind(stat: Any, seqs: Any) -> str:
     if agg == "Mean" and categorical:
         return "share"
     return "value"
+
+
+#: aggregations whose value is in the unit of the column they aggregate
+_UNIT_KEEPING = ("Sum", "Mean", "Max", "Min", "Median", "Percentile", "First", "Std", "Ptp")
+
+
+def _output_unit(stat: Any, kind: str, seqs: Any) -> str:
+    """The unit of a statistic output: its column's (``seqs.units``) for a
+    value measured in it (a total, an average, a largest, ...); "" for counts,
+    shares, 0/1 outputs, time statistics (their words say "days") and
+    columns without one."""
+    units = getattr(seqs, "units", None) or {}
+    if kind != "value" or stat.aggregation.name not in _UNIT_KEEPING:
+        return ""
+    return units.get(stat.selected, "")
 
 
 def _data_kind(v: np.ndarray, kind: str | None) -> str:

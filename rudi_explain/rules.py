@@ -171,6 +171,9 @@ class LiteralInfo:
     undefined : ndarray of bool, shape (n_literals,)
         Whether the value can be undefined (NaN); then a negated literal is
         shown with "or undefined", as it is also true there.
+    unit : list of str, optional
+        The unit written after a literal's threshold in sentences ("EUR"),
+        "" where the value has none.
     """
 
     names: list
@@ -183,6 +186,7 @@ class LiteralInfo:
     undefined_words: list | None = None
     pipeline: list | None = None
     minimum: np.ndarray | None = None
+    unit: list | None = None
 
     @classmethod
     def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
@@ -226,7 +230,8 @@ class LiteralInfo:
         events where channel is online", "share of events with channel = atm
         is at most 12%", "any event has card_type = credit", "total amount
         over events where merchant_category is games is 0" (at most 0, for an
-        output no training user has below 0). A negated literal
+        output no training user has below 0), "total amount is more than 400
+        EUR" (with the unit of the column, where it has one). A negated literal
         on an output that some training users lack says who they are and that
         they count as below (the literal holds for them).
         """
@@ -246,7 +251,7 @@ class LiteralInfo:
         elif zero and lit.negated and self.minimum is not None and self.minimum[i] >= 0:
             text = f"{words} is 0"  # never negative: "at most 0" is "is 0" ("total spent on games is 0")
         else:
-            text = f"{words} is {'at most' if lit.negated else 'more than'} {t}"
+            text = f"{words} is {'at most' if lit.negated else 'more than'} {t}{self._unit(i)}"
         if lit.negated and self.undefined is not None and self.undefined[i]:
             who = self.undefined_words[i] if self.undefined_words is not None and self.undefined_words[i] \
                 else "users for whom it is undefined"
@@ -275,11 +280,15 @@ class LiteralInfo:
                 return f"{words} is more than {_percent(self._t(i))}% and at most {_percent(self._t(j))}%"
             if self.kind[i] == "count" and self.thresholds[j] == self.thresholds[i] + 1:
                 return f"{words} is exactly {self._t(j)}"
-            return f"{words} is more than {self._t(i)} and at most {self._t(j)}"
+            return f"{words} is more than {self._t(i)} and at most {self._t(j)}{self._unit(i)}"
         return self.notation_interval(low, high)
 
     def notation_interval(self, low: Lit, high: Lit) -> str:
         return f"{self._t(low.index)} < {self.base[low.index]} <= {self._t(high.index)}"
+
+    def _unit(self, i: int) -> str:
+        """" EUR" after a threshold of literal ``i``, "" without a unit."""
+        return f" {self.unit[i]}" if self.unit is not None and self.unit[i] else ""
 
     def _t(self, i: int) -> str:
         if self.threshold_text is not None:

@@ -166,6 +166,30 @@ def _warn_if_mostly_numeric(frame: pd.DataFrame, name: str, user: str) -> None:
     )
 
 
+#: longest unit text: a unit is a word or symbol, not a sentence
+MAX_UNIT_LENGTH = 24
+
+
+def _check_units(units: Any, numerical: Iterable[str]) -> dict[str, str]:
+    """The ``units`` mapping checked: numerical columns only, short non-empty text."""
+    if units is None:
+        return {}
+    if not isinstance(units, Mapping):
+        raise TypeError(f"units must be a mapping of column name to unit text, got {type(units).__name__}")
+    numerical = list(numerical)
+    out = {}
+    for name, unit in units.items():
+        if name not in numerical:
+            raise ValueError(f"units names column {name!r}, which is not a numerical column "
+                             f"(numerical: {numerical})")
+        if not isinstance(unit, str) or not unit.strip() or len(unit) > MAX_UNIT_LENGTH \
+                or any(ch in unit for ch in "\n\r\t"):
+            raise ValueError(f"the unit of column {name!r} must be one line of 1 to {MAX_UNIT_LENGTH} "
+                             f"characters, got {unit!r}")
+        out[str(name)] = unit.strip()
+    return out
+
+
 class Sequences:
     """Event sequences of many users, checked, typed and sorted.
 
@@ -204,6 +228,11 @@ class Sequences:
         ``max_categories - 1`` most frequent values are kept and the others
         lumped into :data:`OTHER_CATEGORY`, with a warning naming the column.
         ``None`` sets no bound.
+    units : mapping of str to str, optional
+        The unit of each numerical column that has one (``{"amount": "EUR",
+        "duration": "min"}``), shown after the thresholds of the statistics
+        measured in it ("total amount ... is more than 400 EUR"). At most
+        24 characters each; counts, shares and 0/1 outputs never get one.
 
     Attributes
     ----------
@@ -224,6 +253,8 @@ class Sequences:
     reference_time : numpy.datetime64, numpy.timedelta64, float or None
         The reference time of time statistics, of the time column's type
         (see the parameter); None without a time column.
+    units : dict of str to str
+        The units given, by numerical column.
     input_row : ndarray of shape (n_events,)
         Position of each event in the input table.
 
@@ -255,6 +286,7 @@ class Sequences:
         vocabularies: Mapping[str, Sequence[str]] | None = None,
         reference_time: Any = None,
         max_categories: int | None = MAX_CATEGORIES,
+        units: Mapping[str, str] | None = None,
     ) -> None:
         frame = self._as_frame(data, user)
         if frame.columns.has_duplicates:
@@ -310,6 +342,7 @@ class Sequences:
         self.values: dict[str, np.ndarray] = {}
         for name in numerical:
             self.values[name] = self._encode_numerical(frame[name], name, frame[user])[order]
+        self.units = _check_units(units, numerical)
         self._user_position: dict[Any, int] | None = None
         self._cache: dict[Any, np.ndarray] = {}
 
@@ -645,6 +678,7 @@ class Sequences:
         new.vocabularies = dict(self.vocabularies)
         new.codes = {k: v[pos] for k, v in self.codes.items()}
         new.values = {k: v[pos] for k, v in self.values.items()}
+        new.units = dict(self.units)
         new._user_position = None
         new._cache = {}
         return new
@@ -682,6 +716,7 @@ class Sequences:
             "reference_time": None if self.reference_time is None else (
                 int(self.reference_time.view(np.int64)) if self.times.dtype.kind in "mM"
                 else float(self.reference_time)),
+            "units": dict(self.units),
         }
         arrays = {"offsets": self.offsets, "event_user": self.event_user, "input_row": self.input_row}
         if self.times is not None:
@@ -722,6 +757,7 @@ class Sequences:
                          for i, name in enumerate(meta["categorical"])}
             new.values = {name: np.asarray(arrays[f"values_{i}"], dtype=np.float64)
                           for i, name in enumerate(meta["numerical"])}
+            new.units = _check_units(meta.get("units"), meta["numerical"])
         except (KeyError, TypeError, ValueError, OverflowError) as err:
             raise ValueError(f"the saved sequences are incomplete or damaged: {err!r}") from None
         n_events = len(new.event_user)

@@ -250,6 +250,7 @@ def thresholds(exp: Any) -> list[dict]:
             "column": c,
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
+            "unit": _unit(L, c),
             "name": L.output_names[c],
             "n_undefined": int((~defined).sum()),
             "mean_undefined": _num(y[~defined].mean(), 4) if (~defined).any() else None,
@@ -335,6 +336,12 @@ def fidelity_curve(exp: Any) -> list[dict]:
              "current": int(r.n_rules) == len(exp.rules)} for r in curve.itertuples()]
 
 
+def _unit(L: Any, c: int) -> str:
+    """The unit of statistic output ``c`` ("" without one, or for tables saved before units)."""
+    units = getattr(L, "output_unit", None)
+    return units[c] if units is not None else ""
+
+
 def net_effects(exp: Any) -> list[dict]:
     """Per statistic output the rules use: its net effect on the rule score, as a step function.
 
@@ -376,6 +383,7 @@ def net_effects(exp: Any) -> list[dict]:
             "column": c,
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
+            "unit": _unit(L, c),
             "notation": L._pipeline_text(c) if hasattr(L, "_pipeline_text") else L.output_names[c],
             "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
             "thresholds": [_num(L.thresholds[i], 17) for i in idx],

@@ -304,3 +304,70 @@ def test_a_cut_below_every_defined_value_reads_as_any_or_no():
     # a cut among the values keeps its number
     mid = int(np.flatnonzero(lits.thresholds > np.nanmin(V))[0])
     assert "is more than" in lits.literal_info().render_literal(Lit(mid))
+
+
+def test_thresholds_carry_the_unit_of_their_column_only_where_the_value_is_in_it():
+    import rudi_explain as rx
+
+    data = rx.datasets.make_payments(800, random_state=3)
+    seqs = data.sequences()
+    assert seqs.units == {"amount": "EUR"}
+    stats = ["Select(amount) | RetainBy(merchant_category=gambling) | Sum", "Select(amount) | Max",
+             "Select(amount) | Std", "Select(hour) | Mean", "Select(card_type) | Mean",
+             "Select(amount) | RetainBy(channel=atm) | Count", "Select(*) | Tenure"]
+    lits = Literals.fit(seqs, stats)
+    # an independent reading of which outputs are measured in EUR
+    in_eur = {0: True, 1: True, 2: True, 3: False, 5: False, 6: False}
+    info = lits.literal_info()
+    seen = set()
+    for i in range(lits.n_literals):
+        k = int(lits.output_statistic[lits.column[i]])
+        if k == 4:  # shares of each card type: percent, never a unit
+            assert "EUR" not in info.render_literal(Lit(i)) and lits.output_unit[lits.column[i]] == ""
+            continue
+        for neg in (False, True):
+            text = info.render_literal(Lit(i, neg))
+            says = text.endswith(f"{lits.threshold_text[i]} EUR") or \
+                f"{lits.threshold_text[i]} EUR (" in text
+            if in_eur[k] and (" more than " in text or " at most " in text):
+                assert says, text
+            if not in_eur[k]:
+                assert "EUR" not in text, text
+        seen.add(k)
+    assert {0, 1, 2, 3, 5, 6} <= seen
+    # an interval names the unit once, at its end
+    j = [i for i in range(lits.n_literals) if lits.output_statistic[lits.column[i]] == 1]
+    band = info.render_interval(Lit(j[1]), Lit(j[3], True))
+    assert band.endswith(f"at most {lits.threshold_text[j[3]]} EUR") and band.count("EUR") == 1
+    # units travel through JSON; a table saved before units reads without them
+    back = Literals.from_json(lits.to_json())
+    assert back.output_unit == lits.output_unit
+    d = lits.to_dict()
+    del d["output_unit"]
+    old = Literals.from_dict(d).literal_info()
+    assert all("EUR" not in old.render_literal(Lit(i)) for i in range(lits.n_literals))
+
+
+def test_sequences_check_units_and_keep_them():
+    import pandas as pd
+    import rudi_explain as rx
+
+    events = pd.DataFrame({"user_id": [1, 1, 2], "ts": [1, 2, 1], "amount": [5.0, 7.0, 1.0],
+                           "channel": ["a", "b", "a"]})
+    seqs = rx.Sequences(events, units={"amount": " EUR "})
+    assert seqs.units == {"amount": "EUR"}
+    assert seqs.subset([1]).units == {"amount": "EUR"}
+    meta, arrays = seqs.to_arrays()
+    assert rx.Sequences.from_arrays(json.loads(json.dumps(meta)), arrays).units == {"amount": "EUR"}
+    del meta["units"]  # saved before units
+    assert rx.Sequences.from_arrays(meta, arrays).units == {}
+    with pytest.raises(ValueError, match="'channel'.*not a numerical column"):
+        rx.Sequences(events, units={"channel": "EUR"})
+    with pytest.raises(ValueError, match="'price'"):
+        rx.Sequences(events, units={"price": "EUR"})
+    for bad in ("", "x" * 25, "a\nb", 3):
+        with pytest.raises(ValueError, match="unit of column 'amount'"):
+            rx.Sequences(events, units={"amount": bad})
+    with pytest.raises(TypeError, match="mapping"):
+        rx.Sequences(events, units=["EUR"])
+    assert events.columns.tolist() == ["user_id", "ts", "amount", "channel"]

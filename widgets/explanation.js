@@ -57,6 +57,8 @@ function fmt(x, digits = 4) {
   return x.toExponential(2);
 }
 
+// a statistic's words with its unit, when its column has one: "total amount (EUR)"
+const withUnit = (s) => (s.unit ? `${s.words} (${s.unit})` : s.words);
 const pct = (x, d = 1) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(d)}%`);
 const signed = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + fmt(Math.abs(x));
 
@@ -274,7 +276,7 @@ function thresholdsView(results, ui, redraw) {
     h("p", { class: "rx-help" }, "Each statistic over all users: bars count users, dots are the mean teacher score per bin (right axis), ",
       "red lines are thresholds used by rules, grey lines other literal thresholds."),
     list.map((t) => h("div", { class: "rx-threshold-block", data: { column: t.column } },
-      h("div", { class: "rx-threshold-title" }, t.words),
+      h("div", { class: "rx-threshold-title" }, withUnit(t)),
       h("div", { class: "rx-threshold-body" }, histogram(t),
         h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
@@ -385,7 +387,7 @@ function effectsView(results) {
     h("p", { class: "rx-help" }, "The line is the sum of the weights of every rule condition on the statistic, as a step over its values, ",
       "with the other conditions at their most common value, relative to where most users are; bars beneath count users."),
     effects.map((e) => h("div", { class: "rx-effect-block", data: { column: e.column } },
-      h("div", { class: "rx-threshold-title", title: e.notation }, e.words), effectChart(e),
+      h("div", { class: "rx-threshold-title", title: e.notation }, withUnit(e)), effectChart(e),
       e.effect.every((v) => !v) ? h("div", { class: "rx-undefined-note" }, "No effect on its own: the rules that use it ",
         "also hold (or fail) through their other conditions at those conditions' most common values.") : null,
       e.n_undefined ? h("div", { class: "rx-undefined-note" },
