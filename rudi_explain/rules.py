@@ -841,6 +841,23 @@ class RuleSet:
         """The rule set as JSON text (no pickle)."""
         return json.dumps(self.to_dict(), **kwargs)
 
+    def to_sql(self, table: Any = "events", user: str = "user_id", time: str | None = "ts",
+               dialect: str = "duckdb", literals: Any = None, include_literals: bool = False,
+               **options: Any) -> str:
+        """One SELECT giving every user's statistic values, rule firings and score.
+
+        Columns: the user, each statistic output the rules use, ``score``
+        (as :meth:`score`), ``rule_1`` ... (0/1, as :meth:`fires`) and, with
+        ``include_literals``, each literal's truth (0/1). See
+        :func:`rudi_explain.statistics.sql.ruleset_sql` for ``options``
+        (``vocabularies``, ``reference_time``, ``event_order``, ``time_unit``,
+        ``schema``).
+        """
+        from rudi_explain.statistics.sql import ruleset_sql
+
+        return ruleset_sql(self, table=table, user=user, time=time, dialect=dialect, literals=literals,
+                           include_literals=include_literals, **options)
+
     @classmethod
     def from_dict(cls, d: dict) -> "RuleSet":
         if d.get("format") != "rudi-explain/ruleset":
