@@ -13,6 +13,8 @@ import json
 import sys
 import threading
 import time
+import warnings
+import weakref
 import zipfile
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -41,6 +43,40 @@ __all__ = ["explain", "Explanation", "UserView", "JobProgress", "ExplanationCanc
 FORMAT = "rudi-explain/explanation"
 FORMAT_VERSION = 1
 STAGES = ("teacher", "search", "literals", "student", "evaluate")
+#: seconds between checks while waiting for a job (an interrupt is seen within one)
+WAIT_STEP = 0.1
+#: seconds an interrupted wait gives the cancelled job to stop before returning
+CANCEL_GRACE = 2.0
+#: explanations whose job is running, for :func:`running`
+_RUNNING: "weakref.WeakSet[Explanation]" = weakref.WeakSet()
+
+
+def running() -> list["Explanation"]:
+    """The explanations whose job is still running, oldest first.
+
+    A notebook cell re-run starts a new job and leaves the old one running
+    out of reach (two jobs share the CPU); this finds them, e.g.
+    ``for e in rx.running(): e.cancel()``.
+    """
+    return sorted(_RUNNING, key=lambda e: e._start)
+
+
+class _JobResult:
+    """An attribute the job fills in. Read while the job runs, it waits for the
+    job (saying so once); after a failed or cancelled job it raises an error
+    that says why: never a silent None."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.public, self.private = name, "_result_" + name
+
+    def __get__(self, exp: Any, owner: type | None = None) -> Any:
+        if exp is None:
+            return self
+        exp._ready(f"exp.{self.public}")
+        return exp.__dict__.get(self.private)
+
+    def __set__(self, exp: Any, value: Any) -> None:
+        exp.__dict__[self.private] = value
 
 
 class ExplanationCancelled(RuntimeError):
@@ -195,7 +231,22 @@ class Explanation:
     teacher_scores, student_scores : pandas Series indexed by user id
     is_test : ndarray of bool
         Held-out users (aligned with ``sequences.users``).
+
+    Notes
+    -----
+    Reading a result (``rules``, ``literals``, ``student_scores``,
+    ``report()``, ...) while the job runs waits for it, with a note that
+    ``exp.cancel()`` or an interrupt stops it; after a failed or cancelled
+    job it raises an error saying why. No result is ever a silent None.
     """
+
+    literals = _JobResult()
+    rules = _JobResult()
+    student = _JobResult()
+    unpruned_rules = _JobResult()
+    pruning = _JobResult()
+    teacher_scores = _JobResult()
+    student_scores = _JobResult()
 
     def __init__(self, seqs: Sequences, params: dict) -> None:
         self.sequences = seqs
@@ -226,6 +277,8 @@ class Explanation:
         self._cancel = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
+        self._job_ident: int | None = None  # the thread running the job, once it runs
+        self._told_waiting = False
         self._start = time.perf_counter()
 
     # ------------------------------------------------------------ the job
@@ -249,7 +302,9 @@ class Explanation:
             raise ExplanationCancelled("the explanation was cancelled")
 
     def _run(self, teacher: Teacher | None, scores: Any, labels: Any) -> None:
+        self._job_ident = threading.get_ident()
         self.status = "running"
+        _RUNNING.add(self)
         try:
             self._job(teacher, scores, labels)
             self.status = "done"
@@ -260,6 +315,7 @@ class Explanation:
             self._emit("failed" if self.status == "failed" else "cancelled", 0, 1, f"{type(err).__name__}: {err}")
         finally:
             self._finished.set()
+            _RUNNING.discard(self)
 
     def _job(self, teacher: Teacher | None, scores: Any, labels: Any) -> None:
         p = self.params
@@ -376,22 +432,58 @@ class Explanation:
         return self._finished.is_set()
 
     def wait(self, timeout: float | None = None) -> "Explanation":
-        """Block until the job ends; re-raise its failure. Returns self."""
-        if not self._finished.wait(timeout):
+        """Block until the job ends; re-raise its failure. Returns self.
+
+        Interrupting the wait (Ctrl-C, or the notebook's Interrupt) cancels
+        the job too, so nothing runs on out of reach; it says so.
+        """
+        if not self._wait_for_job(timeout):
             raise TimeoutError(f"the explanation is still running after {timeout} s")
         if self.error is not None:
             raise self.error
         return self
 
+    def _wait_for_job(self, timeout: float | None = None) -> bool:
+        """Wait for the job in short steps; an interrupt cancels it. Whether it ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            # short waits: a KeyboardInterrupt reaches this thread between them at once
+            while not self._finished.wait(WAIT_STEP):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+        except KeyboardInterrupt:
+            self.cancel()
+            stopped = self._finished.wait(CANCEL_GRACE)
+            print("interrupted: the explanation was cancelled" + ("" if stopped else
+                  " (it stops at its next check, within a second or so)"), file=sys.stderr, flush=True)
+            raise
+        return True
+
     def cancel(self) -> None:
         """Ask the job to stop at its next check (within a second or so)."""
         self._cancel.set()
 
-    def _ready(self) -> None:
-        if not self.done:
-            raise RuntimeError("the explanation is still running: call wait() first")
+    def _in_job(self) -> bool:
+        """Whether results are being filled in by this very thread (the job, or a load)."""
+        if self._finished.is_set():
+            return False
+        if self._job_ident is None:  # not started: a background job is about to, a load fills in here
+            return self._thread is None
+        return self._job_ident == threading.get_ident()
+
+    def _ready(self, what: str = "the results") -> None:
+        """Wait for a running job (saying so once) and raise if it failed or was cancelled."""
+        if self._in_job():
+            return
+        if not self._finished.is_set():
+            if not self._told_waiting:
+                self._told_waiting = True
+                print(f"{what}: waiting for the explanation to finish ({self.progress.message if self.progress else 'starting'}); "
+                      "exp.cancel() or an interrupt stops it", file=sys.stderr, flush=True)
+            self._wait_for_job()
         if self.error is not None:
-            raise RuntimeError(f"the explanation did not finish: {type(self.error).__name__}: {self.error}")
+            raise RuntimeError(f"the explanation did not finish ({self.status}): {type(self.error).__name__}: "
+                               f"{self.error}; there are no results: run explain() again") from None
 
     # ------------------------------------------------------------ results
     def _summary_line(self) -> str:
@@ -410,8 +502,7 @@ class Explanation:
         and ``warnings``, sentences for people when the held-out set or the
         spread of the teacher's scores is too small to trust the figures.
         """
-        if self.rules is None:
-            self._ready()
+        self._ready("exp.report()")
         y = self.teacher_scores.to_numpy()
         s = self.student_scores.to_numpy()
         test, train = self.is_test, ~self.is_test
@@ -471,8 +562,7 @@ class Explanation:
         ``default`` (the point :attr:`rules` is). :meth:`with_rules` gives
         the explanation at another point.
         """
-        if self.rules is None:  # the widget asks from the job's last event, just before it ends
-            self._ready()
+        self._ready("exp.fidelity_curve")  # the widget asks from the job's last event: in the job, no wait
         if self.pruning is None:
             raise ValueError(self._no_pruning or "this explanation was not pruned (explain(prune=False), a rule "
                              "list or linear terms): it has no fidelity curve")
@@ -1095,9 +1185,14 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     if progress is not None:
         exp.on_progress(progress)
     if background == "thread" or (background is True and _interactive_kernel()):
+        others = running()
         exp._thread = threading.Thread(target=exp._run, args=(teacher, scores, labels), daemon=True,
                                        name="rudi-explain")
         exp._thread.start()
+        if others:
+            warnings.warn(f"{len(others)} other explanation{'s' if len(others) > 1 else ''} still running: the jobs "
+                          "share the CPU. rx.running() lists them; `for e in rx.running()[:-1]: e.cancel()` "
+                          "stops all but this one", RuntimeWarning, stacklevel=2)
         return exp
     if not background and progress is None:
         exp.on_progress(_TerminalBar())

@@ -161,6 +161,73 @@ def test_cancel(demo):
         e.report()
 
 
+def test_results_read_while_running_wait_for_the_job_with_a_note(demo, capsys):
+    gate = threading.Event()
+
+    def slow(seqs):  # holds the job in its first stage until the main thread is waiting
+        gate.wait(30)
+        return demo.risk.reindex(seqs.users).to_numpy()
+
+    e = rx.explain(slow, demo.events, background="thread", **FAST)
+    assert not e.done
+    threading.Timer(0.5, gate.set).start()
+    rules = e.rules  # waits: never a silent None
+    assert e.done and e.status == "done" and isinstance(rules, rx.RuleSet) and len(rules) > 0
+    err = capsys.readouterr().err
+    assert "exp.rules: waiting for the explanation to finish" in err and "exp.cancel()" in err
+    # said once per explanation; later reads are plain
+    assert e.report()["n_rules"] == len(rules) and e.literals is not None
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("read", [lambda e: e.rules, lambda e: e.student_scores, lambda e: e.report(),
+                                  lambda e: e.fidelity_curve])
+def test_results_of_a_failed_job_raise_and_say_why(demo, read):
+    def broken(seqs):
+        raise KeyError("feature_x")
+
+    e = rx.explain(broken, demo.events, background="thread", **FAST)
+    with pytest.raises(RuntimeError, match=r"did not finish \(failed\).*feature_x.*run explain\(\) again"):
+        read(e)
+
+
+def test_an_interrupted_wait_cancels_the_job(demo, capsys):
+    import _thread
+
+    started = threading.Event()
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread",
+                   progress=lambda ev: ev.stage == "search" and started.set(), n_stats=20, n_simulations=5000)
+    assert started.wait(60)
+    threading.Timer(0.3, _thread.interrupt_main).start()  # what the notebook's Interrupt does
+    with pytest.raises(KeyboardInterrupt):
+        e.wait()
+    assert e.done and e.status == "cancelled"
+    assert "interrupted: the explanation was cancelled" in capsys.readouterr().err
+    assert e not in rx.running()
+
+
+def test_running_lists_jobs_and_a_second_job_warns(demo):
+    gate = threading.Event()
+
+    def slow(seqs):
+        gate.wait(30)
+        return demo.risk.reindex(seqs.users).to_numpy()
+
+    first = rx.explain(slow, demo.events, background="thread", **FAST)
+    try:
+        with pytest.warns(RuntimeWarning, match="1 other explanation still running.*rx.running"):
+            second = rx.explain(slow, demo.events, background="thread", **FAST)
+        assert rx.running() == [first, second]
+        second.cancel()
+        first.cancel()
+    finally:
+        gate.set()
+    for e in (first, second):
+        with pytest.raises(ExplanationCancelled):
+            e.wait(timeout=60)
+    assert rx.running() == []
+
+
 def test_failure_is_re_raised_on_wait(demo):
     def broken(seqs):
         raise KeyError("feature_x")
