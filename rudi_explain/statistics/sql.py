@@ -304,7 +304,7 @@ class _StatisticCompiler:
             elif isinstance(op, Top):
                 if o.time is None and o.event_order is None:
                     raise self.fail(op, "needs an event order: pass time= or event_order=")
-                ranked = (f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {q('_u')} ORDER BY {', '.join(order_keys)}) "
+                ranked = (f"SELECT {current}.*, ROW_NUMBER() OVER (PARTITION BY {q('_u')} ORDER BY {', '.join(order_keys)}) "
                           f"AS {q('_rk')} FROM {current}")
                 name = self.name(f"r{i}")
                 stages.append((name, f"SELECT {{cols}} FROM ({ranked}) {q('_x')} WHERE {q('_rk')} <= {int(op.k)}"))
@@ -354,7 +354,7 @@ class _StatisticCompiler:
                            f"ORDER BY {', '.join([q('_t')] + tie)}) AS {q('_gap')}")
         if windows:
             name = self.name("w")
-            stages.append((name, f"SELECT *, {', '.join(windows)} FROM {current}"))
+            stages.append((name, f"SELECT {current}.*, {', '.join(windows)} FROM {current}"))
             current = name
 
         parts: list[str] = []
@@ -537,7 +537,8 @@ def _unique(names: list[str], what: str) -> None:
     seen: set[str] = set()
     for n in names:
         if n in seen:
-            raise ValueError(f"two output columns would be named {n!r} ({what}); rename the user column")
+            raise ValueError(f"two output columns would be named {n!r} ({what}): give the user column another name, "
+                             "or drop the repeated literal")
         seen.add(n)
 
 
