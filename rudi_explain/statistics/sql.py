@@ -357,11 +357,11 @@ class _StatisticCompiler:
             stages.append((name, f"SELECT {current}.*, {', '.join(windows)} FROM {current}"))
             current = name
 
-        parts: list[str] = []
+        parts: dict[str, int] = {}  # aggregate expression -> its column, each computed once
 
         def part(expr: str) -> str:
-            parts.append(expr)
-            return "{a}." + q(f"_p{len(parts) - 1}")
+            index = parts.setdefault(expr, len(parts))
+            return "{a}." + q(f"_p{index}")
 
         d = o.as_double
         outputs: list[tuple[str, str]] = []
@@ -438,7 +438,7 @@ class _StatisticCompiler:
                          ([q("_o")] if o.event_order is not None else []) + [q(c) for c in self.columns.values()])
         ctes = [(src, self.source(src))] + [(n_, body.replace("{cols}", cols)) for n_, body in stages]
         agg_name = self.name("agg")
-        select = ", ".join([q("_u")] + [f"{p} AS {q(f'_p{i}')}" for i, p in enumerate(parts)])
+        select = ", ".join([q("_u")] + [f"{p} AS {q(f'_p{i}')}" for p, i in parts.items()])
         ctes.append((agg_name, f"SELECT {select} FROM {current} GROUP BY {q('_u')}"))
         return _Compiled(ctes, agg_name, outputs)
 

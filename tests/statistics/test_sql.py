@@ -145,6 +145,15 @@ def test_datetime_time_in_days_and_nanosecond_windows():
         stat = rx.Statistic.parse(text)
         got = run(con, stat.to_sql(schema=seqs, reference_time=seqs.reference_time))
         np.testing.assert_array_equal(as_values(got, seqs.users).ravel(), stat.evaluate(seqs), err_msg=text)
+    # Time zones: both sides measure in UTC (DuckDB keeps microseconds of a zoned timestamp).
+    zoned = df.assign(ts=pd.to_datetime(["2024-01-01 00:00", "2024-01-07 23:00", "2024-01-08 00:00", "2024-01-09 06:00"])
+                      .tz_localize("Europe/Paris"))
+    seqs = rx.Sequences(zoned, numerical=["u"], reference_time="2024-01-09 00:00+01:00")
+    con.register("zoned", zoned)
+    for text in ["Select(*) | Within(36h) | Count", "Select(*) | Recency"]:
+        stat = rx.Statistic.parse(text)
+        got = run(con, stat.to_sql(table="zoned", schema=seqs, reference_time="2024-01-09 00:00+01:00"))
+        np.testing.assert_array_equal(as_values(got, seqs.users).ravel(), stat.evaluate(seqs), err_msg=text)
 
 
 # ---------------------------------------------------------------- rule sets
@@ -237,6 +246,10 @@ def test_hostile_names_and_values_round_trip():
         want = stat.evaluate(seqs)
         np.testing.assert_array_equal(as_values(got, seqs.users, "user id\"").reshape(want.shape), want)
     assert con.execute("SELECT x FROM events").fetchall() == [(1,)]  # the table is still there
+    # A qualified table name: each part quoted.
+    stat = rx.Statistic.parse(f"Select({num!r}) | Sum")
+    got = run(con, stat.to_sql(table=("main", 'my "events"'), user="user id\"", time="t s"))
+    np.testing.assert_array_equal(as_values(got, seqs.users, "user id\"").ravel(), stat.evaluate(seqs))
     # Spark: backquoted identifiers, backslash escapes.
     assert quote_identifier("a`b", "spark") == "`a``b`"
     assert quote_string("it's \\", "spark") == "'it\\'s \\\\'"
@@ -270,6 +283,21 @@ def test_errors_name_dialect_and_operator():
     for dialect in ("ansi", "spark"):
         sql = rx.Statistic.parse("Select(u) | SortBy(u, desc) | Top(2) | Mean").to_sql(dialect=dialect)
         assert "ROW_NUMBER()" in sql
+
+
+def test_operator_without_sql_form_is_refused():
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from rudi_explain.statistics import Select, RowOperator
+
+    @dataclass(frozen=True)
+    class Shuffle(RowOperator):
+        name: ClassVar[str] = "Shuffle"
+
+    stat = rx.Statistic((Select("u"), Shuffle(), Sum()))
+    with pytest.raises(ValueError, match="Shuffle.*'duckdb'|'duckdb'.*Shuffle"):
+        stat.to_sql()
 
 
 def test_ansi_output_runs_on_duckdb():
