@@ -628,7 +628,7 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
         literal as ``Literals.transform``. A literal ``value > t`` is false
         where the value is NULL, its negation true.
     """
-    from rudi_explain.rules import And, Const, LinearTerm, Lit, Or, formula_literals
+    from rudi_explain.rules import And, Const, LinearTerm, Lit, formula_literals
 
     literals = literals if literals is not None else rules.literals
     if literals is None or getattr(literals, "statistics", None) is None:
