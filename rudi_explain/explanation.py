@@ -13,6 +13,7 @@ import json
 import sys
 import threading
 import time
+import uuid
 import warnings
 import weakref
 import zipfile
@@ -649,13 +650,36 @@ class Explanation:
         self._ready()
         return write_html(self, path, n_users=n_users)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - exercised in the browser tests
-        try:
-            from IPython.display import display
+    def _ipython_display_(self) -> None:
+        """Show a static HTML copy, then the widget; the copy is redone when a running job ends.
 
-            display(self.widget())
+        The copy (:func:`rudi_explain.static_view.static_html`: summary, rules
+        in words, fidelity curve) is what a notebook opened without its kernel
+        shows (nbconvert, GitHub); a live widget hides it. It is updated in
+        place when the job ends, so a saved notebook holds the final result.
+        """
+        try:
+            from IPython.display import display, update_display
         except ImportError:
             print(repr(self))
+            return
+        from rudi_explain.static_view import static_html
+
+        display_id = f"rudi-explain-{uuid.uuid4().hex}"
+
+        def copy() -> dict:
+            return {"text/html": static_html(self), "text/plain": repr(self)}
+
+        display(copy(), raw=True, display_id=display_id)
+        if not self.done:
+            def on_end(event: JobProgress) -> None:
+                if event.stage in ("done", "failed", "cancelled"):
+                    update_display(copy(), raw=True, display_id=display_id)
+
+            self.on_progress(on_end)
+            if self.done:  # ended before the listener was in place
+                update_display(copy(), raw=True, display_id=display_id)
+        display(self.widget())
 
     def __repr__(self) -> str:
         if self.status != "done":

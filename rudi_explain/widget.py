@@ -180,4 +180,5 @@ class ExplanationWidget(anywidget.AnyWidget):
         if self.status == "done" and summary:
             return (f"ExplanationWidget(done: {summary['n_rules']} rules, {summary['n_users']:,} users, "
                     f"fidelity {summary['fidelity_test']} held out)")
-        return f"ExplanationWidget({self.status})"
+        # frozen in a saved notebook: say what it needs (the static copy beside it has the result)
+        return f"ExplanationWidget({self.status}; the interactive view needs the running kernel: re-run the cell)"

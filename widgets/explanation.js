@@ -507,8 +507,19 @@ function userDetail(d, results, ui, redraw) {
     h("div", { class: "rx-events-wrap" }, table));
 }
 
+// A live widget hides the static copy shown just before it (rudi_explain/static_view.py): that copy
+// is for where no kernel draws the widget (nbconvert, GitHub), and stays visible there. The view may
+// be attached to its output area after render, so look again a few times.
+function hideStaticCopy(el, tries = 30) {
+  const out = el.closest(".jp-OutputArea-child, .output_area");
+  const prev = out && out.previousElementSibling;
+  if (prev && prev.querySelector(".rudi-explain-static")) prev.style.display = "none";
+  else if (!el.isConnected && tries > 0) setTimeout(() => hideStaticCopy(el, tries - 1), 100);
+}
+
 // ------------------------------------------------------------------ the widget
 function render({ model, el }) {
+  hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
     request: 0, feed: null, cancelling: false, allThresholds: false };
   const root = h("div", { class: "rx-root" });
