@@ -1,0 +1,68 @@
+"""The README quickstart, pasted as one cell into a real JupyterLab, shows what it promises.
+
+The cell trains the demo GRU and starts ``explain`` in the background, then
+reads ``exp.rules`` while the job runs: that read waits (with a note) and
+prints the rules, never ``None``; the widget shows the result and hides the
+static copy (rudi_explain/static_view.py) that stands in for it where no
+kernel runs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def quickstart() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quickstart", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
+    code = quickstart()
+    assert "print(exp.rules)" in code and "display(exp)" in code
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, jupyter_lab.root / "quickstart.ipynb")
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(jupyter_lab.page_url("quickstart.ipynb"), timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
+                               "?.status === 'idle'", timeout=60_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+        # the job runs in the background: the widget shows while the cell still waits in print(exp.rules)
+        page.locator(".rx-root").wait_for(timeout=240_000)
+        stdout = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']")
+        stdout.first.wait_for(timeout=300_000)
+        page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                               ".status === 'idle'", timeout=300_000)
+        printed = "\n".join(stdout.all_inner_texts())
+        lines = [line for line in printed.splitlines() if line.strip()]
+        assert "None" not in lines
+        rules = lines[next(i for i, line in enumerate(lines) if re.match(r"^[+-]\d", line)):]
+        end = next(i for i, line in enumerate(rules) if "(intercept)" in line)
+        assert end >= 2 and all(re.match(r"^[+-]\d", line) for line in rules[:end])  # weight first, one a line
+        errors = "\n".join(page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+                           .all_inner_texts())
+        assert "exp.rules: waiting for the explanation to finish" in errors
+        assert "Error" not in errors and "Traceback" not in errors
+        page.locator(".rx-card").first.wait_for(timeout=60_000)
+        assert page.locator(".rx-status").inner_text() == "done"
+        # the static copy is there for kernel-less viewers, and hidden under the live widget
+        static = page.locator(".rudi-explain-static")
+        assert static.count() == 1 and not static.is_visible()
+        shots(page, "8-quickstart-one-cell", top=page.locator(".rx-root"))
+    except BaseException:
+        shots(page, "failure-quickstart")
+        raise
+    finally:
+        page.close()
