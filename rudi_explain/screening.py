@@ -36,7 +36,8 @@ from rudi_explain.statistics import (
 )
 from rudi_explain.statistics.operators import Operator
 
-__all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "ColumnScreen", "neighbours", "scalar_form"]
+__all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "ColumnScreen", "neighbours", "simpler_forms",
+           "scalar_form"]
 
 #: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
 #: analyst computes first (the rest are reached by deepening).
@@ -189,6 +190,43 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
         if readable and not candidate.is_readable(schema):
             continue
         if candidate.key in keys:
+            continue
+        keys.add(candidate.key)
+        out.append(candidate)
+    return sorted(out, key=complexity)
+
+
+def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") -> list[Statistic]:
+    """Valid statistics one edit simpler than ``stat``, simplest first.
+
+    One row operator dropped, a ``SortBy | Top`` pair dropped together (a
+    ``SortBy`` alone changes nothing), or a plainer aggregation in the same
+    place: whatever :func:`complexity` ranks strictly simpler by depth or
+    aggregation (not by the text alone). "The largest amount" is a simpler
+    form of "the largest amount outside region 27" and of "the median
+    amount"; "the total amount" is not a simpler form of "the number of
+    payments".
+    """
+    ops = list(stat.operators)
+    variants: list[list[Operator]] = []
+    for i, op in enumerate(ops):
+        if op.kind == "row":
+            variants.append(ops[:i] + ops[i + 1:])
+            if isinstance(op, SortBy):
+                variants.extend(ops[:i] + ops[i + 1:j] + ops[j + 1:] for j in range(i + 1, len(ops))
+                                if isinstance(ops[j], Top))
+    variants.extend(ops[:-1] + [other] for other in candidate_operators(schema)
+                    if other.kind == "aggregation" and other != stat.aggregation)
+    level = complexity(stat)[:2]
+    out, keys = [], {stat.key}
+    for variant in variants:
+        try:
+            candidate = Statistic(variant)
+        except ValueError:
+            continue
+        if not candidate.is_valid(schema) or (grammar == "readable" and not candidate.is_readable(schema)):
+            continue
+        if complexity(candidate)[:2] >= level or candidate.key in keys:
             continue
         keys.add(candidate.key)
         out.append(candidate)

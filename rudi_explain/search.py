@@ -38,7 +38,9 @@ from rudi_explain.statistics import (
     OPERATORS, Aggregation, Pipeline, PipelineState, Schema, Select, Statistic, candidate_operators,
     next_operators,
 )
-from rudi_explain.screening import ColumnScreen, StepModel, complexity, neighbours, scalar_form, short_catalog
+from rudi_explain.screening import (
+    ColumnScreen, StepModel, complexity, neighbours, scalar_form, short_catalog, simpler_forms,
+)
 from rudi_explain.statistics.operators import ANY_COLUMN, Operator
 from rudi_explain.statistics.readable import check_grammar
 
@@ -569,9 +571,40 @@ class StatisticsSearch:
             pick = min(near, key=lambda i: (complexity(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
             return float(gains[pick]), pick
 
+        def swap(j: int, new_column: ColumnScreen | None) -> None:
+            """Put ``new_column`` in place of kept column ``j`` (None: drop it), and keep
+            ``statistics_`` in step. A statistic left by all its columns stays marked:
+            selection does not walk back to it."""
+            nonlocal chosen
+            old, old_output = chosen.owners[j]
+            others = [chosen.take(i) for i in range(len(chosen)) if i != j]
+            shared = any(st.key == old.key for st, _ in chosen.owners[:j] + chosen.owners[j + 1:])
+            if new_column is None:
+                chosen = ColumnScreen.join(others, len(users))
+            else:
+                chosen = ColumnScreen.join(others[:j] + [new_column] + others[j:], len(users))
+            taken.discard((str(old), old_output))
+            index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
+            new = None if new_column is None else new_column.owners[0][0]
+            if new is not None:
+                taken.add((str(new), new_column.owners[0][1]))
+                if any(st.key == new.key for st in self.statistics_):
+                    new = None  # another output of a statistic already kept: nothing to add
+            if shared or index is None:  # another output of the old statistic stays
+                if new is not None:
+                    self._accept(new, float("nan"), self._y)
+                return
+            if new is None:
+                for values in (self.statistics_, self._values, self.rewards_, self.partial_r_):
+                    del values[index]
+                return
+            values = new.evaluate(self._seqs)
+            self.statistics_[index], self._values[index] = new, values
+            self.partial_r_[index] = batch_reward(values, self._y, "paper")
+            self._marked.add(new.key)
+
         def revise() -> bool:
             """Deepen each kept column against the residual of the others; True if one changed."""
-            nonlocal chosen
             changed = False
             for j in range(len(chosen)):
                 tick()
@@ -581,24 +614,59 @@ class StatisticsSearch:
                 column = chosen.take(j)
                 gain = float(np.round(column.gains(residual, fit_rows, total_var), 6)[0])
                 edited, _ = deepen(column, gain, residual, base=rest)
-                (old, old_output), (new, new_output) = column.owners[0], edited.owners[0]
+                old, new = column.owners[0][0], edited.owners[0][0]
                 if new.key == old.key or new.key in self._marked:
                     continue
-                chosen = ColumnScreen.join([chosen.take(i) if i != j else edited for i in range(len(chosen))],
-                                           len(users))
-                taken.discard((str(old), old_output))
-                taken.add((str(new), new_output))
+                swap(j, edited)
                 changed = True
-                shared = any(st.key == old.key for i, (st, _) in enumerate(chosen.owners) if i != j)
-                index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
-                if shared or index is None:  # another output of the old statistic stays
-                    self._accept(new, float("nan"), self._y)
+            return changed
+
+        def simpler_column(column: ColumnScreen) -> list[ColumnScreen]:
+            """The kept column's statistic one edit simpler (:func:`simpler_forms`), each as the
+            column of the same output (the same category of a one-hot selection), simplest first."""
+            stat, output = column.owners[0]
+            name = stat.output_names(self._schema)[output]
+            out = []
+            for simple in simpler_forms(stat, self._schema, self.grammar):
+                names = simple.output_names(self._schema)
+                cols = screen_of([simple])
+                for i, (_, o) in enumerate(cols.owners):
+                    if len(names) == 1 or names[o] == name:
+                        out.append(scalar(cols.take(i)))
+            return out
+
+        def simplify() -> bool:
+            """Replace each kept column by a simpler form of it unless it explains measurably
+            more (``min_gain``) next to the others on the checking users, which it was not
+            chosen on; True if one changed.
+
+            The choosing half favours a deeper variant: of the thousands of filters a
+            statistic can take, the best on those users is partly luck (and a first pick made
+            against a residual that others later explain can be a blend); that luck does not
+            hold on the checking half. A simpler form already kept elsewhere means the
+            column goes, unless it explains measurably more than nothing there.
+            """
+            changed = False
+            j = 0
+            while j < len(chosen):
+                tick()
+                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
+                column = chosen.take(j)
+                current = check_r2(ColumnScreen.join([rest, column], len(users)))
+                kept = {(str(st), o) for st, o in rest.owners}
+                for simple in simpler_column(column):
+                    again = (str(simple.owners[0][0]), simple.owners[0][1]) in kept
+                    score = check_r2(rest if again else ColumnScreen.join([rest, simple], len(users)))
+                    if score >= current - self.min_gain:
+                        swap(j, None if again else simple)
+                        changed = True
+                        break
+                else:
+                    j += 1  # nothing simpler explains about as much: the column stays
                     continue
-                # The old statistic stays marked: selection does not walk back to it.
-                values = new.evaluate(self._seqs)
-                self.statistics_[index], self._values[index] = new, values
-                self.partial_r_[index] = batch_reward(values, self._y, "paper")
-                self._marked.add(new.key)
+                if again:
+                    continue  # column j is gone: the next one is at j now
+                # The simpler form stays at j and is tried once more (a depth-1 form of depth 3).
             return changed
 
         mcts_left = True
@@ -655,7 +723,10 @@ class StatisticsSearch:
                     continue
                 self._accept(stat, after - before, self._y)
                 self._report(k, 0, 0, "", str(stat), after - before)
-            if revision == 1 or not revise():
+            # Revising deepens on the choosing half; simplifying then asks the checking half
+            # whether each extra operator earns its place.
+            changed = revise() if revision == 0 else False
+            if not simplify() and not changed or revision == 1:
                 break
 
         self.check_r2_ = check_r2(chosen)

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.screening import neighbours, ranked_statistics, short_catalog
+from rudi_explain.screening import neighbours, ranked_statistics, short_catalog, simpler_forms, complexity
 from rudi_explain.statistics import Schema
 
 
@@ -51,3 +51,27 @@ def test_one_edit_reaches_the_total_of_the_largest():
     assert "Select(x) | RetainBy(kind=a) | SortBy(x, desc) | Top(5) | Sum" in near
     assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Mean" in near
     assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Max" in near
+
+
+def test_simpler_forms_drop_one_operator_or_take_a_plainer_aggregation():
+    _, seqs = _small()
+    schema = Schema.of(seqs)
+
+    def simpler(text):
+        return {str(s) for s in simpler_forms(rx.Statistic.parse(text), schema)}
+
+    assert simpler("Select(x) | FilterBy(kind=a) | Max") == {"Select(x) | Max", "Select(x) | FilterBy(kind=a) | Sum"}
+    # The SortBy | Top pair goes as one edit; Top alone goes too ("the first 5 events").
+    assert simpler("Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Mean") == {
+        "Select(x) | RetainBy(kind=a) | Mean", "Select(x) | SortBy(y, desc) | Top(5) | Mean",
+        "Select(x) | RetainBy(kind=a) | Top(5) | Mean", "Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Sum"}
+    # Plainer aggregations at the same depth: the median is less plain than a mean.
+    assert simpler("Select(x) | Percentile(50)") == {"Select(x) | Sum", "Select(x) | Mean", "Select(x) | Max",
+                                                     "Select(x) | Min"}
+    assert simpler("Select(x) | Sum") == set()
+    assert simpler("Select(*) | RetainBy(kind=b) | Count") == {"Select(*) | Count"}
+    # Every simpler form is readable, no deeper, and strictly simpler by depth or aggregation.
+    for stat in short_catalog(seqs, max_depth=4):
+        for simple in simpler_forms(stat, schema):
+            assert simple.is_readable(seqs) and simple.depth <= stat.depth
+            assert complexity(simple)[:2] < complexity(stat)[:2] and simple.key != stat.key

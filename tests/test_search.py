@@ -249,3 +249,29 @@ def test_finds_the_total_of_the_largest_payments(payments):
 
     hits = _hits_over_seeds(seqs, planted, target_of, max_depth=4)
     assert hits >= 3, hits
+
+
+def test_a_plain_statistic_beats_its_correlated_decoys(payments):
+    # The largest payment, next to two other planted terms: its deeper or wordier
+    # relatives (its standard deviation, the largest outside one channel, the std of
+    # the 5 largest) correlate 0.9+ with it and can look better on the users they were
+    # chosen on; none explains measurably more on the others, so the plain one is
+    # kept. A rate over seeds (before the check against simpler forms: 2 of 6).
+    _, seqs = payments
+    parts = [("Select(amount) | Max", 1.0), ("Select(amount) | FilterBy(channel=pos) | Mean", 0.8),
+             ("Select(hour) | Mean", 0.6)]
+    planted = rx.Statistic.parse(parts[0][0])
+    columns = []
+    for text, weight in parts:
+        v = rx.Statistic.parse(text).evaluate(seqs)
+        z = np.clip(v, *np.nanquantile(v, [0.01, 0.99]))
+        columns.append(weight * np.nan_to_num((z - np.nanmean(z)) / np.nanstd(z)))
+    signal = np.sum(columns, axis=0)
+    values = planted.evaluate(seqs)
+    hits = 0
+    for seed in range(6):
+        target = signal + 0.15 * signal.std() * np.random.default_rng(seed).normal(size=len(signal))
+        found = rx.search_statistics(seqs, target, n_stats=6, random_state=seed)
+        hits += any(s.key == planted.key or corr(s.evaluate(seqs).reshape(len(values), -1)[:, 0], values) > 0.99
+                    for s in found)
+    assert hits >= 5, hits
