@@ -19,10 +19,12 @@ $(BASE): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e .
 	touch $(BASE)
 
-# The tests also need JupyterLab, Playwright, nbval and Debian's chromium (browser tests).
+# The tests also need JupyterLab, Playwright, nbval and Debian's chromium (browser tests),
+# and PySpark with a Java runtime (the spark dialect of the SQL export, run in local mode).
 $(TEST): $(BASE)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	command -v java >/dev/null || (apt-get update -q && apt-get install -y -q default-jre-headless)
 	touch $(TEST)
 
 demo: $(BASE)

@@ -36,7 +36,7 @@ Dialects
 ``"duckdb"`` (run by the tests against the engine), ``"ansi"`` (standard SQL
 only: no NaN in floats, and no datetime time arithmetic, which raises) and
 ``"spark"`` (Spark SQL: backquoted identifiers, backslash-escaped strings;
-generated, not run by the tests). Anything that cannot compile raises a
+run by the tests in PySpark's local mode, with ANSI mode on). Anything that cannot compile raises a
 ``ValueError`` naming the dialect and the operator.
 
 Quoting is written here rather than through a query builder such as
