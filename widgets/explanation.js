@@ -11,7 +11,8 @@ const STAGES = ["teacher", "search", "literals", "student", "evaluate"];
 const STAGE_WEIGHT = { teacher: 0.05, search: 0.6, literals: 0.05, student: 0.25, evaluate: 0.05 };
 const STAGE_LABEL = { teacher: "teacher scores", search: "statistics search", literals: "literals",
   student: "rule student", evaluate: "held-out figures" };
-const FEED_COLORS = ["#d9480f", "#1971c2", "#2b8a3e", "#862e9c", "#e67700", "#0b7285"];
+// Feed markers take their fill from the CSS (--rx-feed-0 .. 9, light and dark values there).
+const FEED_PALETTE = 10;
 
 // ------------------------------------------------------------------ DOM helpers
 function h(tag, props, ...children) {
@@ -26,6 +27,18 @@ function svg(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) node.setAttribute(k, String(v));
   append(node, children);
   return node;
+}
+
+// A chart's <svg>: drawn in a W x H viewBox, it scales down with its box and never above W
+// (.rx-svg in the CSS), so a narrow notebook shows the whole chart instead of clipping it.
+function chartSvg(cls, W, H, label) {
+  return svg("svg", { class: `rx-svg ${cls}`, viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": label, style: `max-width:${W}px` });
+}
+
+// A table in a box that scrolls sideways: the one place a narrow view may be wider inside.
+function scrollBox(key, table, cls = "") {
+  return h("div", { class: `rx-scroll ${cls}`.trim(), data: { scrollKey: key } }, table);
 }
 
 function setProps(node, props) {
@@ -45,6 +58,13 @@ function append(node, children) {
     if (c === null || c === undefined || c === false) continue;
     node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));  // text, never HTML
   }
+}
+
+// A key the widget handles itself: not a page scroll (Space), not a notebook shortcut.
+// JupyterLab reads shortcuts as keydown bubbles up to the document, so stopping it here is enough.
+function swallow(e) {
+  e.preventDefault();
+  e.stopPropagation();
 }
 
 function fmt(x, digits = 4) {
@@ -74,8 +94,7 @@ function overallFraction(p) {
 
 function lineChart(points, totalEpochs) {
   const W = 420, H = 130, L = 40, R = 40, T = 14, B = 22;
-  const box = svg("svg", { class: "rx-chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": "training loss and running fidelity" });
+  const box = chartSvg("rx-chart", W, H, "training loss and running fidelity");
   box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
   if (!points.length) {
     box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "rx-chart-empty" },
@@ -129,7 +148,7 @@ function progressView(model, ui, redraw) {
   }
   parts.push(lineChart(model.get("chart") || [], p.stage === "student" ? p.total : null));
   if (status === "running" || status === "pending") {
-    parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling,
+    parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling, data: { key: "cancel" },
       on: { click: () => { ui.cancelling = true; model.send({ type: "cancel" }); redraw(); } } },
     ui.cancelling ? "Cancelling…" : "Cancel"));
   }
@@ -194,12 +213,16 @@ function ruleCard(card, ui, openUser, redraw) {
   const raise = card.weight > 0;
   const examples = open ? h("div", { class: "rx-examples", data: { ruleIndex: card.index } },
     h("div", { class: "rx-examples-title" }, `Example users it fires for (${fmt(card.n_fires)} in all), by teacher score:`),
-    card.examples.length ? card.examples.map((u) => userLink(u, openUser)) : h("span", null, "none")) : null;
+    card.examples.length ? card.examples.map((u) => userLink(u, openUser, `rule-${card.index}-user`)) : h("span", null, "none")) : null;
+  const toggle = () => { ui.openRule = open ? null : card.index; redraw(); };
   return h("div", {
     class: "rx-card" + (open ? " rx-open" : "") + (raise ? " rx-raises" : " rx-lowers"),
-    data: { ruleIndex: card.index }, tabindex: "0", role: "button", "aria-expanded": String(open),
-    on: { click: (e) => { if (e.target.closest(".rx-user-link")) return; ui.openRule = open ? null : card.index; redraw(); },
-      keydown: (e) => { if (e.key === "Enter") { ui.openRule = open ? null : card.index; redraw(); } } },
+    data: { ruleIndex: card.index, key: `rule-${card.index}` }, tabindex: "0", role: "button", "aria-expanded": String(open),
+    on: { click: (e) => { if (e.target.closest(".rx-user-link")) return; toggle(); },
+      keydown: (e) => {  // Enter and Space, as for any button; only on the card itself, not its user links
+        if (e.target !== e.currentTarget || (e.key !== "Enter" && e.key !== " ")) return;
+        swallow(e); toggle();
+      } },
   },
   h("div", { class: "rx-card-head" },
     h("span", { class: "rx-weight" }, signed(card.weight)),
@@ -215,8 +238,8 @@ function ruleCard(card, ui, openUser, redraw) {
   examples);
 }
 
-function userLink(u, openUser) {
-  return h("button", { class: "rx-user-link", type: "button", data: { user: u.id },
+function userLink(u, openUser, where) {
+  return h("button", { class: "rx-user-link", type: "button", data: { user: u.id, key: `${where}-${u.id}` },
     on: { click: (e) => { e.stopPropagation(); openUser(u.id); } } },
   h("span", { class: "rx-user-id" }, u.id), u.teacher !== undefined ? h("span", { class: "rx-user-score" }, ` ${fmt(u.teacher, 3)}`) : null);
 }
@@ -224,8 +247,7 @@ function userLink(u, openUser) {
 // ------------------------------------------------------------------ thresholds
 function histogram(t) {
   const W = 460, H = 150, L = 44, R = 44, T = 10, B = 26;
-  const box = svg("svg", { class: "rx-hist", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": `distribution of ${t.words}` });
+  const box = chartSvg("rx-hist", W, H, `distribution of ${t.words}`);
   const edges = t.edges, counts = t.counts;
   if (!edges.length) {
     box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "undefined for every user"));
@@ -277,14 +299,14 @@ function thresholdsView(results, ui, redraw) {
       "red lines are thresholds used by rules, grey lines other literal thresholds."),
     list.map((t) => h("div", { class: "rx-threshold-block", data: { column: t.column } },
       h("div", { class: "rx-threshold-title" }, withUnit(t)),
-      h("div", { class: "rx-threshold-body" }, histogram(t),
-        h("table", { class: "rx-table rx-threshold-table" },
+      h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" }, histogram(t)),
+        scrollBox(`thresholds-${t.column}`, h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
           h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
-            h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : ""))))),
+            h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
         t.n_undefined ? h("div", { class: "rx-undefined-note" },
           `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null))),
-    more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button",
+    more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button", data: { key: "more-thresholds" },
       on: { click: () => { ui.allThresholds = !ui.allThresholds; redraw(); } } },
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
 }
@@ -293,8 +315,7 @@ function thresholdsView(results, ui, redraw) {
 // ------------------------------------------------------------------ effects and the fidelity curve
 function curveChart(points) {
   const W = 460, H = 200, L = 44, R = 14, T = 12, B = 34;
-  const box = svg("svg", { class: "rx-curve", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": "held-out fidelity against the number of rules" });
+  const box = chartSvg("rx-curve", W, H, "held-out fidelity against the number of rules");
   box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
   const ks = points.map((p) => p.n_rules);
   const fs = points.flatMap((p) => [p.fidelity_test, p.fidelity_valid]).filter((v) => v !== null);
@@ -323,8 +344,7 @@ function curveChart(points) {
 function effectChart(e) {
   const W = 460, L = 52, R = 14, T = 10, HS = 110, HH = 46, GAP = 16, B = 20;
   const H = T + HS + GAP + HH + B;
-  const box = svg("svg", { class: "rx-effect", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": `net effect of ${e.words} on the rule score, and the users' distribution` });
+  const box = chartSvg("rx-effect", W, H, `net effect of ${e.words} on the rule score, and the users' distribution`);
   if (!e.edges.length) {
     box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "undefined for every user"));
     return box;
@@ -396,11 +416,11 @@ function effectsView(results) {
 
 // ------------------------------------------------------------------ statistics
 function statisticsView(results) {
-  return h("section", { class: "rx-statistics" }, h("table", { class: "rx-table rx-stat-table" },
+  return h("section", { class: "rx-statistics" }, scrollBox("statistics", h("table", { class: "rx-table rx-stat-table" },
     h("thead", null, h("tr", null, ["#", "statistic", "in plain words", "depth", "outputs"].map((c) => h("th", null, c)))),
     h("tbody", null, (results.statistics || []).map((s) => h("tr", { data: { statistic: s.index } },
       h("td", null, `S${s.index + 1}`), h("td", null, h("code", { class: "rx-code" }, s.text)),
-      h("td", null, s.words), h("td", null, String(s.depth)), h("td", null, String(s.n_outputs)))))));
+      h("td", null, s.words), h("td", null, String(s.depth)), h("td", null, String(s.n_outputs))))))));
 }
 
 // ------------------------------------------------------------------ one user
@@ -417,8 +437,7 @@ function waterfall(d) {
   const W = 460, rowH = 20, L = 90, R = 60, T = 6;
   const H = T + rowH * steps.length + 22;
   const x = (v) => L + (W - L - R) * (v - lo) / (hi - lo || 1);
-  const box = svg("svg", { class: "rx-waterfall", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": "rule score as intercept plus fired rules" });
+  const box = chartSvg("rx-waterfall", W, H, "rule score as intercept plus fired rules");
   box.appendChild(svg("line", { x1: x(0), x2: x(0), y1: T, y2: H - 18, class: "rx-zero" }));
   steps.forEach((s, i) => {
     const y0 = T + i * rowH;
@@ -438,15 +457,16 @@ function userView(results, ui, openUser, redraw) {
   // data-lm-suppress-shortcuts: JupyterLab would take Enter (and other keys) typed here as notebook commands.
   const search = h("form", { class: "rx-user-search", "data-lm-suppress-shortcuts": "true", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
     h("input", { class: "rx-user-input", type: "search", placeholder: "user id", value: ui.query, "aria-label": "user id",
+      data: { key: "user-input" },
       on: { input: (e) => { ui.query = e.target.value; },
         keydown: (e) => {  // Enter opens the user, also where the page would not submit the form
           if (e.key !== "Enter") return;
           e.preventDefault(); e.stopPropagation();
           const v = e.target.value.trim(); if (v) openUser(v);
         } } }),
-    h("button", { class: "rx-button", type: "submit" }, "Show"));
+    h("button", { class: "rx-button", type: "submit", data: { key: "user-show" } }, "Show"));
   const top = h("div", { class: "rx-top-users" }, h("span", { class: "rx-top-title" }, "Top-scored users: "),
-    (results.top_users || []).map((u) => userLink(u, openUser)));
+    (results.top_users || []).map((u) => userLink(u, openUser, "top-user")));
   const parts = [search, top];
   if (ui.loading) parts.push(h("div", { class: "rx-loading" }, `Loading ${ui.userId}…`));
   else if (ui.userError) parts.push(h("div", { class: "rx-user-error" }, ui.userError));
@@ -454,6 +474,12 @@ function userView(results, ui, openUser, redraw) {
   else parts.push(h("p", { class: "rx-help" }, "Pick a user: type an id, click one above, or click an example user on a rule card."));
   return h("section", { class: "rx-user-panel" }, parts);
 }
+
+// A feed's marker: colour AND letter (A, B, ...). Ten fills cycle in order, so two feeds of
+// one view share a fill only past ten, and the letter tells them apart there (and without colour).
+const feedLabel = (j) => (j < 26 ? String.fromCharCode(65 + j) : String(j + 1));
+const feedColor = (j) => `var(--rx-feed-${j % FEED_PALETTE})`;
+const feedMark = (j) => h("span", { class: "rx-dot", style: `background:${feedColor(j)}`, data: { feedMark: feedLabel(j) } }, feedLabel(j));
 
 function userDetail(d, results, ui, redraw) {
   const feeds = d.feeds || [];
@@ -472,30 +498,30 @@ function userDetail(d, results, ui, redraw) {
   const fired = h("ol", { class: "rx-fired" }, d.contributions.map((c) => h("li", {
     class: "rx-fired-rule " + (c.weight >= 0 ? "rx-raises" : "rx-lowers"), data: { ruleIndex: c.index } },
   h("span", { class: "rx-weight" }, signed(c.weight)), ` rule ${c.index + 1}: `, h("span", { class: "rx-fired-text" }, c.text))));
-  const lits = h("table", { class: "rx-table rx-user-literals" },
+  const lits = scrollBox("user-literals", h("table", { class: "rx-table rx-user-literals" },
     h("thead", null, h("tr", null, ["condition, as the rules write it", "this user's value", "holds?", "in fired rules"].map((c) => h("th", null, c)))),
     h("tbody", null, d.literals.map((l) => h("tr", { class: (l.holds ? "rx-holds" : "rx-fails") + (l.in_fired.length ? " rx-in-fired" : ""),
       data: { literal: l.literal, negated: String(!!l.negated) } },
     h("td", { title: l.notation || "" }, l.sentence || `${l.words} > ${l.threshold_text}`), h("td", { class: "rx-num" }, l.value === null ? "undefined" : fmt(l.value)),
-    h("td", null, l.holds ? "✓ yes" : "✗ no"), h("td", null, l.in_fired.map((k) => `rule ${k + 1}`).join(", "))))));
+    h("td", null, l.holds ? "✓ yes" : "✗ no"), h("td", null, l.in_fired.map((k) => `rule ${k + 1}`).join(", ")))))));
   // Events, with a marker column per statistic output behind the fired rules.
   const feedSets = feeds.map((f) => new Set(f.rows));
   const active = ui.feed === null || ui.feed === undefined || ui.feed >= feeds.length ? null : ui.feed;
   const legend = h("div", { class: "rx-feed-legend" }, feeds.length ? "Rows feeding the statistics of the fired rules (click to pick one): " :
     "No fired rule uses a statistic of the events.",
   feeds.map((f, j) => h("button", { type: "button", class: "rx-feed-key" + (active === j ? " rx-active" : ""), title: f.text,
-    style: `border-color:${FEED_COLORS[j % FEED_COLORS.length]}`, data: { feed: j },
+    style: `border-color:${feedColor(j)}`, data: { feed: j, key: `feed-${j}` }, "aria-pressed": String(active === j),
     on: { click: () => { ui.feed = active === j ? null : j; redraw(); } } },
-  h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }), ` ${f.words} = ${fmt(f.value)} (${f.rows.length} rows)`)));
+  feedMark(j), ` ${f.words} = ${fmt(f.value)} (${f.rows.length} rows)`)));
   const table = h("table", { class: "rx-table rx-events" },
-    h("thead", null, h("tr", null, h("th", null, "#"), feeds.map((f, j) => h("th", { title: f.words },
-      h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }))), d.columns.map((c) => h("th", null, c)))),
+    h("thead", null, h("tr", null, h("th", null, "#"), feeds.map((f, j) => h("th", { title: f.words }, feedMark(j))),
+      d.columns.map((c) => h("th", null, c)))),
     h("tbody", null, d.events.map((row, r) => {
       const feedsRow = feedSets.map((s) => s.has(r));
       const on = active === null ? feedsRow.some(Boolean) : feedsRow[active];
       return h("tr", { class: on ? "rx-feeds" : "", data: { row: r } },
         h("td", { class: "rx-num" }, String(r + 1)),
-        feedsRow.map((x, j) => h("td", { class: "rx-feed-cell" }, x ? h("span", { class: "rx-dot", style: `background:${FEED_COLORS[j % FEED_COLORS.length]}` }) : "")),
+        feedsRow.map((x, j) => h("td", { class: "rx-feed-cell" }, x ? feedMark(j) : "")),
         row.map((v) => h("td", { class: typeof v === "number" ? "rx-num" : "" }, v === null ? "" : typeof v === "number" ? fmt(v, 6) : v)));
     })));
   return h("div", { class: "rx-user", data: { user: d.id } }, head, scores,
@@ -504,7 +530,7 @@ function userDetail(d, results, ui, redraw) {
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
-    h("div", { class: "rx-events-wrap" }, table));
+    scrollBox("events", table, "rx-events-wrap"));
 }
 
 // A live widget hides the static copy shown just before it (rudi_explain/static_view.py): that copy
@@ -517,6 +543,53 @@ function hideStaticCopy(el, tries = 30) {
   else if (!el.isConnected && tries > 0) setTimeout(() => hideStaticCopy(el, tries - 1), 100);
 }
 
+// ------------------------------------------------------------------ redraws keep focus and scroll
+// Every change redraws the view from scratch, which drops the focused element and the scroll
+// offsets of inner boxes. Focusable elements carry a stable data-key (and scrolled boxes a
+// data-scroll-key), so the new element of the same key gets them back.
+function viewState(root) {
+  const active = root.contains(document.activeElement) ? document.activeElement : null;
+  const keyed = active && active.closest("[data-key]");
+  const scroll = new Map([...root.querySelectorAll("[data-scroll-key]")]
+    .map((b) => [b.dataset.scrollKey, [b.scrollLeft, b.scrollTop]]));
+  const text = active && typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null;
+  return { hadFocus: !!active, key: keyed ? keyed.dataset.key : null, text, scroll };
+}
+
+function restoreView(root, state) {
+  for (const b of root.querySelectorAll("[data-scroll-key]")) {
+    const at = state.scroll.get(b.dataset.scrollKey);
+    if (at) [b.scrollLeft, b.scrollTop] = at;
+  }
+  if (!state.hadFocus) return;
+  const byKey = (k) => [...root.querySelectorAll("[data-key]")].find((n) => n.dataset.key === k);  // keys hold user ids: no selector
+  // Gone (a user link that opened the User tab): the selected tab, so focus stays in the widget.
+  const target = (state.key && byKey(state.key)) || root.querySelector(".rx-tab[aria-selected='true']") || null;
+  if (!target) return;
+  target.focus({ preventScroll: true });
+  if (state.text && typeof target.setSelectionRange === "function") target.setSelectionRange(...state.text);
+}
+
+// The tab bar as WAI-ARIA tabs: one tab in the Tab order (roving tabindex), arrows, Home and End
+// move the selection and focus with it, the panel is a tabpanel labelled by its tab.
+function tabBar(tabs, ui, ids, select) {
+  const keys = tabs.map(([k]) => k);
+  const onKey = (e) => {
+    const i = keys.indexOf(ui.tab), n = keys.length;
+    const to = { ArrowRight: (i + 1) % n, ArrowLeft: (i - 1 + n) % n, Home: 0, End: n - 1 }[e.key];
+    if (to === undefined) return;
+    swallow(e);
+    select(keys[to]);
+  };
+  return h("div", { class: "rx-tabs", role: "tablist", "aria-label": "explanation views" },
+    tabs.map(([k, label]) => h("button", {
+      class: "rx-tab" + (ui.tab === k ? " rx-active" : ""), type: "button", role: "tab", id: ids.tab(k),
+      "aria-controls": ids.panel, "aria-selected": String(ui.tab === k), tabindex: ui.tab === k ? "0" : "-1",
+      data: { tab: k, key: `tab-${k}` }, on: { click: () => select(k), keydown: onKey } }, label)));
+}
+
+let VIEWS = 0;  // ids must differ between views of one page (a widget shown twice, two widgets)
+
 // ------------------------------------------------------------------ the widget
 function render({ model, el }) {
   hideStaticCopy(el);
@@ -524,6 +597,14 @@ function render({ model, el }) {
     request: 0, feed: null, cancelling: false, allThresholds: false };
   const root = h("div", { class: "rx-root" });
   el.appendChild(root);
+  const prefix = `rx-${++VIEWS}-${Math.random().toString(36).slice(2, 7)}`;
+  const ids = { tab: (k) => `${prefix}-tab-${k}`, panel: `${prefix}-panel` };
+  const select = (k) => {  // the focus follows the selected tab through the redraw (its data-key)
+    ui.tab = k;
+    const tab = root.querySelector(`.rx-tab[data-tab="${k}"]`);
+    if (tab) tab.focus({ preventScroll: true });
+    draw();
+  };
 
   const openUser = (id) => {
     ui.tab = "user"; ui.loading = true; ui.userError = ""; ui.userId = String(id); ui.query = String(id);
@@ -545,9 +626,7 @@ function render({ model, el }) {
     if (hasResults) {
       parts.push(summaryView(results.summary));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Effects"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
-      parts.push(h("div", { class: "rx-tabs", role: "tablist" }, tabs.map(([k, label]) => h("button", {
-        class: "rx-tab" + (ui.tab === k ? " rx-active" : ""), type: "button", role: "tab", data: { tab: k },
-        "aria-selected": String(ui.tab === k), on: { click: () => { ui.tab = k; draw(); } } }, label))));
+      parts.push(tabBar(tabs, ui, ids, select));
       let panel;
       if (ui.tab === "rules") {
         panel = h("section", { class: "rx-rules" },
@@ -557,9 +636,12 @@ function render({ model, el }) {
       else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
       else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
       else panel = statisticsView(results);
-      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab } }, panel));
+      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab }, role: "tabpanel", id: ids.panel,
+        "aria-labelledby": ids.tab(ui.tab), tabindex: "0" }, panel));
     }
+    const state = viewState(root);
     root.replaceChildren(...parts);
+    restoreView(root, state);
   }
 
   const onMsg = (msg) => {

@@ -1,0 +1,314 @@
+"""The widget's themes, narrow layout and keyboard use, in a real JupyterLab (issue 14, items 4, 5, 7).
+
+One notebook, one JupyterLab session: a small background explanation of demo
+payments, and a second one whose teacher raises (for the failed status and
+the error box). The test measures WCAG contrast ratios in the page, in
+JupyterLab Light and JupyterLab Dark, of the text a reader must read (rule
+weights, status pills, the error box, highlighted event rows, the summary,
+feed marker letters) and of the chart marks; checks that at a 640 px viewport
+nothing in the widget is wider than the widget (tables scroll in their own
+boxes, charts scale, the tab bar wraps) in every tab; and drives the widget
+from the keyboard (Space and Enter on cards, the WAI-ARIA tabs pattern, focus
+kept through the redraw of opening a user, scroll kept through a redraw).
+Screenshots go to test-output/screenshots/layout-*.png.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+SETUP = """\
+import rudi_explain as rx
+demo = rx.datasets.make_payments(800, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
+                 n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
+exp.widget()"""
+
+BROKEN = """\
+def broken(sequences):
+    raise RuntimeError("this teacher fails on purpose")
+bad = rx.explain(broken, demo.events, background="thread", n_stats=2, n_rules=4, n_simulations=10)
+bad.widget()"""
+
+# WCAG 2 contrast of an element: its text colour (or an SVG mark's fill/stroke, with
+# what="fill"/"stroke") against the background it shows on, found by walking up the ancestors
+# and compositing translucent backgrounds until an opaque one (the page is white beneath all).
+CONTRAST = """
+(el, what) => {
+  const rgba = (c) => {
+    const v = c.match(/[\\d.]+/g).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+  };
+  const over = (top, under) => [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+  const layers = [];
+  for (let n = what === "color" ? el : el.ownerSVGElement || el; n && n.nodeType === 1; n = n.parentElement) {
+    const b = rgba(getComputedStyle(n).backgroundColor);
+    if (b[3] > 0) layers.push(b);
+    if (b[3] >= 1) break;
+  }
+  let bg = [255, 255, 255, 1];
+  for (const l of layers.reverse()) bg = over(l, bg);
+  const fg = over(rgba(getComputedStyle(el)[what]), bg);
+  const lum = (c) => {
+    const [r, g, b] = c.slice(0, 3).map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return { ratio: Math.round(100 * (a + 0.05) / (b + 0.05)) / 100, fg: fg.slice(0, 3).map(Math.round).join(","),
+           bg: bg.slice(0, 3).map(Math.round).join(",") };
+}
+"""
+
+# Everything in the widget that pokes out of it sideways; inside a scroll box only the box counts,
+# inside an SVG only the SVG.
+OVERFLOW = """
+(root) => {
+  const r = root.getBoundingClientRect();
+  const out = [];
+  for (const e of root.querySelectorAll("*")) {
+    if (e.closest(".rx-scroll") !== null && !e.classList.contains("rx-scroll")) continue;
+    if (e.ownerSVGElement) continue;
+    const b = e.getBoundingClientRect();
+    if (!b.width && !b.height) continue;
+    if (b.right > r.right + 0.5 || b.left < r.left - 0.5)
+      out.push(`${e.tagName.toLowerCase()}.${e.getAttribute("class")} ${Math.round(b.left)}..${Math.round(b.right)}`);
+  }
+  return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, width: r.width, out: out.slice(0, 10),
+           svgs: [...root.querySelectorAll("svg")].map((s) => s.getBoundingClientRect().width) };
+}
+"""
+
+TEXT_MIN, LARGE_MIN = 4.5, 3.0
+
+
+def _notebook(path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in (SETUP, BROKEN)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _run_cell(page, index: int) -> None:
+    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
+                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
+                  index)
+
+
+def _theme(page, name: str, light: bool) -> None:
+    page.evaluate("t => window.jupyterapp.commands.execute('apputils:change-theme', {theme: t})", name)
+    # the widget's background follows once the theme's stylesheet is in (white, or Dark's #212121)
+    page.wait_for_function(
+        """light => document.body.dataset.jpThemeLight === String(light)
+           && getComputedStyle(document.querySelector('.rx-root')).backgroundColor
+              === (light ? 'rgb(255, 255, 255)' : 'rgb(33, 33, 33)')""",
+        arg=light, timeout=30_000)
+    page.wait_for_timeout(300)  # let any transition settle
+
+
+def _contrasts(locator, what: str = "color") -> list[dict]:
+    return locator.evaluate_all(f"(els, what) => els.map(e => ({CONTRAST})(e, what))", what)
+
+
+def _measure(page, good, bad, theme: str, shots) -> dict:
+    """The contrast of each checked kind of element, worst case, in the current theme."""
+    found: dict[str, list] = {}
+
+    def take(kind, locator, what="color"):
+        got = _contrasts(locator, what)
+        assert got, f"{theme}: nothing to measure for {kind}"
+        found[kind] = got
+
+    select = lambda k: good.locator(f".rx-tab[data-tab='{k}']").click()  # noqa: E731
+    select("rules")
+    if good.locator(".rx-card.rx-open").count() == 0:
+        good.locator(".rx-card").first.click()
+    good.locator(".rx-card.rx-open").wait_for()
+    take("rule weight (red, green)", good.locator(".rx-card .rx-weight"))
+    take("rule weight on the open card", good.locator(".rx-card.rx-open .rx-weight"))
+    take("muted text on the open card", good.locator(".rx-card.rx-open .rx-card-figures"))
+    take("user links", good.locator(".rx-card.rx-open .rx-user-link"))
+    take("status pill (done)", good.locator(".rx-status"))
+    take("status pill (failed)", bad.locator(".rx-status"))
+    take("error box", bad.locator(".rx-error"))
+    take("summary text", good.locator(".rx-summary-line, .rx-figure-value, .rx-figure-label"))
+    take("tabs", good.locator(".rx-tab"))
+    shots(page, f"layout-{theme}-rules", top=good)
+    shots(page, f"layout-{theme}-failed", top=page.locator(".jp-Cell").nth(1))
+    uid = good.locator(".rx-card.rx-open .rx-user-link").first.get_attribute("data-user")
+    good.locator(".rx-card.rx-open .rx-user-link").first.click()
+    good.locator(f".rx-user[data-user='{uid}']").wait_for()
+    take("highlighted event rows", good.locator(".rx-events tr.rx-feeds td"))
+    take("feed marker letters", good.locator(".rx-dot"))
+    take("held-out tag", good.locator(".rx-user .rx-tag"))
+    take("chart label text", good.locator("text.rx-teacher-label, .rx-user text.rx-axis"), "fill")
+    take("fired rule weights", good.locator(".rx-fired-rule .rx-weight"))
+    take("waterfall bars (raise, lower, total)", good.locator("rect.rx-wf-up, rect.rx-wf-down, rect.rx-wf-total"), "fill")
+    take("teacher line", good.locator("line.rx-teacher-line"), "stroke")
+    shots(page, f"layout-{theme}-user", top=good.locator(".rx-user"))
+    select("thresholds")
+    take("thresholds used by rules", good.locator("line.rx-hist-threshold.rx-in-rules"), "stroke")
+    take("histogram bars", good.locator("rect.rx-hist-bar"), "fill")
+    select("effects")
+    take("effect steps", good.locator("path.rx-step"), "stroke")
+    select("rules")
+    worst = {k: min(v, key=lambda c: c["ratio"]) for k, v in found.items()}
+    return worst
+
+
+def _check_contrast(worst: dict, theme: str) -> None:
+    graphic = ("bars", "line", "steps", "thresholds used")
+    low = {k: v for k, v in worst.items()
+           if v["ratio"] < (LARGE_MIN if any(g in k for g in graphic) else TEXT_MIN)}
+    assert not low, f"{theme}: too little contrast: {low}"
+
+
+def _check_narrow(page, good, tab: str, shots) -> None:
+    got = good.evaluate(f"({OVERFLOW})")
+    assert got["scrollWidth"] <= got["clientWidth"], f"{tab}: the widget scrolls sideways: {got}"
+    assert not got["out"], f"{tab}: wider than the widget: {got['out']}"
+    assert all(w <= got["width"] + 0.5 for w in got["svgs"]), f"{tab}: a chart is wider than the widget: {got}"
+    tabs = good.locator(".rx-tab")
+    root = good.bounding_box()
+    for i in range(tabs.count()):
+        assert tabs.nth(i).is_visible()
+        b = tabs.nth(i).bounding_box()
+        assert root["x"] - 0.5 <= b["x"] and b["x"] + b["width"] <= root["x"] + root["width"] + 0.5, f"tab {i} is cut"
+    if shots is not None:
+        shots(page, f"layout-narrow-{tab}", top=good.locator(".rx-tabs"))
+
+
+def _focused(page) -> str | None:
+    return page.evaluate("() => document.activeElement && document.activeElement.dataset.key || null")
+
+
+def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
+    _notebook(jupyter_lab.root / "layout.ipynb")
+    page = chromium.new_page(viewport={"width": 1280, "height": 1200})
+    console: list[str] = []
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(jupyter_lab.page_url("layout.ipynb"), timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
+                               "?.status === 'idle'", timeout=60_000)
+        _run_cell(page, 0)
+        _run_cell(page, 1)
+        good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        bad = page.locator(".jp-Cell").nth(1).locator(".rx-root")
+        bad.locator(".rx-status-failed").wait_for(timeout=120_000)
+        assert "fails on purpose" in bad.locator(".rx-error").inner_text()
+        good.locator(".rx-card").first.wait_for(timeout=180_000)
+
+        # 1. Contrast, light then dark.
+        light = _measure(page, good, bad, "light", shots)
+        _theme(page, "JupyterLab Dark", light=False)
+        dark = _measure(page, good, bad, "dark", shots)
+        print("\ncontrast (worst of each kind): light | dark")
+        for k in light:
+            print(f"  {k}: {light[k]['ratio']} ({light[k]['fg']} on {light[k]['bg']}) | "
+                  f"{dark[k]['ratio']} ({dark[k]['fg']} on {dark[k]['bg']})")
+        _check_contrast(light, "JupyterLab Light")
+        _check_contrast(dark, "JupyterLab Dark")
+        _theme(page, "JupyterLab Light", light=True)
+
+        # 2. A 640 px wide window, every tab: with the file browser open (the widget gets ~270 px),
+        # then with it closed (~560 px, the screenshots).
+        page.set_viewport_size({"width": 640, "height": 1000})
+        for sidebar in (True, False):
+            if not sidebar:
+                page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+            page.wait_for_timeout(400)
+            width = good.bounding_box()["width"]
+            assert (width < 330) if sidebar else (450 < width < 640), width
+            for tab in ("rules", "effects", "thresholds", "user", "statistics"):
+                good.locator(f".rx-tab[data-tab='{tab}']").click()
+                good.locator(f".rx-panel[data-tab='{tab}']").wait_for()
+                if tab == "rules" and good.locator(".rx-card.rx-open").count() == 0:
+                    good.locator(".rx-card").first.click()
+                if tab == "user":
+                    good.locator(".rx-user").wait_for()  # the user opened in step 1 is still shown
+                _check_narrow(page, good, tab, shots if not sidebar else None)
+        page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+        page.set_viewport_size({"width": 1280, "height": 1200})
+
+        # 3. The keyboard. Space and Enter toggle a card; the focus stays on it through the redraw.
+        good.locator(".rx-tab[data-tab='rules']").click()
+        card = good.locator(".rx-card").nth(1)
+        key = card.get_attribute("data-key")
+        assert card.get_attribute("aria-expanded") == "false"
+        card.focus()
+        page.keyboard.press("Space")
+        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
+        assert _focused(page) == key
+        page.keyboard.press("Space")
+        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "false"
+        page.keyboard.press("Enter")
+        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
+        assert _focused(page) == key
+
+        # Tabs: arrows, Home and End move the selection and the focus; one tab is in the Tab order.
+        good.locator(".rx-tab[aria-selected='true']").focus()
+        order = good.locator(".rx-tab").evaluate_all("els => els.map(e => e.dataset.tab)")
+        assert order[0] == "rules"
+        for press, expect in (("ArrowRight", order[1]), ("ArrowRight", order[2]), ("ArrowLeft", order[1]),
+                              ("End", order[-1]), ("ArrowRight", order[0]), ("ArrowLeft", order[-1]),
+                              ("Home", order[0])):
+            page.keyboard.press(press)
+            selected = good.locator(".rx-tab[aria-selected='true']")
+            assert selected.get_attribute("data-tab") == expect, press
+            assert _focused(page) == f"tab-{expect}", press
+            assert good.locator(".rx-tab[tabindex='0']").count() == 1
+            assert selected.get_attribute("tabindex") == "0"
+            panel = good.locator("[role='tabpanel']")
+            assert panel.count() == 1 and panel.get_attribute("data-tab") == expect
+            assert panel.get_attribute("aria-labelledby") == selected.get_attribute("id")
+            assert selected.get_attribute("aria-controls") == panel.get_attribute("id")
+        assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.mode") == "command"
+
+        # Opening a user redraws twice (loading, then the answer): the focus stays on the link.
+        good.locator(".rx-tab[data-tab='user']").click()
+        link = good.locator(".rx-top-users .rx-user-link").nth(1)
+        link_key, uid = link.get_attribute("data-key"), link.get_attribute("data-user")
+        link.focus()
+        page.keyboard.press("Enter")
+        good.locator(f".rx-user[data-user='{uid}']").wait_for()
+        assert _focused(page) == link_key
+        # ... and through the search box, the focus and the caret stay in it.
+        box = good.locator(".rx-user-input")
+        box.fill(good.locator(".rx-top-users .rx-user-link").nth(0).get_attribute("data-user"))
+        first_uid = box.input_value()
+        box.press("Enter")
+        good.locator(f".rx-user[data-user='{first_uid}']").wait_for()
+        assert _focused(page) == "user-input"
+
+        # Feed markers carry a letter, and no two feeds of one user share a fill (ten fills).
+        marks = good.locator(".rx-feed-legend .rx-dot")
+        letters = marks.all_inner_texts()
+        assert letters and letters == [chr(65 + j) for j in range(len(letters))]
+        fills = marks.evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
+        assert len(set(fills)) == min(len(fills), 10)
+        row_marks = good.locator(".rx-events tr.rx-feeds .rx-dot").all_inner_texts()
+        assert row_marks and set(row_marks) <= set(letters)
+
+        # A redraw keeps the scroll offset of the events box (picking a feed redraws).
+        wrap = good.locator(".rx-events-wrap")
+        if wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40"):
+            wrap.evaluate("e => { e.scrollTop = 40; }")
+            good.locator(".rx-feed-key").first.focus()
+            page.keyboard.press("Enter")
+            assert good.locator(".rx-feed-key").first.get_attribute("aria-pressed") == "true"
+            assert _focused(page) == "feed-0"
+            assert wrap.evaluate("e => e.scrollTop") == 40
+        assert not console, console
+    except BaseException:
+        shots(page, "failure-layout")
+        print("\n".join(console[-40:]))
+        raise
+    finally:
+        try:  # the theme is a saved setting: leave the session's JupyterLab light for the other tests
+            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
+                _theme(page, "JupyterLab Light", light=True)
+        finally:
+            page.close()
