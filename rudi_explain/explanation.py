@@ -281,6 +281,8 @@ class Explanation:
         self._job_ident: int | None = None  # the thread running the job, once it runs
         self._told_waiting = False
         self._start = time.perf_counter()
+        # explain(model, "events.parquet"): the whole table, scored in DuckDB (rudi_explain.warehouse)
+        self.event_table: Any = None
 
     # ------------------------------------------------------------ the job
     def _emit(self, stage: str, step: int, total: int, message: str, **numbers: Any) -> None:
@@ -613,9 +615,18 @@ class Explanation:
     def predict(self, data: pd.DataFrame | Sequences) -> pd.Series:
         """Rule scores for (new) users: a Series indexed by user id.
 
+        ``data`` may also be a Parquet path or DuckDB relation: the scores
+        are then computed inside DuckDB from the rules' SQL.
+
         Categories the training data lacked are unseen: they match no filter.
         """
         self._ready()
+        if not isinstance(data, (pd.DataFrame, Sequences)):
+            from rudi_explain.warehouse import as_event_table, is_event_source
+
+            if is_event_source(data):  # a Parquet path or DuckDB relation: scored in DuckDB
+                seqs = self.sequences
+                return as_event_table(data, seqs.user_column, seqs.time_column).score(self)["score"].rename("rules")
         if isinstance(data, pd.DataFrame):
             seqs = self.sequences
             data = Sequences(data, user=seqs.user_column, time=seqs.time_column, categorical=seqs.categorical,
@@ -1108,9 +1119,14 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     model : torch.nn.Module, scikit-learn estimator, callable or None
         The teacher (see :func:`rudi_explain.teachers.as_teacher`); None when
         ``scores`` are given.
-    data : DataFrame (one row per event) or Sequences
+    data : DataFrame (one row per event), Sequences, or a table larger than memory
+        A Parquet path (or glob), a DuckDB relation, ``(connection, table)``
+        or a :class:`~rudi_explain.warehouse.EventTable` (its ``n_users``
+        sets the sample): the explanation is fitted on a seeded sample of
+        users read into memory; ``exp.event_table.score(exp)`` gives every
+        user's statistics and rule scores, computed in DuckDB.
     user, time : str
-        Column names, for a DataFrame.
+        Column names, for a DataFrame or a table.
     scores : Series indexed by user id, optional
         The teacher's scores, instead of querying a model.
     labels : Series of 0/1 indexed by user id, optional
@@ -1179,12 +1195,21 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         raise ValueError("pass either a model or its scores (scores=...), not both")
     if model is None and scores is None:
         raise ValueError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
+    event_table = None
     if isinstance(data, Sequences):
         seqs = data
     elif isinstance(data, (pd.DataFrame, dict)):
         seqs = Sequences(data, user=user, time=time, categorical=categorical, numerical=numerical)
     else:
-        raise TypeError(f"data must be a DataFrame of events or Sequences, got {type(data).__name__}")
+        from rudi_explain.warehouse import as_event_table, is_event_source, within_sample
+
+        if not is_event_source(data):
+            raise TypeError("data must be a DataFrame of events or Sequences (or, larger than memory, a Parquet "
+                            f"path or a DuckDB relation), got {type(data).__name__}")
+        # Larger than memory: fit on a seeded sample of users; exp.event_table scores all of them in DuckDB.
+        event_table = as_event_table(data, user=user, time=time)
+        seqs = event_table.sample(random_state=random_state, categorical=categorical, numerical=numerical)
+        scores, labels = within_sample(scores, seqs), within_sample(labels, seqs)
     if not 0 < validation_size < 1:
         raise ValueError(f"validation_size must lie strictly between 0 and 1, got {validation_size!r}")
     for name, value in (("n_stats", n_stats), ("max_depth", max_depth), ("n_rules", n_rules),
@@ -1206,6 +1231,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
               "n_quantiles": int(n_quantiles), "refine": bool(refine)}
     _check_student(student, n_rules, random_state, dict(student_params or {}))  # fail now, not after the search
     exp = Explanation(seqs, params)
+    exp.event_table = event_table
     if progress is not None:
         exp.on_progress(progress)
     if background == "thread" or (background is True and _interactive_kernel()):

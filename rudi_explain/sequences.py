@@ -346,6 +346,29 @@ class Sequences:
         self._user_position: dict[Any, int] | None = None
         self._cache: dict[Any, np.ndarray] = {}
 
+    @classmethod
+    def from_duckdb(cls, query: Any, connection: Any = None, user: str = "user_id", time: str | None = "ts",
+                    **params: Any) -> "Sequences":
+        """Sequences from a DuckDB query: SQL text (run on ``connection``, by default DuckDB's
+        own in-memory one) or a relation (``con.sql(...)``, ``con.table(...)``).
+
+        The result is read into memory: filter it in the query (``WHERE user_id IN (...)``), or let
+        :class:`~rudi_explain.warehouse.EventTable` draw a sample of users from a larger table.
+        The rows keep the query's order as the input order (add ``ORDER BY`` to fix ties in time);
+        ``params`` go to the constructor.
+        """
+        import duckdb
+
+        if isinstance(query, str):
+            relation = (connection if connection is not None else duckdb).sql(query)
+        elif isinstance(query, duckdb.DuckDBPyRelation):
+            relation = query
+        else:
+            raise TypeError(f"from_duckdb needs SQL text or a DuckDB relation, got {type(query).__name__}")
+        if relation is None:
+            raise ValueError("the query returns no rows to read (is it a SELECT?)")
+        return cls(relation.df(), user=user, time=time, **params)
+
     # ------------------------------------------------------------------ input
     @staticmethod
     def _as_frame(data: Any, user: str) -> pd.DataFrame:

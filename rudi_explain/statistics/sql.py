@@ -62,7 +62,7 @@ from rudi_explain.statistics.operators import (
 )
 from rudi_explain.statistics.time_operators import TIME_UNITS, MaxGap, MeanGap, Recency, Tenure, Within
 
-__all__ = ["DIALECTS", "statistic_sql", "ruleset_sql", "quote_identifier", "quote_string", "float_literal"]
+__all__ = ["DIALECTS", "statistic_sql", "statistics_sql", "ruleset_sql", "quote_identifier", "quote_string", "float_literal"]
 
 #: The dialects the compiler writes.
 DIALECTS = ("duckdb", "ansi", "spark")
@@ -596,6 +596,39 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
     cols = [f"{q('_x')}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}" for name, expr in compiled.outputs]
     return (f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {users} {q('_x')} LEFT JOIN {compiled.agg} {a} "
             f"ON {q('_x')}.{q('_u')} = {a}.{q('_u')}\nORDER BY {q('_x')}.{q('_u')}")
+
+
+def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", user: str = "user_id",
+                   time: str | None = "ts", dialect: str = "duckdb",
+                   vocabularies: Mapping[str, Sequence[str]] | None = None, reference_time: Any = None,
+                   event_order: str | None = None, time_unit: str | None = None, schema: Any = None) -> str:
+    """One SELECT giving the values of several statistics for every user, in one pass.
+
+    The K statistics of an explanation at once (one query, one scan of the
+    table, rather than K): columns ``user``, then one DOUBLE per output of
+    each statistic in turn, named by the statistic for a one-output
+    statistic and ``"<statistic> [<output>]"`` otherwise (as
+    :func:`ruleset_sql` names its values). Parameters as for
+    :func:`statistic_sql`.
+    """
+    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema)
+    q = opts.q
+    users, users_body = _users_cte(opts)
+    ctes, joins, cols = [(users, users_body)], [], [f"{q('_x')}.{q('_u')} AS {q(user)}"]
+    names = [user]
+    for k, stat in enumerate(stats):
+        compiled = _compile(stat, opts, f"_s{k}_")
+        ctes.extend(compiled.ctes)
+        alias = q(f"_a{k}")
+        joins.append(f"LEFT JOIN {compiled.agg} {alias} ON {q('_x')}.{q('_u')} = {alias}.{q('_u')}")
+        scalar = len(compiled.outputs) == 1 and compiled.outputs[0][0] == str(stat)
+        for out, expr in compiled.outputs:
+            name = str(stat) if scalar else f"{stat} [{out}]"
+            names.append(name)
+            cols.append(f"{expr.format(a=alias)} AS {q(name)}")
+    _unique(names, "statistic outputs")
+    return (f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {users} {q('_x')} " + " ".join(joins)
+            + f"\nORDER BY {q('_x')}.{q('_u')}")
 
 
 def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_id", time: str | None = "ts",
