@@ -636,7 +636,7 @@ function render({ model, el }) {
       else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
       else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
       else panel = statisticsView(results);
-      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab }, role: "tabpanel", id: ids.panel,
+      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab, key: "panel" }, role: "tabpanel", id: ids.panel,
         "aria-labelledby": ids.tab(ui.tab), tabindex: "0" }, panel));
     }
     const state = viewState(root);
