@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,8 +18,10 @@ __all__ = ["main"]
 
 
 #: The files a run writes into ``--out``.
-OUTPUTS = {"rules": "rules.txt", "rules_json": "rules.json", "report": "report.json",
+OUTPUTS = {"rules": "rules.txt", "rules_json": "rules.json", "rules_sql": "rules.sql", "report": "report.json",
            "explanation": "explanation.rudi", "html": "report.html"}
+#: Suffixes of a DuckDB database file, read with ``--table``.
+DATABASE_SUFFIXES = (".duckdb", ".db", ".ddb")
 
 
 def _check_out(out: Path) -> None:
@@ -41,7 +44,24 @@ def _check_out(out: Path) -> None:
             raise SystemExit(f"rudi-explain: --out {out} holds {name}, which is not a file: move it away first")
 
 
-def _write_outputs(exp, out: Path) -> dict[str, Path]:
+def _rules_sql(exp, table: str = "events", dialect: str = "duckdb", user: str | None = None,
+               time: str | None = None, event_order: str | None = None, reference_time: str | None = None,
+               include_literals: bool = False) -> str:
+    """The rules as one SELECT scoring every user of ``table`` (a dot separates schema and table)."""
+    from rudi_explain.statistics import Schema
+
+    seqs = exp.sequences
+    schema = Schema.of(seqs)
+    ref = reference_time
+    if ref is not None and schema.time_unit == "number":
+        ref = float(ref)
+    return exp.rules.to_sql(table=tuple(table.split(".")), user=user or seqs.user_column,
+                            time=time or seqs.time_column, dialect=dialect, literals=exp.literals,
+                            include_literals=include_literals, schema=seqs, vocabularies=exp.literals.vocabularies,
+                            event_order=event_order, reference_time=ref) + "\n"
+
+
+def _write_outputs(exp, out: Path, table: str = "events") -> dict[str, Path]:
     """Write every output, or none: into a temporary folder in ``out``, then renamed into place."""
     _check_out(out)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=".rudi-explain-"))
@@ -49,6 +69,11 @@ def _write_outputs(exp, out: Path) -> dict[str, Path]:
         staged = {key: staging / name for key, name in OUTPUTS.items()}
         staged["rules"].write_text(str(exp.rules) + "\n")
         staged["rules_json"].write_text(exp.rules.to_json(indent=2))
+        try:
+            staged["rules_sql"].write_text(_rules_sql(exp, table=table))
+        except ValueError as err:  # an operator of the user's own without a SQL form
+            print(f"rudi-explain: no rules.sql: {err}", file=sys.stderr)
+            del staged["rules_sql"]
         report = exp.report()
         report["statistics"] = [str(s) for s in exp.statistics]
         staged["report"].write_text(json.dumps(report, indent=2))
@@ -149,6 +174,28 @@ def _print_planted(exp, demo, seqs) -> None:
     print("\n".join(lines))
 
 
+def _read_events(args: argparse.Namespace) -> Any:
+    """The events of ``run``: a DataFrame, or an EventTable read through DuckDB.
+
+    A DuckDB database (with ``--table``), or any table with ``--sample-users``,
+    is not read into memory: the explanation is fitted on a sample of users.
+    """
+    path = Path(args.events)
+    database = path.suffix.lower() in DATABASE_SUFFIXES
+    if database and args.table is None:
+        raise SystemExit(f"rudi-explain: name the table to read from {path} with --table")
+    if not database and args.table is not None:
+        raise SystemExit("rudi-explain: --table reads a DuckDB database (.duckdb); the events are a file")
+    if not database and args.sample_users is None:
+        return _read_table(path)
+    if not path.exists() and not any(ch in str(path) for ch in "*?["):
+        raise SystemExit(f"rudi-explain: {path} does not exist")
+    from rudi_explain.warehouse import DEFAULT_SAMPLE_USERS, EventTable
+
+    return EventTable(str(path), user=args.user, time=args.time, table=args.table,
+                      n_users=args.sample_users or DEFAULT_SAMPLE_USERS)
+
+
 def _read_table(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise SystemExit(f"rudi-explain: {path} does not exist")
@@ -156,14 +203,15 @@ def _read_table(path: Path) -> pd.DataFrame:
         return pd.read_parquet(path)
     if path.suffix.lower() in (".csv", ".txt", ".gz"):
         return pd.read_csv(path)
-    raise SystemExit(f"rudi-explain: cannot read {path}: use a .csv or .parquet file")
+    raise SystemExit(f"rudi-explain: cannot read {path}: use a .csv or .parquet file, or a .duckdb database "
+                     "with --table")
 
 
 def _run(args: argparse.Namespace) -> int:
     import rudi_explain as rx
 
     _check_out(Path(args.out))
-    events = _read_table(Path(args.events))
+    events = _read_events(args)
     scores_table = _read_table(Path(args.scores))
     if args.user not in scores_table.columns:
         raise SystemExit(f"rudi-explain: the scores file has no {args.user!r} column; columns are "
@@ -183,7 +231,29 @@ def _run(args: argparse.Namespace) -> int:
                      n_stats=args.n_stats, n_rules=args.n_rules, n_simulations=args.simulations,
                      background=False, random_state=args.random_state,
                      student_params={"epochs": args.epochs} if args.epochs is not None else None)
-    _print_result(exp, _write_outputs(exp, Path(args.out)))
+    _print_result(exp, _write_outputs(exp, Path(args.out), table=args.table or "events"))
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    import rudi_explain as rx
+
+    path = Path(args.explanation)
+    if not path.exists():
+        raise SystemExit(f"rudi-explain: {path} does not exist")
+    exp = rx.load(path)
+    text = _rules_sql(exp, table=args.table, dialect=args.dialect, user=args.user, time=args.time,
+                      event_order=args.event_order, reference_time=args.reference_time,
+                      include_literals=args.include_literals)
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(text)
+    partial.replace(out)
+    print(f"Written: {out} ({args.dialect}; columns {exp.sequences.user_column}, the statistic values, score, "
+          f"rule_1 ... rule_{len(exp.rules)})")
     return 0
 
 
@@ -229,8 +299,30 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--time", default=None, help="time column of the events (default: file order)")
     run.add_argument("--score-column", default=None, help="score column, if the scores table has several")
     run.add_argument("--label-column", default=None, help="0/1 label column in the scores table, for AUC")
+    run.add_argument("--table", default=None,
+                     help="table to read when EVENTS is a DuckDB database (.duckdb); also the table rules.sql reads")
+    run.add_argument("--sample-users", type=_positive, default=None,
+                     help="fit on this many users drawn at random, read through DuckDB without loading the table "
+                          "(default for a DuckDB database: 20000)")
     common(run, "out/run", n_stats=20, simulations=500)
     run.set_defaults(func=_run)
+
+    from rudi_explain.statistics.sql import DIALECTS
+
+    sql = sub.add_parser("sql", help="write the rules of a saved explanation as one SQL query scoring every user")
+    sql.add_argument("explanation", help="a saved explanation (explanation.rudi)")
+    sql.add_argument("--out", default="rules.sql", help="the file to write, '-' for the terminal (default rules.sql)")
+    sql.add_argument("--dialect", choices=DIALECTS, default="duckdb", help="SQL dialect (default duckdb)")
+    sql.add_argument("--table", default="events", help="the event table the query reads; schema.table for a "
+                                                        "qualified name (default events)")
+    sql.add_argument("--user", default=None, help="user column (default: the explanation's)")
+    sql.add_argument("--time", default=None, help="time column (default: the explanation's)")
+    sql.add_argument("--event-order", default=None,
+                     help="a column giving the input order of events, to break ties in time")
+    sql.add_argument("--reference-time", default=None,
+                     help="'now' of the time statistics (default: the latest time in the table)")
+    sql.add_argument("--include-literals", action="store_true", help="also a 0/1 column per literal")
+    sql.set_defaults(func=_sql)
 
     args = parser.parse_args(argv)
     try:

@@ -107,7 +107,7 @@ def test_outputs_are_written_all_or_none(files, tmp_path, monkeypatch):
     out = tmp_path / "out"
     assert _run(files, out) == 0
     written = sorted(p.name for p in out.iterdir())
-    assert written == ["explanation.rudi", "report.html", "report.json", "rules.json", "rules.txt"]
+    assert written == ["explanation.rudi", "report.html", "report.json", "rules.json", "rules.sql", "rules.txt"]
 
     def broken_html(self, path, n_users=40):
         raise OSError("disk full")
@@ -153,3 +153,69 @@ def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, mo
     err = capsys.readouterr().err
     assert code == 2
     assert "categorical column 'ts'" in err and "looks time-like" in err and "--time" in err
+
+
+# ------------------------------------------------- issue 15: DuckDB databases in, rules.sql out
+def test_run_reads_a_duckdb_database_on_a_sample_and_writes_rules_sql(files, tmp_path, capsys):
+    import duckdb
+    import numpy as np
+
+    folder, events, scores = files
+    database = tmp_path / "events.duckdb"
+    con = duckdb.connect(str(database))
+    con.execute(f"CREATE TABLE payments AS SELECT * FROM read_csv('{events}')")
+    con.close()
+    out = tmp_path / "out"
+    code = main(["run", str(database), "--table", "payments", "--sample-users", "300", "--scores", str(scores),
+                 "--user", "user_id", "--time", "ts", "--score-column", "risk", "--out", str(out), *FAST])
+    assert code == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["n_users"] == 300  # fitted on the sample
+    exp = rx.load(out / "explanation.rudi")
+    # rules.sql scores all 400 users of the database table, as the rules do in memory.
+    con = duckdb.connect(str(database), read_only=True)
+    got = con.execute((out / "rules.sql").read_text()).df().set_index("user_id")
+    whole = rx.Sequences(con.execute("SELECT * FROM payments").df(), vocabularies=exp.sequences.vocabularies,
+                         reference_time=con.execute("SELECT MAX(ts) FROM payments").fetchone()[0])
+    assert len(got) == 400
+    np.testing.assert_array_equal(got.reindex(whole.users)["score"].to_numpy(), exp.rules.score(whole))
+
+
+def test_sql_writes_the_rules_of_a_saved_explanation(files, tmp_path, monkeypatch, capsys):
+    import duckdb
+    import numpy as np
+
+    folder, events, scores = files
+    monkeypatch.setattr(rx, "explain", _tiny_explain)
+    assert _run(files, tmp_path / "out") == 0
+    saved = tmp_path / "out" / "explanation.rudi"
+    exp = rx.load(saved)
+    target = tmp_path / "deploy" / "score.sql"
+    target.parent.mkdir()
+    assert main(["sql", str(saved), "--out", str(target), "--table", "main.payments", "--include-literals"]) == 0
+    assert str(target) in capsys.readouterr().out
+    con = duckdb.connect()
+    frame = pd.read_csv(events)
+    con.register("payments", frame)
+    got = con.execute(target.read_text()).df().set_index("user_id")
+    seqs = rx.Sequences(frame, vocabularies=exp.sequences.vocabularies)
+    np.testing.assert_array_equal(got.reindex(seqs.users)["score"].to_numpy(), exp.rules.score(seqs))
+    np.testing.assert_array_equal(got.reindex(seqs.users)[exp.literals.names].to_numpy().astype(bool),
+                                  exp.literals.transform(seqs))
+    # Spark, to the terminal: backquoted names, the qualified table.
+    assert main(["sql", str(saved), "--out", "-", "--dialect", "spark", "--table", "db.payments"]) == 0
+    printed = capsys.readouterr().out
+    assert "FROM `db`.`payments`" in printed and '"' not in printed.split("SELECT", 1)[1].split("FROM")[0]
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(["sql", str(tmp_path / "nope.rudi")])
+    with pytest.raises(SystemExit):
+        main(["sql", str(saved), "--dialect", "oracle"])
+
+
+def test_a_database_needs_its_table(files, tmp_path, monkeypatch):
+    monkeypatch.setattr(rx, "explain", _no_work)
+    folder, events, scores = files
+    with pytest.raises(SystemExit, match="--table"):
+        main(["run", str(tmp_path / "x.duckdb"), "--scores", str(scores), "--user", "user_id",
+              "--out", str(tmp_path / "o")])
+
