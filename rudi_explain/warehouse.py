@@ -97,6 +97,9 @@ class EventTable:
         a file; a connection or relation you give keeps its own settings.
     threads : int, optional
         DuckDB's threads, likewise.
+    config : dict, optional
+        Other DuckDB settings for that connection (``{"temp_directory": ...}``,
+        where a query larger than ``memory_limit`` spills).
 
     Examples
     --------
@@ -107,14 +110,16 @@ class EventTable:
 
     def __init__(self, source: Any, user: str = "user_id", time: str | None = "ts", *, table: Any = None,
                  event_order: str | None = None, n_users: int = DEFAULT_SAMPLE_USERS,
-                 memory_limit: str | None = None, threads: int | None = None) -> None:
+                 memory_limit: str | None = None, threads: int | None = None,
+                 config: dict[str, Any] | None = None) -> None:
         duckdb = _duckdb()
         if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
             raise ValueError(f"n_users must be a whole number >= 1, got {n_users!r}")
         self.user, self.time, self.n_users = user, time, int(n_users)
         self.event_order = event_order
         self.source = source
-        config = {k: v for k, v in (("memory_limit", memory_limit), ("threads", threads)) if v is not None}
+        config = {**(config or {}),
+                  **{k: v for k, v in (("memory_limit", memory_limit), ("threads", threads)) if v is not None}}
         self._con = None  # a connection opened here, for a file
         # Everything is read through one relation, queried as "_rudi_events": a relation you give,
         # a table of your connection, or a Parquet file or database opened here.
