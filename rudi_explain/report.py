@@ -95,7 +95,8 @@ body {{ margin: 16px auto; max-width: 1000px; padding: 0 12px; background: #fff;
 </style>
 </head>
 <body>
-<div class="rx-report-head">{subtitle}</div>
+<div class="rx-report-head">{subtitle}
+<details class="rx-report-users"><summary>Users in this report</summary><p>{listing}</p></details></div>
 <div id="rx-app"></div>
 <script type="application/json" id="rx-state">{state}</script>
 <script type="application/json" id="rx-users">{users}</script>
@@ -146,6 +147,18 @@ def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any
     return list(chosen.values())
 
 
+def linked_users(results: dict) -> list[str]:
+    """User keys the report's views link to: the top users and every rule card's examples.
+
+    The report embeds the drill-down of each of them, so no link in it leads
+    nowhere.
+    """
+    keys = [u["id"] for u in results.get("top_users", [])]
+    for card in results.get("rules", []):
+        keys += [e["id"] for e in card.get("examples", [])]
+    return list(dict.fromkeys(keys))
+
+
 def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
     """The report as one HTML string; see :func:`write_html`."""
     exp._ready()
@@ -158,16 +171,23 @@ def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str |
         "results": results,
         "error": "",
     }
-    users = {ws.user_key(uid): ws.user_detail(exp, uid, max_events=max_events)
-             for uid in sample_users(exp, n_users)}
+    linked = linked_users(results)
+    users = {key: ws.user_detail(exp, ws.resolve_user(exp, key), max_events=max_events) for key in linked}
+    for uid in sample_users(exp, n_users):
+        key = ws.user_key(uid)
+        if key not in users:
+            users[key] = ws.user_detail(exp, uid, max_events=max_events)
     sm = results["summary"]
     title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
-    subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users "
-                f"(type an id or click one). Works offline.")
+    subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
+                f"the {len(linked)} the views link to (top-scored, rule-card examples) and "
+                f"{len(users) - len(linked)} more (type an id or click one). Works offline.")
+    listing = ", ".join(users)
     # .format() is safe here: the inserted texts are never formatted again.
     return _PAGE.format(
         title=html.escape(title),
         subtitle=html.escape(subtitle),
+        listing=html.escape(listing),
         css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
         state=_script_json(state),
         users=_script_json(users),
@@ -186,7 +206,9 @@ def write_html(exp: Any, path: str | Path, n_users: int = 40, max_events: int = 
     path : str or Path
         The HTML file to write.
     n_users : int, default=40
-        Users whose drill-down is embedded (see :func:`sample_users`).
+        Besides every user a view links to (top users, rule-card examples:
+        :func:`linked_users`), whose drill-down is always embedded, up to this
+        many more (see :func:`sample_users`); the page lists them all.
     max_events : int, default=100
         Events shown per embedded user.
 

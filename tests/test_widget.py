@@ -5,6 +5,7 @@ The front end itself is checked in a real browser in ``tests/browser/``.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -302,7 +303,15 @@ def test_report_is_self_contained_and_escaped(exp, tmp_path):
     assert parser.tags.count("script") == 4
     state = json.loads(parser.scripts["rx-state"])
     users = json.loads(parser.scripts["rx-users"])
-    assert len(users) == 12
+    # every user a view links to is embedded, and up to 12 more; the page lists them
+    from rudi_explain.report import linked_users, sample_users
+
+    linked = set(u["id"] for u in state["results"]["top_users"])
+    linked |= {e["id"] for card in state["results"]["rules"] for e in card["examples"]}
+    assert set(linked_users(state["results"])) == linked and linked <= set(users)
+    assert set(users) == linked | {ws.user_key(u) for u in sample_users(exp, 12)}
+    assert len(linked) > 12 and len(users) > len(linked)
+    assert all(html.escape(uid) in text.split("Users in this report")[1].split("</details>")[0] for uid in users)
     assert [c["index"] for c in state["results"]["rules"]] == [c["index"] for c in ws.rule_cards(exp)]
     # The category names come back intact after JSON parsing.
     stats_text = " ".join(s["words"] for s in state["results"]["statistics"])
