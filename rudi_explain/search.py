@@ -648,25 +648,29 @@ class StatisticsSearch:
             """
             changed = False
             j = 0
+            reference = None  # the check score of column j as selection left it
             while j < len(chosen):
                 tick()
                 rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
                 column = chosen.take(j)
-                current = check_r2(ColumnScreen.join([rest, column], len(users)))
+                if reference is None:
+                    reference = check_r2(ColumnScreen.join([rest, column], len(users)))
                 kept = {(str(st), o) for st, o in rest.owners}
                 for simple in simpler_column(column):
                     again = (str(simple.owners[0][0]), simple.owners[0][1]) in kept
                     score = check_r2(rest if again else ColumnScreen.join([rest, simple], len(users)))
-                    if score >= current - self.min_gain:
+                    # Against the column as selected, not the last simpler step: a chain of
+                    # steps each within min_gain must not lose more than min_gain in all.
+                    if score >= reference - self.min_gain:
                         swap(j, None if again else simple)
                         changed = True
                         break
                 else:
-                    j += 1  # nothing simpler explains about as much: the column stays
+                    j, reference = j + 1, None  # nothing simpler explains about as much: it stays
                     continue
                 if again:
-                    continue  # column j is gone: the next one is at j now
-                # The simpler form stays at j and is tried once more (a depth-1 form of depth 3).
+                    reference = None  # column j is gone: the next one is at j now
+                # Otherwise the simpler form stays at j and is tried once more (depth 3 to 1).
             return changed
 
         mcts_left = True
