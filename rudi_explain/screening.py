@@ -18,7 +18,12 @@ wins; the best few are deepened one edit at a time (a filter added, a
 ``SortBy``/``Top`` pair inserted, another aggregation) while that explains
 measurably more, and a deeper edit only when it explains clearly more (not
 within the 5% by which the simpler wins). Once selection stops, each kept
-statistic is edited once more against what the others leave unexplained.
+statistic is edited once more against what the others leave unexplained,
+and then replaced by a simpler form of it (:func:`simpler_forms`: an operator
+dropped, a plainer aggregation) unless it explains measurably more on the
+checking users: a deeper variant that won on the choosing half by luck (one of
+thousands of filters) or as a blend of two planted statistics does not keep
+that edge there.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 With the readable grammar (the default) the search first screens the short
 readable catalog exhaustively, keeps a statistic only when it explains
 measurably more on users it was not chosen on, deepens the best by single
-edits, and leaves MCTS-SG what that cannot explain
+edits, keeps a deeper form only where it explains measurably more than its
+simpler forms on those users, and leaves MCTS-SG what that cannot explain
 (:mod:`rudi_explain.screening`, :meth:`StatisticsSearch._fit_screened`).
 
 With ``grammar="paper"`` it is the paper's algorithm as published:
@@ -179,7 +180,9 @@ class StatisticsSearch:
     min_gain : float, default=0.002
         A statistic is kept only if it explains at least this share of the
         target's variance more on the checking users, which it was not
-        chosen on; the search stops early when none does.
+        chosen on; the search stops early when none does. Likewise a kept
+        statistic gives way to a simpler form of it (an operator dropped, a
+        plainer aggregation) unless it explains at least this much more there.
     beam : int, default=3
         How many of the best catalog statistics are deepened by single
         edits at each step; the best result is kept.
