@@ -252,6 +252,17 @@ class Explanation:
     def __init__(self, seqs: Sequences, params: dict) -> None:
         self.sequences = seqs
         self.params = params
+        self._job_args: tuple | None = None  # (teacher, scores, labels) of a job :meth:`retry` can run again
+        self._listeners: list[Callable[[JobProgress], Any]] = []
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        # explain(model, "events.parquet"): the whole table, scored in DuckDB (rudi_explain.warehouse)
+        self.event_table: Any = None
+        self._reset()
+
+    def _reset(self) -> None:
+        """Every result and job field as before a run (a new explanation, or a retry)."""
+        seqs = self.sequences
         self.statistics: list[Statistic] = []
         self.literals: Literals | None = None
         self.rules: RuleSet | None = None
@@ -274,15 +285,10 @@ class Explanation:
         self._values: np.ndarray | None = None
         self._literal_matrix: np.ndarray | None = None
         self._fires: np.ndarray | None = None
-        self._listeners: list[Callable[[JobProgress], Any]] = []
-        self._cancel = threading.Event()
-        self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._job_ident: int | None = None  # the thread running the job, once it runs
         self._told_waiting = False
         self._start = time.perf_counter()
-        # explain(model, "events.parquet"): the whole table, scored in DuckDB (rudi_explain.warehouse)
-        self.event_table: Any = None
 
     # ------------------------------------------------------------ the job
     def _emit(self, stage: str, step: int, total: int, message: str, **numbers: Any) -> None:
@@ -314,8 +320,20 @@ class Explanation:
             self._emit("done", 1, 1, self._summary_line())
         except BaseException as err:  # re-raised by wait()
             self.error = err
-            self.status = "cancelled" if isinstance(err, (ExplanationCancelled, SearchCancelled)) else "failed"
-            self._emit("failed" if self.status == "failed" else "cancelled", 0, 1, f"{type(err).__name__}: {err}")
+            cancelled = isinstance(err, (ExplanationCancelled, SearchCancelled))
+            if isinstance(err, SearchCancelled):  # what the search found is kept
+                self.statistics = list(err.statistics)
+            self.status = "cancelled" if cancelled else "failed"
+            # where it stopped, so a view keeps the stages done and the bar where it was
+            reached = self.progress if self.progress is not None and self.progress.stage in STAGES else None
+            stage = reached.stage if reached is not None else STAGES[0]
+            k = len(self.statistics)
+            found = (f"; the {k} statistic{'s' if k > 1 else ''} found {'are' if k > 1 else 'is'} kept "
+                     "(exp.statistics)") if k else ""
+            message = (f"cancelled during the {stage} stage{found}" if cancelled
+                       else f"{type(err).__name__}: {err}")
+            self._emit(self.status, reached.step if reached else 0, reached.total if reached else 1, message,
+                       reached=stage, found=[str(st) for st in self.statistics])
         finally:
             self._finished.set()
             _RUNNING.discard(self)
@@ -465,6 +483,32 @@ class Explanation:
     def cancel(self) -> None:
         """Ask the job to stop at its next check (within a second or so)."""
         self._cancel.set()
+
+    def retry(self) -> "Explanation":
+        """Run the job again, in the background, after it failed or was cancelled.
+
+        The same data, teacher and settings (a cancelled search starts over:
+        it is seeded, so it finds the same statistics again). A widget showing
+        this explanation follows the new run. Returns self.
+
+        Raises
+        ------
+        RuntimeError
+            While the job runs, after it finished, or for an explanation
+            loaded from a file (run :func:`explain` again).
+        """
+        if not self.done:
+            raise RuntimeError("the explanation is still running: nothing to retry")
+        if self.status == "done":
+            raise RuntimeError("the explanation finished: nothing to retry")
+        if self._job_args is None:
+            raise RuntimeError("this explanation was not started here (loaded from a file): run explain() again")
+        self._reset()
+        self._cancel.clear()
+        self._finished.clear()
+        self._thread = threading.Thread(target=self._run, args=self._job_args, daemon=True, name="rudi-explain")
+        self._thread.start()
+        return self
 
     def _in_job(self) -> bool:
         """Whether results are being filled in by this very thread (the job, or a load)."""
@@ -1231,6 +1275,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
               "n_quantiles": int(n_quantiles), "refine": bool(refine)}
     _check_student(student, n_rules, random_state, dict(student_params or {}))  # fail now, not after the search
     exp = Explanation(seqs, params)
+    exp._job_args = (teacher, scores, labels)
     exp.event_table = event_table
     if progress is not None:
         exp.on_progress(progress)

@@ -133,8 +133,8 @@ class ExplanationWidget(anywidget.AnyWidget):
             except Exception as err:  # show the problem in the widget, not a blank view
                 error = f"could not show the results: {type(err).__name__}: {err}"
                 status = "failed"
-        elif exp.error is not None:
-            error = f"{type(exp.error).__name__}: {exp.error}"
+        elif status == "failed" and exp.error is not None:
+            error = f"{type(exp.error).__name__}: {exp.error}"  # a requested cancel is no error
         with self.hold_sync():
             self.progress = ws.progress_state(event, status)
             self.chart = ws.thin(self._points)
@@ -150,8 +150,26 @@ class ExplanationWidget(anywidget.AnyWidget):
         if kind == "cancel":
             self._exp.cancel()
             self.send({"type": "cancelling"})
+        elif kind == "retry":
+            self._retry()
         elif kind == "user":
             self.send(self.answer_user(content.get("id"), content.get("request")))
+
+    def _retry(self) -> None:
+        """Run a failed or cancelled job again and follow it from the start."""
+        try:
+            self._exp.retry()
+        except RuntimeError as err:
+            self.send({"type": "retry", "ok": False, "error": str(err)})
+            return
+        with self._lock:
+            self._filled = False
+            self._points = []
+            self._last_stage = ""
+        with self.hold_sync():
+            self.results = {}
+            self.error = ""
+        self._push(self._exp.progress)
 
     def answer_user(self, user_id: Any, request: Any = None) -> dict:
         """The reply to a drill-down request: the user's details, or why not.

@@ -59,15 +59,20 @@ def progress_state(event: Any, status: str) -> dict:
         return {"status": status, "stage": "pending", "step": 0, "total": 1, "fraction": 0.0,
                 "message": "waiting to start", "elapsed": 0.0}
     numbers = event.numbers or {}
+    ended = event.stage in ("failed", "cancelled")
     out = {
         "status": status,
-        "stage": event.stage,
+        # a run that stopped shows the stage it reached (stages before it stay done)
+        "stage": numbers.get("reached", "teacher") if ended else event.stage,
         "step": int(event.step),
         "total": int(event.total),
         "fraction": _num(event.step / event.total if event.total else 0.0, 4),
         "message": str(event.message),
         "elapsed": _num(event.elapsed, 4),
     }
+    if ended:
+        out["ended"] = event.stage
+        out["found"] = [str(f) for f in numbers.get("found", [])]
     if event.stage == "search":
         out["search"] = {
             "statistic": int(numbers.get("statistic", event.step + 1)),

@@ -1,8 +1,11 @@
 """explain(): every teacher kind, the background job, the per-user view, save/load, predict, errors."""
 
 import json
+import tempfile
 import threading
+import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -226,6 +229,64 @@ def test_running_lists_jobs_and_a_second_job_warns(demo):
         with pytest.raises(ExplanationCancelled):
             e.wait(timeout=60)
     assert rx.running() == []
+
+
+def test_a_cancelled_search_keeps_what_it_found_and_says_where_it_stopped(demo):
+    from rudi_explain import widget_state as ws
+    from rudi_explain.widget import ExplanationWidget
+
+    found = threading.Event()
+
+    def progress(event):
+        if event.stage == "search" and len(event.numbers.get("found", [])) >= 2:
+            found.set()
+
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=progress,
+                   n_stats=20, n_simulations=400)
+    assert found.wait(120)
+    e.cancel()
+    with pytest.raises((ExplanationCancelled, rx.SearchCancelled)):
+        e.wait(timeout=60)
+    assert e.status == "cancelled" and len(e.statistics) >= 2
+    event = e.progress
+    assert event.stage == "cancelled" and event.numbers["reached"] == "search"
+    assert event.numbers["found"] == [str(s) for s in e.statistics]
+    assert "cancelled during the search stage" in event.message and "Error" not in event.message
+    view = ws.progress_state(event, e.status)
+    assert view["stage"] == "search" and view["ended"] == "cancelled" and view["fraction"] > 0
+    w = ExplanationWidget(e)
+    assert w.status == "cancelled" and w.error == ""  # a requested cancel is no error
+
+
+def test_retry_runs_a_failed_job_again_and_the_widget_follows(demo):
+    from rudi_explain.widget import ExplanationWidget
+
+    calls = []
+
+    def flaky(seqs):  # fails once, as a teacher behind a flaky service would
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("service unavailable")
+        return demo.risk.reindex(seqs.users).to_numpy()
+
+    e = rx.explain(flaky, demo.events, background="thread", **FAST)
+    with pytest.raises(TeacherError):
+        e.wait(timeout=60)
+    w = ExplanationWidget(e)
+    assert w.status == "failed" and "service unavailable" in w.error
+    with pytest.raises(RuntimeError, match="did not finish"):
+        e.rules
+    w._on_message(w, {"type": "retry"})
+    e.wait(timeout=120)
+    assert e.status == "done" and len(calls) == 2 and len(e.rules) > 0
+    deadline = time.monotonic() + 10
+    while w.status != "done" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert w.status == "done" and w.error == "" and w.results["summary"]["n_rules"] == len(e.rules)
+    with pytest.raises(RuntimeError, match="finished: nothing to retry"):
+        e.retry()
+    saved = rx.load(e.save(Path(tempfile.mkdtemp()) / "e.rudi"))
+    assert saved.status == "done"
 
 
 def test_failure_is_re_raised_on_wait(demo):

@@ -134,9 +134,21 @@ function progressView(model, ui, redraw) {
   const bar = h("div", { class: "rx-bar", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "100",
     "aria-valuenow": String(Math.round(100 * frac)) },
   h("div", { class: "rx-bar-fill", style: `width:${(100 * frac).toFixed(1)}%` }));
-  const parts = [stages, bar, h("div", { class: "rx-message" },
-    h("span", { class: "rx-stage-name" }, p.stage || "pending"), " · ", p.message || "",
+  // a stopped run: the stage it reached stays marked and the bar stays where it was; a failure's
+  // message is in the error box below, a requested cancel is said here, calmly, once
+  const ended = p.ended === "failed" || p.ended === "cancelled";
+  const message = p.ended === "failed" ? `stopped during the ${p.stage} stage` : p.message || "";
+  const parts = [stages, bar, h("div", { class: "rx-message" + (p.ended === "cancelled" ? " rx-note" : "") },
+    h("span", { class: "rx-stage-name" }, ended ? p.ended : p.stage || "pending"), " · ", message,
     h("span", { class: "rx-elapsed" }, ` · ${fmt(p.elapsed || 0, 3)} s`))];
+  if (ended && p.found && p.found.length) {
+    parts.push(h("div", { class: "rx-found" }, "statistics found before it stopped: ",
+      p.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))));
+  }
+  if (ended) {
+    parts.push(h("button", { class: "rx-button rx-retry", type: "button", data: { key: "retry" },
+      on: { click: () => { ui.cancelling = false; model.send({ type: "retry" }); } } }, "Retry"));
+  }
   if (p.search) {
     const s = p.search;
     parts.push(h("div", { class: "rx-search" },
@@ -621,8 +633,7 @@ function render({ model, el }) {
       h("span", { class: `rx-status rx-status-${status}` }, status))];
     const hasResults = status === "done" && results.summary;
     if (!hasResults) parts.push(progressView(model, ui, draw));
-    if (error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, status === "cancelled" ? "Cancelled: " : "Failed: "), error));
-    if (status === "cancelled" && !error) parts.push(h("div", { class: "rx-error" }, "The explanation was cancelled."));
+    if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Effects"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];

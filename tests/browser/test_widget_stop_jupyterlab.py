@@ -1,0 +1,106 @@
+"""Stopped runs in a real JupyterLab: a cancel is said calmly, a failure can be retried.
+
+Two explanations in one notebook: one cancelled from its widget's Cancel
+button during the search (the stages it passed stay marked, the bar stays,
+the statistics found are listed, no red error); one whose teacher fails on
+its first call (an error box said once, without the progress line repeating
+it) and then succeeds when the widget's Retry button runs it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+CANCELLED = """\
+import json, rudi_explain as rx
+demo = rx.datasets.make_payments(1500, random_state=0)
+long = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+long"""
+
+FLAKY = """\
+calls = []
+def flaky(seqs):
+    calls.append(1)
+    if len(calls) == 1:
+        raise ConnectionError("scoring service unavailable")
+    return demo.risk.reindex(seqs.users).to_numpy()
+again = rx.explain(flaky, demo.events, background="thread", n_stats=3, n_rules=6, n_simulations=40,
+                   student_params={"epochs": 20})
+again"""
+
+STATE = """\
+json.dump({"long": long.status, "found": [str(s) for s in long.statistics], "again": again.status,
+           "calls": len(calls)}, open("stop_state.json", "w"))"""
+
+
+def _wait_file(path: Path, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        if path.exists():
+            try:
+                return json.loads(path.read_text())
+            except json.JSONDecodeError:
+                pass
+        assert time.monotonic() < deadline, f"{path.name} was not written within {seconds} s"
+        time.sleep(0.1)
+
+
+def _run_cell(page, index: int) -> None:
+    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
+                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
+                  index)
+
+
+def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
+    root = jupyter_lab.root
+    (root / "stop_state.json").unlink(missing_ok=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in (CANCELLED, FLAKY, STATE)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "stop.ipynb")
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(jupyter_lab.page_url("stop.ipynb"), timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
+                               "?.status === 'idle'", timeout=60_000)
+        _run_cell(page, 0)
+        first = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        first.locator(".rx-found-item").first.wait_for(timeout=120_000)  # the search has found something
+        first.locator(".rx-cancel").click()
+        first.locator(".rx-status-cancelled").wait_for(timeout=60_000)
+        assert first.locator(".rx-error").count() == 0  # a requested cancel is no error
+        message = first.locator(".rx-message").inner_text()
+        assert "cancelled during the search stage" in message and "Error" not in message
+        assert first.locator(".rx-stage-done").count() == 1  # the teacher stage stays done
+        assert first.locator(".rx-stage-active[data-stage='search']").count() == 1
+        assert float(first.locator(".rx-bar").get_attribute("aria-valuenow")) > 5  # the bar stays
+        assert first.locator(".rx-found-item").count() >= 1 and first.locator(".rx-retry").count() == 1
+        shots(page, "9-cancelled", top=first)
+
+        _run_cell(page, 1)
+        second = page.locator(".jp-Cell").nth(1).locator(".rx-root")
+        second.locator(".rx-status-failed").wait_for(timeout=60_000)
+        error = second.locator(".rx-error")
+        assert error.count() == 1 and "scoring service unavailable" in error.inner_text()
+        assert "scoring service unavailable" not in second.locator(".rx-message").inner_text()  # said once
+        shots(page, "10-failed", top=second)
+        second.locator(".rx-retry").click()
+        second.locator(".rx-card").first.wait_for(timeout=180_000)
+        assert second.locator(".rx-status").inner_text() == "done" and second.locator(".rx-error").count() == 0
+        shots(page, "11-retried", top=second)
+        _run_cell(page, 2)
+        state = _wait_file(root / "stop_state.json", 60)
+        assert state == {"long": "cancelled", "found": state["found"], "again": "done", "calls": 2}
+        assert len(state["found"]) == first.locator(".rx-found-item").count()
+    except BaseException:
+        shots(page, "failure-stop")
+        raise
+    finally:
+        page.close()
