@@ -16,6 +16,8 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
+from lab import open_notebook, write_notebook  # noqa: E402
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -28,16 +30,11 @@ def quickstart() -> str:
 def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
     code = quickstart()
     assert "print(exp.rules)" in code and "display(exp)" in code
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(code)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, jupyter_lab.root / "quickstart.ipynb")
+    write_notebook(jupyter_lab.root / "quickstart.ipynb", [code])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        page.goto(jupyter_lab.page_url("quickstart.ipynb"), timeout=60_000)
-        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
-                               "?.status === 'idle'", timeout=60_000)
+        open_notebook(page, jupyter_lab, "quickstart.ipynb")
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
         # the job runs in the background: the widget shows while the cell still waits in print(exp.rules)
         page.locator(".rx-root").wait_for(timeout=240_000)

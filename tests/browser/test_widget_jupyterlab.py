@@ -11,13 +11,13 @@ as a PNG under test-output/screenshots/.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -51,37 +51,12 @@ rx.load  # the report needs nothing else
 print("REPORT written")"""
 
 
-def _notebook(path: Path) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in (SETUP, EXPECTED, KERNEL_VIEW, REPORT)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-
-
-def _wait_file(path: Path, seconds: float) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        if path.exists():
-            try:
-                return json.loads(path.read_text())
-            except json.JSONDecodeError:
-                pass  # still being written
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path.name} was not written within {seconds} s")
-        time.sleep(0.1)
-
-
-def _run_cell(page, index: int) -> None:
-    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
-                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
-                  index)
-
 
 def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
     root = jupyter_lab.root
     for name in ("expected.json", "kernel_user.json", "report.html"):
         (root / name).unlink(missing_ok=True)
-    _notebook(root / "widget.ipynb")
+    write_notebook(root / "widget.ipynb", [SETUP, EXPECTED, KERNEL_VIEW, REPORT])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -90,10 +65,8 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.set_default_timeout(30_000)
     try:
-        page.goto(jupyter_lab.page_url("widget.ipynb"), timeout=60_000)
-        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
-                               "?.status === 'idle'", timeout=60_000)
-        _run_cell(page, 0)
+        open_notebook(page, jupyter_lab, "widget.ipynb")
+        run_cell(page, 0)
 
         # 1. The progress view while the job runs in the background thread.
         progress = page.locator(".rx-progress")
@@ -111,8 +84,8 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
 
         # 2. The rule cards once the job is done; the kernel answers the next cell meanwhile.
         page.locator(".rx-card").first.wait_for(timeout=180_000)
-        _run_cell(page, 1)
-        expected = _wait_file(root / "expected.json", 120)
+        run_cell(page, 1)
+        expected = wait_file(root / "expected.json", 120)
         cards = page.locator(".rx-card")
         assert cards.count() == expected["n_rules"]
         assert [int(x) for x in cards.evaluate_all("els => els.map(e => e.dataset.ruleIndex)")] == expected["order"]
@@ -142,8 +115,8 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         fired_shown = sorted(int(x) for x in page.locator(".rx-user .rx-fired-rule").evaluate_all(
             "els => els.map(e => e.dataset.ruleIndex)"))
         assert expected["order"][0] in fired_shown  # the card's rule fires for its example user
-        _run_cell(page, 2)
-        kernel = _wait_file(root / "kernel_user.json", 60)
+        run_cell(page, 2)
+        kernel = wait_file(root / "kernel_user.json", 60)
         assert kernel["user"] == uid
         assert fired_shown == sorted(kernel["fired"])
         assert page.locator(".rx-user .rx-events tr.rx-feeds").count() > 0  # rows feeding the statistics
@@ -178,7 +151,7 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         # 8. The standalone report, from file:// with no server behind it.
         page.locator(".rx-tab[data-tab='rules']").click()
         lab_texts = page.locator(".rx-card .rx-rule-text").all_inner_texts()
-        _run_cell(page, 3)
+        run_cell(page, 3)
         deadline = time.monotonic() + 60
         while not (root / "report.html").exists():
             assert time.monotonic() < deadline, "report.html was not written"

@@ -19,6 +19,8 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
+from lab import open_notebook, run_cell, write_notebook  # noqa: E402
+
 SETUP = """\
 import rudi_explain as rx
 demo = rx.datasets.make_payments(800, random_state=0)
@@ -82,18 +84,6 @@ OVERFLOW = """
 
 TEXT_MIN, LARGE_MIN = 4.5, 3.0
 
-
-def _notebook(path) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in (SETUP, BROKEN)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
-
-
-def _run_cell(page, index: int) -> None:
-    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
-                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
-                  index)
 
 
 def _theme(page, name: str, light: bool) -> None:
@@ -184,17 +174,15 @@ def _focused(page) -> str | None:
 
 
 def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
-    _notebook(jupyter_lab.root / "layout.ipynb")
+    write_notebook(jupyter_lab.root / "layout.ipynb", [SETUP, BROKEN])
     page = chromium.new_page(viewport={"width": 1280, "height": 1200})
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.set_default_timeout(30_000)
     try:
-        page.goto(jupyter_lab.page_url("layout.ipynb"), timeout=60_000)
-        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
-                               "?.status === 'idle'", timeout=60_000)
-        _run_cell(page, 0)
-        _run_cell(page, 1)
+        open_notebook(page, jupyter_lab, "layout.ipynb")
+        run_cell(page, 0)
+        run_cell(page, 1)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         bad = page.locator(".jp-Cell").nth(1).locator(".rx-root")
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)

@@ -9,13 +9,11 @@ it) and then succeeds when the widget's Retry button runs it again.
 
 from __future__ import annotations
 
-import json
-import time
-from pathlib import Path
-
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 CANCELLED = """\
 import json, rudi_explain as rx
@@ -39,38 +37,17 @@ json.dump({"long": long.status, "found": [str(s) for s in long.statistics], "aga
            "calls": len(calls)}, open("stop_state.json", "w"))"""
 
 
-def _wait_file(path: Path, seconds: float) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        if path.exists():
-            try:
-                return json.loads(path.read_text())
-            except json.JSONDecodeError:
-                pass
-        assert time.monotonic() < deadline, f"{path.name} was not written within {seconds} s"
-        time.sleep(0.1)
-
-
-def _run_cell(page, index: int) -> None:
-    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
-                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
-                  index)
 
 
 def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
     root = jupyter_lab.root
     (root / "stop_state.json").unlink(missing_ok=True)
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(src) for src in (CANCELLED, FLAKY, STATE)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, root / "stop.ipynb")
+    write_notebook(root / "stop.ipynb", [CANCELLED, FLAKY, STATE])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        page.goto(jupyter_lab.page_url("stop.ipynb"), timeout=60_000)
-        page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
-                               "?.status === 'idle'", timeout=60_000)
-        _run_cell(page, 0)
+        open_notebook(page, jupyter_lab, "stop.ipynb")
+        run_cell(page, 0)
         first = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         first.locator(".rx-found-item").first.wait_for(timeout=120_000)  # the search has found something
         first.locator(".rx-cancel").click()
@@ -84,7 +61,7 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
         assert first.locator(".rx-found-item").count() >= 1 and first.locator(".rx-retry").count() == 1
         shots(page, "9-cancelled", top=first)
 
-        _run_cell(page, 1)
+        run_cell(page, 1)
         second = page.locator(".jp-Cell").nth(1).locator(".rx-root")
         second.locator(".rx-status-failed").wait_for(timeout=60_000)
         error = second.locator(".rx-error")
@@ -95,8 +72,8 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
         second.locator(".rx-card").first.wait_for(timeout=180_000)
         assert second.locator(".rx-status").inner_text() == "done" and second.locator(".rx-error").count() == 0
         shots(page, "11-retried", top=second)
-        _run_cell(page, 2)
-        state = _wait_file(root / "stop_state.json", 60)
+        run_cell(page, 2)
+        state = wait_file(root / "stop_state.json", 60)
         assert state == {"long": "cancelled", "found": state["found"], "again": "done", "calls": 2}
         assert len(state["found"]) == first.locator(".rx-found-item").count()
     except BaseException:

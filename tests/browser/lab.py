@@ -1,0 +1,47 @@
+"""Helpers the browser tests share: write a notebook, open it in JupyterLab, run cells, wait for files."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+KERNEL_IDLE = ("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel"
+               "?.status === 'idle'")
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """A notebook of code cells, with the python3 kernel."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def open_notebook(page, lab, name: str) -> None:
+    """Open ``name`` in JupyterLab and wait until its kernel is idle."""
+    page.goto(lab.page_url(name), timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+
+
+def run_cell(page, index: int) -> None:
+    """Run cell ``index`` of the open notebook (it runs in the kernel's order of requests)."""
+    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
+                           nb.activeCellIndex = k; return window.jupyterapp.commands.execute('notebook:run-cell'); }""",
+                  index)
+
+
+def wait_file(path: Path, seconds: float) -> dict:
+    """The JSON a cell writes to ``path``, once it is there and whole."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if path.exists():
+            try:
+                return json.loads(path.read_text())
+            except json.JSONDecodeError:
+                pass  # still being written
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} was not written within {seconds} s")
+        time.sleep(0.1)
