@@ -77,6 +77,13 @@ _TYPES = {
 }
 
 
+def _ascending(key: str) -> str:
+    """An ORDER BY key as a value sorting the same way ascending (``x DESC`` becomes ``-(x)``)."""
+    if key.endswith(" DESC"):
+        return f"-({key[:-5]})"
+    return key[:-4] if key.endswith(" ASC") else key
+
+
 # ------------------------------------------------------------------ quoting
 def _check_dialect(dialect: str) -> str:
     if dialect not in DIALECTS:
@@ -407,7 +414,10 @@ class _StatisticCompiler:
                     expr = self.onehot(agg, nd, cd, frac_of if isinstance(agg, Percentile) else None)
             else:
                 val = _when(cond, v)
-                if isinstance(agg, Mean):
+                exact = self.ordered_values(val, order_keys) if isinstance(agg, (Mean, Sum, Std)) else None
+                if exact is not None:
+                    expr = self.exact_moment(agg, part(exact))
+                elif isinstance(agg, Mean):
                     expr = part(f"AVG({val})")
                 elif isinstance(agg, Max):
                     expr = part(f"MAX({val})")
@@ -441,6 +451,49 @@ class _StatisticCompiler:
         select = ", ".join([q("_u")] + [f"{p} AS {q(f'_p{i}')}" for p, i in parts.items()])
         ctes.append((agg_name, f"SELECT {select} FROM {current} GROUP BY {q('_u')}"))
         return _Compiled(ctes, agg_name, outputs)
+
+    def ordered_values(self, val: str, order_keys: list[str]) -> str | None:
+        """The user's defined values as an array in the engine's event order, or None.
+
+        Floating-point addition depends on its order: the engine adds each
+        user's values one by one in event order (``numpy.bincount``), and a
+        plain ``SUM`` adds in whatever order the database reads them, which
+        can differ in the last bit (and flip a literal sitting exactly on a
+        threshold). Where the dialect has ordered arrays (DuckDB, Spark) the
+        values are collected in the same order and added left to right, so
+        Sum, Mean and Std equal the engine's to the bit. None without an
+        order (no time, no ``event_order``) or in standard SQL.
+        """
+        if not order_keys or self.o.dialect == "ansi":
+            return None
+        if self.o.dialect == "duckdb":
+            return f"LIST({val} ORDER BY {', '.join(order_keys)}) FILTER (WHERE {val} IS NOT NULL)"
+        # Spark: (order keys..., value) structs sorted ascending, then the values (COLLECT_LIST skips NULL)
+        fields = ", ".join(f"'k{i}', {_ascending(k)}" for i, k in enumerate(order_keys))
+        return (f"TRANSFORM(ARRAY_SORT(COLLECT_LIST(CASE WHEN {val} IS NOT NULL THEN "
+                f"NAMED_STRUCT({fields}, 'v', {val}) END)), x -> x.v)")
+
+    def exact_moment(self, agg: Any, values: str) -> str:
+        """Sum, Mean or Std of an ordered value array, added left to right as the engine does.
+
+        The engine: ``total`` added in order, ``mean = total / count``, then
+        the squared deviations ``(v - mean) ** 2`` added in order, and
+        ``sqrt(squares / (count - 1))``.
+        """
+        zero = float_literal(0.0)
+        if self.o.dialect == "duckdb":
+            total, n = f"LIST_SUM({values})", f"LEN({values})"
+            mean = f"({total} / {n})"
+            squares = f"LIST_SUM(LIST_TRANSFORM({values}, x -> (x - {mean}) * (x - {mean})))"
+        else:  # spark: AGGREGATE folds left to right
+            total, n = f"AGGREGATE({values}, CAST(0 AS DOUBLE), (acc, x) -> acc + x)", f"SIZE({values})"
+            mean = f"({total} / {n})"
+            squares = f"AGGREGATE({values}, CAST(0 AS DOUBLE), (acc, x) -> acc + (x - {mean}) * (x - {mean}))"
+        if isinstance(agg, Sum):
+            return f"COALESCE({total}, {zero})"
+        if isinstance(agg, Mean):
+            return f"CASE WHEN {n} > 0 THEN {total} / {n} END"
+        return f"CASE WHEN {n} > 1 THEN SQRT({squares} / ({n} - 1)) END"
 
     def lerp(self, rank: str, a: str, b: str, defined: str) -> str:
         """numpy's linear interpolation, from the nearer end (so frac = 1 gives b exactly)."""
