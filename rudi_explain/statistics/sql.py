@@ -36,8 +36,11 @@ Dialects
 ``"duckdb"`` (run by the tests against the engine), ``"ansi"`` (standard SQL
 only: no NaN in floats, and no datetime time arithmetic, which raises) and
 ``"spark"`` (Spark SQL: backquoted identifiers, backslash-escaped strings;
-run by the tests in PySpark's local mode, with ANSI mode on). Anything that cannot compile raises a
-``ValueError`` naming the dialect and the operator.
+run by the tests in PySpark's local mode, with ANSI mode on). Anything that
+cannot compile raises a ``ValueError`` naming the dialect and the operator.
+In DuckDB and Spark every value equals the engine's to the bit: sums are
+added in the engine's event order (see ``ordered_values``); standard SQL
+adds them in the database's order, so its sums may differ in the last bit.
 
 Quoting is written here rather than through a query builder such as
 sqlglot: the statements are a handful of fixed shapes, every identifier and
