@@ -148,12 +148,13 @@ def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any
 
 
 def linked_users(results: dict) -> list[str]:
-    """User keys the report's views link to: the top users and every rule card's examples.
+    """User keys the report's views link to: top users, worst explained users, rule-card examples.
 
     The report embeds the drill-down of each of them, so no link in it leads
     nowhere.
     """
     keys = [u["id"] for u in results.get("top_users", [])]
+    keys += [u["id"] for u in results.get("faithful", {}).get("worst", [])]
     for card in results.get("rules", []):
         keys += [e["id"] for e in card.get("examples", [])]
     return list(dict.fromkeys(keys))

@@ -324,11 +324,55 @@ def top_users(exp: Any, n: int = 15) -> list[dict]:
     return [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in idx]
 
 
+#: points of the faithfulness scatter (held-out users, evenly spread over the teacher's ranks)
+MAX_SCATTER = 400
+#: users listed as the worst explained
+N_WORST = 10
+
+
+def _percentiles(x: np.ndarray) -> np.ndarray:
+    """Mid-rank percentiles in [0, 100] (ties share their average rank)."""
+    ranks = pd.Series(x).rank(method="average").to_numpy()
+    return 100.0 * (ranks - 0.5) / len(x)
+
+
+def faithfulness(exp: Any) -> dict:
+    """Teacher score against rule score on the held-out users, and the users explained worst.
+
+    ``points``: at most :data:`MAX_SCATTER` held-out users (evenly spread over
+    the teacher's order), each with both scores. ``spearman``: the rank
+    correlation over all held-out users. ``worst``: the :data:`N_WORST`
+    held-out users whose percentile under the rules is farthest from their
+    percentile under the teacher, farthest first (ties by id), each with both
+    scores and both percentiles: the first place an auditor looks.
+    """
+    test = np.flatnonzero(exp.is_test)
+    if test.size < 2:
+        return {"points": [], "spearman": None, "worst": [], "n_test": int(test.size)}
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)[test]
+    s = exp.student_scores.to_numpy(dtype=np.float64)[test]
+    py, ps = _percentiles(y), _percentiles(s)
+    spearman = float(np.corrcoef(py, ps)[0, 1]) if py.std() > 0 and ps.std() > 0 else None
+    ids = exp.sequences.users[test]
+    order = np.argsort(y, kind="stable")
+    shown = order[np.unique(np.linspace(0, test.size - 1, min(MAX_SCATTER, test.size)).round().astype(int))]
+    gap = np.abs(py - ps)
+    # farthest first; ties in user order (users are sorted, so this is the id order)
+    worst = np.lexsort((np.arange(test.size), -gap))[:N_WORST]
+    return {
+        "points": [{"teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in shown],
+        "spearman": _num(spearman, 4),
+        "n_test": int(test.size),
+        "worst": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4),
+                   "teacher_pct": _num(py[i], 3), "student_pct": _num(ps[i], 3)} for i in worst],
+    }
+
+
 def results_state(exp: Any) -> dict:
     """Every result payload the front end shows at once (no per-user details)."""
     return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
-            "effects": net_effects(exp)}
+            "effects": net_effects(exp), "faithful": faithfulness(exp)}
 
 
 def fidelity_curve(exp: Any) -> list[dict]:

@@ -63,7 +63,7 @@ def test_state_of_a_finished_explanation(exp):
     w = ExplanationWidget(exp)
     assert w.status == "done" and w.error == ""
     r = w.results
-    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects"}
+    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects", "faithful"}
     report = exp.report()
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
@@ -308,7 +308,7 @@ def test_report_is_self_contained_and_escaped(exp, tmp_path):
     # every user a view links to is embedded, and up to 12 more; the page lists them
     from rudi_explain.report import linked_users, sample_users
 
-    linked = set(u["id"] for u in state["results"]["top_users"])
+    linked = set(u["id"] for u in state["results"]["top_users"]) | {u["id"] for u in state["results"]["faithful"]["worst"]}
     linked |= {e["id"] for card in state["results"]["rules"] for e in card["examples"]}
     assert set(linked_users(state["results"])) == linked and linked <= set(users)
     assert set(users) == linked | {ws.user_key(u) for u in sample_users(exp, 12)}
@@ -322,6 +322,27 @@ def test_report_is_self_contained_and_escaped(exp, tmp_path):
     uid = next(iter(users))
     assert users[uid]["fired"] == exp.user(ws.resolve_user(exp, uid)).fired
     assert "export default" in parser.scripts["rx-esm"]
+
+
+def test_faithfulness_against_a_plain_reference(exp):
+    f = ws.faithfulness(exp)
+    test = exp.is_test
+    y = exp.teacher_scores[test]
+    s = exp.student_scores[test]
+    # rank correlation, by pandas on its own
+    assert f["spearman"] == pytest.approx(y.rank().corr(s.rank()), abs=1e-4)
+    assert f["n_test"] == int(test.sum()) and len(f["points"]) == min(ws.MAX_SCATTER, int(test.sum()))
+    # the worst explained: a per-user loop over percentile gaps, farthest first, ties by id
+    n = len(y)
+    pct_y = {u: 100 * (r - 0.5) / n for u, r in y.rank().items()}
+    pct_s = {u: 100 * (r - 0.5) / n for u, r in s.rank().items()}
+    gaps = sorted(((abs(pct_y[u] - pct_s[u]), u) for u in y.index), key=lambda g: (-g[0], list(y.index).index(g[1])))
+    assert [u["id"] for u in f["worst"]] == [ws.user_key(u) for _, u in gaps[:ws.N_WORST]]
+    first = f["worst"][0]
+    assert abs(first["teacher_pct"] - first["student_pct"]) == pytest.approx(gaps[0][0], abs=1e-3)
+    # every point is a held-out user's pair of scores
+    pairs = {(ws._num(a, 4), ws._num(b, 4)) for a, b in zip(y, s)}  # as the payload writes numbers
+    assert all((p["teacher"], p["student"]) in pairs for p in f["points"])
 
 
 def test_report_samples_top_users_and_card_examples(exp):

@@ -407,10 +407,45 @@ function effectChart(e) {
   return box;
 }
 
-function effectsView(results) {
+// Teacher score (x) against rule score (y) on held-out users: how faithful, in one picture.
+function scatterChart(f) {
+  const W = 460, H = 260, L = 48, R = 14, T = 12, B = 34;
+  const box = chartSvg("rx-scatter", W, H, "teacher score against rule score, held-out users");
+  box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
+  const xs = f.points.map((p) => p.teacher), ys = f.points.map((p) => p.student);
+  const span = (v) => { const lo = Math.min(...v), hi = Math.max(...v); return [lo, hi > lo ? hi : lo + 1]; };
+  const [x0, x1] = span(xs), [y0, y1] = span(ys);
+  const X = (v) => L + (W - L - R) * (v - x0) / (x1 - x0), Y = (v) => H - B - (H - T - B) * (v - y0) / (y1 - y0);
+  for (const p of f.points) box.appendChild(svg("circle", { cx: X(p.teacher), cy: Y(p.student), r: 2.2, class: "rx-scatter-point" }));
+  box.appendChild(svg("text", { x: L + (W - L - R) / 2, y: H - 6, "text-anchor": "middle", class: "rx-axis" }, "teacher score"));
+  box.appendChild(svg("text", { x: 12, y: T + (H - T - B) / 2, "text-anchor": "middle", class: "rx-axis",
+    transform: `rotate(-90 12 ${T + (H - T - B) / 2})` }, "rule score"));
+  for (const [v, x] of [[x0, X(x0)], [x1, X(x1)]]) box.appendChild(svg("text", { x, y: H - B + 14, "text-anchor": "middle", class: "rx-axis" }, fmt(v, 3)));
+  for (const [v, y] of [[y0, Y(y0)], [y1, Y(y1)]]) box.appendChild(svg("text", { x: L - 4, y: y + 4, "text-anchor": "end", class: "rx-axis" }, fmt(v, 3)));
+  return box;
+}
+
+function faithfulView(f, openUser) {
+  if (!f || !f.points || !f.points.length) return null;
+  return [h("h4", null, "How faithful: teacher against rules on held-out users"),
+    h("p", { class: "rx-help" }, `${fmt(f.points.length)} of ${fmt(f.n_test)} held-out users; rank correlation `,
+      h("strong", { class: "rx-spearman" }, f.spearman === null ? "–" : fmt(f.spearman, 3)),
+      ". Points on a rising line mean the rules order users as the model does."), scatterChart(f),
+    h("h4", null, "Users the rules explain worst"),
+    h("p", { class: "rx-help" }, "Held-out users whose rank under the rules is farthest from their rank under the model. Click one to see why."),
+    scrollBox("worst", h("table", { class: "rx-table rx-worst" },
+      h("thead", null, h("tr", null, ["user", "teacher score", "percentile", "rule score", "percentile"].map((c) => h("th", null, c)))),
+      h("tbody", null, f.worst.map((u) => h("tr", { data: { user: u.id } },
+        h("td", null, userLink({ id: u.id }, openUser, "worst")), h("td", { class: "rx-num" }, fmt(u.teacher, 3)),
+        h("td", { class: "rx-num" }, fmt(u.teacher_pct, 3)), h("td", { class: "rx-num" }, fmt(u.student, 3)),
+        h("td", { class: "rx-num" }, fmt(u.student_pct, 3)))))))];
+}
+
+function effectsView(results, openUser) {
   const curve = results.curve || [];
   const effects = results.effects || [];
   return h("section", { class: "rx-effects" },
+    faithfulView(results.faithful, openUser),
     h("h4", null, "Fidelity against the number of rules"),
     curve.length ? [h("p", { class: "rx-help" }, "Each point is the rule set kept after pruning down to that many rules; ",
       "the rules shown are the large dot. exp.with_rules(k) gives the explanation at another point."), curveChart(curve)]
@@ -636,14 +671,14 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
-      const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Effects"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
       parts.push(tabBar(tabs, ui, ids, select));
       let panel;
       if (ui.tab === "rules") {
         panel = h("section", { class: "rx-rules" },
           h("p", { class: "rx-help" }, "Largest weight first. Click a card for example users it fires for."),
           results.rules.map((c) => ruleCard(c, ui, openUser, draw)));
-      } else if (ui.tab === "effects") panel = effectsView(results, ui, draw);
+      } else if (ui.tab === "effects") panel = effectsView(results, openUser);
       else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
       else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
       else panel = statisticsView(results);

@@ -145,7 +145,16 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         page.locator("svg.rx-curve").wait_for()
         assert page.locator(".rx-curve-default").count() == 1
         assert page.locator(".rx-effect-block svg.rx-effect path.rx-step").count() >= 1
+        # how faithful: the scatter of held-out users and the worst explained, each a link to its drill-down
+        assert page.locator("svg.rx-scatter circle.rx-scatter-point").count() == 300  # 1,500 users, 20% held out
+        assert 0 < float(page.locator(".rx-spearman").inner_text()) <= 1
+        worst = page.locator(".rx-worst tbody tr")
+        assert worst.count() == 10
         shots(page, "7-curve-and-effects", top=page.locator(".rx-tabs"))
+        worst_id = worst.first.get_attribute("data-user")
+        worst.first.locator(".rx-user-link").click()
+        page.locator(f".rx-user[data-user='{worst_id}']").wait_for()
+        page.locator(".rx-tab[data-tab='effects']").click()
         assert not dialogs, f"an alert ran: {dialogs}"
 
         # 8. The standalone report, from file:// with no server behind it.
