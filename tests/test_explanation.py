@@ -194,22 +194,37 @@ def test_results_of_a_failed_job_raise_and_say_why(demo, read):
         read(e)
 
 
+def _no_running_jobs():
+    """Stop what earlier tests left running, so a test sees only its own jobs."""
+    for e in rx.running():
+        e.cancel()
+        e._finished.wait(30)
+
+
 def test_an_interrupted_wait_cancels_the_job(demo, capsys):
     import _thread
+    import signal
 
+    _no_running_jobs()
     started = threading.Event()
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread",
                    progress=lambda ev: ev.stage == "search" and started.set(), n_stats=20, n_simulations=5000)
     assert started.wait(60)
-    threading.Timer(0.3, _thread.interrupt_main).start()  # what the notebook's Interrupt does
-    with pytest.raises(KeyboardInterrupt):
-        e.wait()
+    # the interpreter's own SIGINT handler, as in a kernel (a library such as PySpark may have put its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, _thread.interrupt_main).start()  # what the notebook's Interrupt does
+        with pytest.raises(KeyboardInterrupt):
+            e.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert e.done and e.status == "cancelled"
     assert "interrupted: the explanation was cancelled" in capsys.readouterr().err
     assert e not in rx.running()
 
 
 def test_running_lists_jobs_and_a_second_job_warns(demo):
+    _no_running_jobs()
     gate = threading.Event()
 
     def slow(seqs):

@@ -13,6 +13,8 @@ Skipped, with the reason, where PySpark or a Java runtime is missing;
 
 from __future__ import annotations
 
+import signal
+
 import os
 import shutil
 
@@ -39,6 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated:D
 def spark():
     from pyspark.sql import SparkSession
 
+    handler = signal.getsignal(signal.SIGINT)  # before PySpark puts its own in place
     session = (SparkSession.builder.master("local[1]").appName("rudi-explain-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.driver.memory", "1g")
@@ -58,6 +61,8 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    # PySpark puts its own SIGINT handler in place (it cancels Spark jobs); give the process its own back
+    signal.signal(signal.SIGINT, handler if handler is not None else signal.default_int_handler)
 
 
 def register(spark, df: pd.DataFrame, name: str) -> None:
