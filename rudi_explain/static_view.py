@@ -54,7 +54,7 @@ def static_html(exp: Any) -> str:
         f"<p><b>rudi-explain</b>: {r['n_rules']} rules over {r['n_statistics']} statistics explain the "
         f"{escape(str(r['teacher']))} teacher on {r['n_users']:,} users; fidelity <b>{r['fidelity_test']:.3f}</b> "
         f"on {r['n_test']:,} held-out users (95% interval {low:.3f} to {high:.3f}).</p>",
-        f"<p style=\"opacity: 0.8\">{escape(r['fidelity_meaning'])} Score unit: "
+        f"<p style=\"opacity: 0.8\">{escape(r['fidelity_meaning'].rstrip('.'))}. Score unit: "
         f"{escape(str(r['score_unit']))}.</p>",
         _rules_table(exp),
     ]
