@@ -38,9 +38,11 @@ only: no NaN in floats, and no datetime time arithmetic, which raises) and
 ``"spark"`` (Spark SQL: backquoted identifiers, backslash-escaped strings;
 run by the tests in PySpark's local mode, with ANSI mode on). Anything that
 cannot compile raises a ``ValueError`` naming the dialect and the operator.
-In DuckDB and Spark every value equals the engine's to the bit: sums are
-added in the engine's event order (see ``ordered_values``); standard SQL
-adds them in the database's order, so its sums may differ in the last bit.
+With ``exact_sums=True`` (DuckDB, Spark) every value equals the engine's to
+the bit: sums are added in the engine's event order (``ordered_values``),
+at the cost of holding each user's values in memory. By default, and in
+standard SQL, ``SUM`` adds in the database's order (spillable, twice as
+fast), so sums may differ from the engine's in the last bit.
 
 Quoting is written here rather than through a query builder such as
 sqlglot: the statements are a handful of fixed shapes, every identifier and
@@ -168,6 +170,7 @@ class _Options:
     vocabularies: dict[str, tuple[str, ...]] | None
     reference_time: Any
     time_unit: str | None
+    exact_sums: bool = False
 
     def q(self, name: str) -> str:
         return quote_identifier(name, self.dialect)
@@ -187,7 +190,8 @@ class _Options:
         return f"CAST({expr} AS {self.double})"
 
 
-def _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema) -> _Options:
+def _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
+             exact_sums: bool = False) -> _Options:
     _check_dialect(dialect)
     for what, name in (("user", user), ("time", time), ("event_order", event_order)):
         if name is not None and (not isinstance(name, str) or not name):
@@ -201,7 +205,8 @@ def _options(table, user, time, dialect, vocabularies, reference_time, event_ord
     if time_unit not in (None, "datetime", "number"):
         raise ValueError(f"time_unit must be 'datetime', 'number' or None, got {time_unit!r}")
     vocab = None if vocabularies is None else {str(k): tuple(str(v) for v in vs) for k, vs in vocabularies.items()}
-    return _Options(dialect, _table_sql(table, dialect), user, time, event_order, vocab, reference_time, time_unit)
+    return _Options(dialect, _table_sql(table, dialect), user, time, event_order, vocab, reference_time, time_unit,
+                    bool(exact_sums))
 
 
 # ------------------------------------------------------------------ compiling one statistic
@@ -467,7 +472,7 @@ class _StatisticCompiler:
         Sum, Mean and Std equal the engine's to the bit. None without an
         order (no time, no ``event_order``) or in standard SQL.
         """
-        if not order_keys or self.o.dialect == "ansi":
+        if not self.o.exact_sums or not order_keys or self.o.dialect == "ansi":
             return None
         if self.o.dialect == "duckdb":
             return f"LIST({val} ORDER BY {', '.join(order_keys)}) FILTER (WHERE {val} IS NOT NULL)"
@@ -602,7 +607,7 @@ def _unique(names: list[str], what: str) -> None:
 def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user_id", time: str | None = "ts",
                   dialect: str = "duckdb", vocabularies: Mapping[str, Sequence[str]] | None = None,
                   reference_time: Any = None, event_order: str | None = None, time_unit: str | None = None,
-                  schema: Any = None) -> str:
+                  schema: Any = None, exact_sums: bool = False) -> str:
     """One SELECT giving the statistic's values for every user of an event table.
 
     Parameters
@@ -630,6 +635,13 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
         ``Within`` unit or ``schema`` tells.
     schema : Sequences or Schema, optional
         Supplies ``vocabularies`` and ``time_unit`` when those are not given.
+    exact_sums : bool, default=False
+        Add each user's values in the engine's event order (DuckDB, Spark),
+        so that Sum, Mean and Std equal the engine's to the bit and no
+        literal can flip on a value lying exactly on its threshold. It holds
+        each user's values in memory (DuckDB cannot spill ordered lists) and
+        takes about twice as long; the default ``SUM`` may differ from the
+        engine in the last bit (relative 1e-15).
 
     Returns
     -------
@@ -642,7 +654,8 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
     ValueError
         Naming the dialect and operator for anything that cannot compile.
     """
-    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema)
+    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
+                    exact_sums)
     compiled = _compile(stat, opts, "_s_")
     q = opts.q
     _unique([user] + [n for n, _ in compiled.outputs], "statistic outputs")
@@ -657,7 +670,8 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
 def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", user: str = "user_id",
                    time: str | None = "ts", dialect: str = "duckdb",
                    vocabularies: Mapping[str, Sequence[str]] | None = None, reference_time: Any = None,
-                   event_order: str | None = None, time_unit: str | None = None, schema: Any = None) -> str:
+                   event_order: str | None = None, time_unit: str | None = None, schema: Any = None,
+                   exact_sums: bool = False) -> str:
     """One SELECT giving the values of several statistics for every user, in one pass.
 
     The K statistics of an explanation at once (one query, one scan of the
@@ -667,7 +681,8 @@ def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", 
     :func:`ruleset_sql` names its values). Parameters as for
     :func:`statistic_sql`.
     """
-    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema)
+    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
+                    exact_sums)
     q = opts.q
     users, users_body = _users_cte(opts)
     ctes, joins, cols = [(users, users_body)], [], [f"{q('_x')}.{q('_u')} AS {q(user)}"]
@@ -690,7 +705,8 @@ def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", 
 def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_id", time: str | None = "ts",
                 dialect: str = "duckdb", literals: Any = None, include_literals: bool = False,
                 vocabularies: Mapping[str, Sequence[str]] | None = None, reference_time: Any = None,
-                event_order: str | None = None, time_unit: str | None = None, schema: Any = None) -> str:
+                event_order: str | None = None, time_unit: str | None = None, schema: Any = None,
+                exact_sums: bool = False) -> str:
     """One SELECT giving every user's statistic values, rule firings and rule score.
 
     Parameters
@@ -702,7 +718,7 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
         Also give each literal's truth (0/1) as a column named by the literal.
     vocabularies : mapping, optional
         By default ``literals.vocabularies`` (the training categories).
-    table, user, time, dialect, reference_time, event_order, time_unit, schema
+    table, user, time, dialect, reference_time, event_order, time_unit, schema, exact_sums
         As for :func:`statistic_sql`.
 
     Returns
@@ -725,7 +741,8 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
                          "pass literals=")
     if vocabularies is None and schema is None:
         vocabularies = literals.vocabularies
-    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema)
+    opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
+                    exact_sums)
     q = opts.q
 
     # Which value columns (outputs) are needed.

@@ -259,20 +259,21 @@ class Statistic:
 
     def to_sql(self, table: str | Sequence[str] = "events", user: str = "user_id", time: str | None = "ts",
                dialect: str = "duckdb", vocabularies=None, reference_time=None, event_order: str | None = None,
-               time_unit: str | None = None, schema=None) -> str:
+               time_unit: str | None = None, schema=None, exact_sums: bool = False) -> str:
         """One SELECT giving this statistic for every user of an event table.
 
         One row per user (sorted), the user column then one column per
         output (:meth:`output_names`), NULL where undefined. See
         :func:`rudi_explain.statistics.sql.statistic_sql` for the parameters
         (``vocabularies=seqs.vocabularies`` for one-hot and GroupBy outputs,
-        ``event_order=`` for ties in time).
+        ``event_order=`` for ties in time, ``exact_sums=True`` for sums equal
+        to the engine's to the bit).
         """
         from rudi_explain.statistics.sql import statistic_sql
 
         return statistic_sql(self, table=table, user=user, time=time, dialect=dialect, vocabularies=vocabularies,
                              reference_time=reference_time, event_order=event_order, time_unit=time_unit,
-                             schema=schema)
+                             schema=schema, exact_sums=exact_sums)
 
     @classmethod
     def from_json(cls, text: str) -> "Statistic":
