@@ -76,6 +76,14 @@ def assert_same(stat, got: np.ndarray, want: np.ndarray, ordered_sums: bool = Fa
         np.testing.assert_array_equal(got, want, err_msg=str(stat))
 
 
+def check_against_engine(got: pd.DataFrame, stat, seqs, ordered_sums: bool) -> None:
+    """One statistic's SQL result (``got``) against the engine on the same users."""
+    assert list(got.columns) == ["user_id", *stat.output_names(seqs)], str(stat)
+    assert list(got["user_id"]) == list(seqs.users)
+    want = stat.evaluate(seqs)
+    assert_same(stat, as_values(got, seqs.users).reshape(want.shape), want, ordered_sums=ordered_sums)
+
+
 def run(con, sql: str) -> pd.DataFrame:
     return con.execute(sql).df()
 
@@ -104,11 +112,7 @@ def test_random_statistics_match_engine(grammar):
             exact = table % 2 == 1  # half the tables with sums in the engine's order, equal to the bit
             sql = stat.to_sql(vocabularies=seqs.vocabularies, event_order="row", reference_time=reference,
                               time_unit=schema.time_unit, exact_sums=exact)
-            got = run(con, sql)
-            assert list(got.columns) == ["user_id", *stat.output_names(seqs)], str(stat)
-            assert list(got["user_id"]) == list(seqs.users)
-            want = stat.evaluate(seqs)
-            assert_same(stat, as_values(got, seqs.users).reshape(want.shape), want, ordered_sums=exact)
+            check_against_engine(run(con, sql), stat, seqs, ordered_sums=exact)
             tested += 1
     assert tested == 240
 

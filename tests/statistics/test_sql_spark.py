@@ -26,7 +26,7 @@ import rudi_explain as rx
 from rudi_explain.rules import And, Lit, Or, RuleSet
 from rudi_explain.statistics import Schema
 
-from test_sql import CATEGORICAL, NUMERICAL, as_values, assert_same, event_table, random_statistic
+from test_sql import CATEGORICAL, NUMERICAL, as_values, check_against_engine, event_table, random_statistic
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -89,11 +89,7 @@ def test_random_statistics_match_engine(spark, grammar):
             exact = table % 2 == 1  # half the tables with sums in the engine's order, equal to the bit
             sql = stat.to_sql(dialect="spark", vocabularies=seqs.vocabularies, event_order="row",
                               reference_time=reference, time_unit=schema.time_unit, exact_sums=exact)
-            got = run(spark, sql)
-            assert list(got.columns) == ["user_id", *stat.output_names(seqs)], str(stat)
-            assert list(got["user_id"]) == list(seqs.users)
-            want = stat.evaluate(seqs)
-            assert_same(stat, as_values(got, seqs.users).reshape(want.shape), want, ordered_sums=exact)
+            check_against_engine(run(spark, sql), stat, seqs, ordered_sums=exact)
             tested += 1
     assert tested == 20
 
