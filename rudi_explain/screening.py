@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from rudi_explain.statistics import (
 from rudi_explain.statistics.operators import Operator
 
 __all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "ColumnScreen", "neighbours", "simpler_forms",
-           "scalar_form"]
+           "distinct_statistics", "scalar_form"]
 
 #: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
 #: analyst computes first (the rest are reached by deepening).
@@ -223,19 +223,32 @@ def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") ->
     variants.extend(ops[:-1] + [other] for other in candidate_operators(schema)
                     if other.kind == "aggregation" and other != stat.aggregation)
     level = complexity(stat)[:2]
-    out, keys = [], {stat.key}
+
+    def keep(candidate: Statistic) -> bool:
+        return candidate.is_valid(schema) and (grammar != "readable" or candidate.is_readable(schema)) \
+            and complexity(candidate)[:2] < level
+
+    return sorted(distinct_statistics(variants, keep, exclude={stat.key}), key=complexity)
+
+
+def distinct_statistics(variants: Iterable[list], keep: Callable[[Statistic], bool],
+                        exclude: Iterable[Any] = ()) -> list[Statistic]:
+    """The operator lists that make a statistic ``keep`` accepts, each equivalence key once.
+
+    Lists that are no statistic (``Statistic`` refuses them) and keys in
+    ``exclude`` are skipped; the order of ``variants`` is kept.
+    """
+    out, keys = [], set(exclude)
     for variant in variants:
         try:
             candidate = Statistic(variant)
         except ValueError:
             continue
-        if not candidate.is_valid(schema) or (grammar == "readable" and not candidate.is_readable(schema)):
-            continue
-        if complexity(candidate)[:2] >= level or candidate.key in keys:
+        if candidate.key in keys or not keep(candidate):
             continue
         keys.add(candidate.key)
         out.append(candidate)
-    return sorted(out, key=complexity)
+    return out
 
 
 def bin_columns(X: np.ndarray) -> np.ndarray:

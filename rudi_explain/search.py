@@ -40,7 +40,8 @@ from rudi_explain.statistics import (
     next_operators,
 )
 from rudi_explain.screening import (
-    ColumnScreen, StepModel, complexity, neighbours, scalar_form, short_catalog, simpler_forms,
+    ColumnScreen, StepModel, complexity, distinct_statistics, neighbours, scalar_form, short_catalog,
+    simpler_forms,
 )
 from rudi_explain.statistics.operators import ANY_COLUMN, Operator
 from rudi_explain.statistics.readable import check_grammar
@@ -405,20 +406,9 @@ class StatisticsSearch:
                 for other in candidates:
                     if other.kind == "row":
                         variants.append(ops[:i] + [other] + ops[i:])
-        out, keys = [], {stat.key}
-        for variant in variants:
-            try:
-                candidate = Statistic(variant)
-            except ValueError:
-                continue
-            if candidate.depth > self.max_depth or not candidate.is_valid(self._schema):
-                continue
-            key = candidate.key
-            if key in keys or key in self._marked:
-                continue
-            keys.add(key)
-            out.append(candidate)
-        return out
+        return distinct_statistics(
+            variants, lambda c: c.depth <= self.max_depth and c.is_valid(self._schema),
+            exclude={stat.key, *self._marked})
 
     def _polish(self, stat: Statistic, target: np.ndarray) -> tuple[float, Statistic]:
         """Hill-climb by single edits; returns the final statistic and its last batch score."""
