@@ -354,6 +354,18 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"search: {search_options}\nexplain: {explain_options}\n{n} scenarios from seed {args.first}"
           + (f", {users} users each" if users else ""))
     results = []
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write() -> dict:
+        """The results so far, written whole after every scenario: a stopped run keeps what it did."""
+        out = {"search_options": search_options, "explain_options": explain_options, "recovery_r": RECOVERY_R,
+               "summary": summarize(results), "scenarios": results}
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(out, indent=1, default=float))
+        partial.replace(path)
+        return out
+
     t_all = time.perf_counter()
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     for seed in range(args.first, args.first + n):
@@ -365,14 +377,11 @@ def main(argv: list[str] | None = None) -> dict:
         r["seconds_total"] = round(time.perf_counter() - t0, 1)
         results.append(r)
         print(_line(r), flush=True)
-    summary = summarize(results)
-    print_summary(summary, len(results))
+        out = write()
+    if not results:
+        return {}
+    print_summary(out["summary"], len(results))
     print(f"total {time.perf_counter() - t_all:.0f} s")
-    out = {"search_options": search_options, "explain_options": explain_options, "recovery_r": RECOVERY_R,
-           "summary": summary, "scenarios": results}
-    path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, default=float))
     print(f"results: {path}")
     return out
 
