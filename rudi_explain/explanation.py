@@ -468,10 +468,11 @@ class Explanation:
         """Wait for the job in short steps; an interrupt cancels it. Whether it ended."""
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            # short waits: a KeyboardInterrupt reaches this thread between them at once
-            while not self._finished.wait(WAIT_STEP):
-                if deadline is not None and time.monotonic() >= deadline:
-                    return False
+            with self._widget_messages():
+                # short waits: a KeyboardInterrupt reaches this thread between them at once
+                while not self._finished.wait(WAIT_STEP):
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return False
         except KeyboardInterrupt:
             self.cancel()
             stopped = self._finished.wait(CANCEL_GRACE)
@@ -479,6 +480,18 @@ class Explanation:
                   " (it stops at its next check, within a second or so)"), file=sys.stderr, flush=True)
             raise
         return True
+
+    def _widget_messages(self) -> Any:
+        """A context in which this explanation's widgets get their messages (Cancel) while the
+        kernel's main thread blocks here; nothing outside a kernel (see :mod:`kernel_messages`)."""
+        import contextlib
+
+        widget = sys.modules.get("rudi_explain.widget")  # no widget module loaded: no widget to serve
+        if widget is None or not hasattr(widget, "views"):
+            return contextlib.nullcontext(False)
+        from rudi_explain.kernel_messages import widget_messages
+
+        return widget_messages(widget.views(self))
 
     def cancel(self) -> None:
         """Ask the job to stop at its next check (within a second or so)."""

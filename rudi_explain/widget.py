@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from typing import Any
 
 import anywidget
@@ -33,6 +34,13 @@ __all__ = ["ExplanationWidget", "front_end", "front_end_dir"]
 
 #: Seconds between two progress pushes of one stage (stage changes go at once).
 PUSH_INTERVAL = 0.2
+#: the widgets showing each explanation, for :func:`views` (a blocked wait routes their messages)
+_VIEWS: "weakref.WeakKeyDictionary[Any, weakref.WeakSet]" = weakref.WeakKeyDictionary()
+
+
+def views(explanation: Any) -> list["ExplanationWidget"]:
+    """The open widgets showing ``explanation`` (closed ones have no comm and are left out)."""
+    return [w for w in list(_VIEWS.get(explanation, ())) if getattr(w, "comm", None) is not None]
 
 
 class ExplanationWidget(anywidget.AnyWidget):
@@ -80,6 +88,7 @@ class ExplanationWidget(anywidget.AnyWidget):
         self._last_stage = ""
         self._filled = False
         self.on_msg(self._on_message)
+        _VIEWS.setdefault(explanation, weakref.WeakSet()).add(self)
         # Subscribe first, then catch up from the history, so no event is lost between.
         explanation.on_progress(self._on_event)
         for event in list(explanation.history):

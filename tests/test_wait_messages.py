@@ -1,0 +1,115 @@
+"""The widget's Cancel reaches a job while ``exp.wait()`` blocks the cell, in a real kernel.
+
+A kernel (ipykernel, over jupyter_client, as JupyterLab talks to it) runs one
+cell: a slow background explanation, its widget, then ``exp.wait()``. While
+that cell is busy the test sends the comm message the widget's Cancel button
+sends. The cell must end within a few seconds with the job cancelled, keeping
+the statistics found; a second cell queued behind it must run after it, in
+order. Without the routing (the same cell with the widget's messages left to
+the main shell) the cancel is handled only after the cell ends: the reference
+run, which times out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client")
+pytest.importorskip("ipykernel")
+pytest.importorskip("anywidget")
+
+REPO = Path(__file__).resolve().parents[1]
+
+CELL = """\
+import time, rudi_explain as rx
+from rudi_explain import kernel_messages
+{setup}
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+w = exp.widget()
+while exp.progress is None or exp.progress.stage != "search" or not exp.progress.numbers.get("found"):
+    time.sleep(0.05)  # the search has found a statistic: the cancel must keep it
+print("READY", w.model_id, flush=True)
+t = time.monotonic()
+try:
+    exp.wait(timeout={timeout})
+    print("RESULT", "finished", flush=True)
+except TimeoutError:
+    print("RESULT", "timeout", flush=True)
+except Exception as err:
+    print("RESULT", type(err).__name__, round(time.monotonic() - t, 2), exp.status, len(exp.statistics), flush=True)
+"""
+
+
+@pytest.fixture()
+def kernel():
+    km = jupyter_client.KernelManager(kernel_name="python3")
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1")
+    km.start_kernel(env=env)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _run_with_cancel(kc, setup: str = "", timeout: float = 60) -> dict:
+    """Run CELL, send the widget's Cancel once it is waiting, and say what came out, with times."""
+    kc.execute(CELL.format(setup=setup, timeout=timeout))
+    seen: dict = {"lines": []}
+    deadline = time.monotonic() + 240
+    second = None
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty
+            continue
+        parent = msg["parent_header"].get("msg_id")
+        if msg["msg_type"] == "stream":
+            for line in msg["content"]["text"].splitlines():
+                seen["lines"].append(line)
+                if line.startswith("READY"):
+                    time.sleep(0.3)  # the cell is in wait() by now
+                    model_id = line.split()[1]
+                    seen["sent"] = time.monotonic()
+                    kc.shell_channel.send(kc.session.msg(
+                        "comm_msg", {"comm_id": model_id, "data": {"method": "custom", "content": {"type": "cancel"}}}))
+                    second = kc.execute("print('SECOND', flush=True)")  # queued behind the busy cell
+                elif line.startswith("RESULT"):
+                    seen["result"] = line.split()[1:]
+                    seen["result_at"] = time.monotonic()
+                elif line == "SECOND":
+                    seen["second_at"] = time.monotonic()
+        elif msg["msg_type"] == "error":
+            raise AssertionError(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+        elif (msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
+              and second is not None and parent == second):
+            return seen
+    raise AssertionError(f"the cells did not end: {json.dumps(seen['lines'][-10:])}")
+
+
+def test_cancel_from_the_widget_while_wait_blocks(kernel):
+    seen = _run_with_cancel(kernel)
+    result = seen["result"]
+    print(f"cancel sent -> wait() ended: {seen['result_at'] - seen['sent']:.2f} s; {result}")
+    assert result[0] in ("SearchCancelled", "ExplanationCancelled"), seen["lines"]
+    assert result[2] == "cancelled" and int(result[3]) >= 1  # the statistics found are kept
+    assert seen["result_at"] - seen["sent"] < 3.0, seen  # the cancel was handled while the cell blocked
+    assert seen["second_at"] > seen["result_at"]  # the queued cell ran after, not inside, the waiting one
+
+
+def test_without_routing_the_cancel_waits_for_the_cell(kernel):
+    # the reference: the same cell with the routing switched off (as before this module): the
+    # cancel is only handled once the cell has ended, so the wait runs into its timeout
+    off = "kernel_messages._kernel = lambda: None"
+    seen = _run_with_cancel(kernel, setup=off, timeout=4)
+    assert seen["result"] == ["timeout"], seen["lines"]
