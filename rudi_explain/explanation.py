@@ -1136,6 +1136,35 @@ class UserView:
     def events(self) -> pd.DataFrame:
         return self.explanation.sequences.events(self.user_id)
 
+    @property
+    def attributions(self) -> Any:
+        """Which of this user's events the teacher itself leaned on, and the rule-model agreement.
+
+        Integrated gradients for a PyTorch teacher, event occlusion for any
+        other model; computed on first access. See
+        :func:`rudi_explain.attributions.user_attributions`, and
+        :meth:`attribute` for another method or a model to pass.
+
+        Raises
+        ------
+        rudi_explain.attributions.TeacherUnavailable
+            The explanation holds no model (given scores, loaded from a file).
+        """
+        if getattr(self, "_attributions", None) is None:
+            self._attributions = self.attribute()
+        return self._attributions
+
+    def attribute(self, method: str | None = None, *, teacher: Any = None, **options: Any) -> Any:
+        """Event attributions by a chosen method: ``"integrated_gradients"``, ``"ablation"`` or ``"occlusion"``.
+
+        ``teacher`` passes the model for an explanation that holds none;
+        ``options`` go to :func:`rudi_explain.attributions.attribute_events`.
+        Returns :class:`rudi_explain.attributions.EventAttributions`.
+        """
+        from rudi_explain.attributions import user_attributions
+
+        return user_attributions(self.explanation, self.user_id, method, teacher=teacher, **options)
+
     def __repr__(self) -> str:
         return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
                 f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g} "
