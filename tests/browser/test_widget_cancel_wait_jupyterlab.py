@@ -1,0 +1,86 @@
+"""Cancel while ``exp.wait()`` blocks, in a real JupyterLab (issue 14, item 2).
+
+One cell starts a slow background explanation, shows it and waits for it.
+While that cell is still busy (its prompt shows ``[*]``) the test clicks the
+widget's Cancel button: the cell must end within a few seconds, the job
+cancelled (the wait raises the cancel), the statistics found kept, and the
+widget must say so calmly, as in the stop test. The next cell then runs.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+
+WAITING = """\
+import json, time, rudi_explain as rx
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+display(exp)
+try:
+    exp.wait()
+finally:
+    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
+              open("cancel_wait.json", "w"))"""
+
+AFTER = """json.dump({"after": time.time()}, open("cancel_wait_after.json", "w"))"""
+
+
+
+def start_cell(page, index: int) -> None:
+    """Run cell ``index`` without waiting for it (lab.run_cell returns once the cell has ended)."""
+    page.evaluate("""k => { const nb = window.jupyterapp.shell.currentWidget.content;
+                           nb.activeCellIndex = k; window.jupyterapp.commands.execute('notebook:run-cell'); }""", index)
+
+
+PROMPT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.executionCount"
+
+
+def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots):
+    root = jupyter_lab.root
+    for name in ("cancel_wait.json", "cancel_wait_after.json"):
+        (root / name).unlink(missing_ok=True)
+    write_notebook(root / "cancel_wait.ipynb", [WAITING, AFTER])
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(30_000)
+    try:
+        open_notebook(page, jupyter_lab, "cancel_wait.ipynb")
+        start_cell(page, 0)
+        cell = page.locator(".jp-Cell").nth(0)
+        widget = cell.locator(".rx-root")
+        widget.locator(".rx-found-item").first.wait_for(timeout=120_000)  # the search has found something
+        page.wait_for_timeout(500)  # and the cell is well inside wait()
+        assert page.evaluate(PROMPT, 0) is None, "the cell is no longer running: nothing to test"
+        assert cell.locator(".jp-InputPrompt").inner_text().strip().startswith("[*]")
+        assert not (root / "cancel_wait.json").exists()
+        clicked = time.time()
+        widget.locator(".rx-cancel").click()
+        state = wait_file(root / "cancel_wait.json", 30)
+        took = state["ended"] - clicked
+        print(f"\nCancel clicked -> cell's wait() ended: {took:.2f} s")
+        assert took < 3.0, f"the cell went on for {took:.1f} s after Cancel"
+        assert state["status"] == "cancelled" and len(state["found"]) >= 1  # the statistics found are kept
+
+        widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
+        assert widget.locator(".rx-error").count() == 0  # a requested cancel is no error in the widget
+        assert "cancelled during the search stage" in widget.locator(".rx-message").inner_text()
+        assert widget.locator(".rx-found-item").count() == len(state["found"])
+        assert widget.locator(".rx-retry").count() == 1
+        # the cell itself ended with the cancel (wait() re-raises it), and has its execution count
+        page.wait_for_function(f"() => ({PROMPT})(0) !== null", timeout=30_000)
+        errors = cell.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        assert "Cancelled" in errors.last.inner_text()
+        run_cell(page, 1)  # the kernel answers the next cell
+        after = wait_file(root / "cancel_wait_after.json", 30)
+        assert after["after"] >= state["ended"]
+        shots(page, "cancel-while-waiting", top=widget)
+    except BaseException:
+        shots(page, "failure-cancel-wait")
+        raise
+    finally:
+        page.close()
