@@ -25,7 +25,7 @@ from rudi_explain.statistics.operators import RowOperator
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
            "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS",
-           "fidelity_curve", "net_effects"]
+           "fidelity_curve", "net_effects", "attribution_state"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
 MAX_EVENTS = 300
@@ -534,11 +534,13 @@ def _as_int(text: str) -> int | None:
         return None
 
 
-def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
+def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, attributions: bool = False) -> dict:
     """Everything the drill-down shows for one user, built on request.
 
     Based on :meth:`Explanation.user`, so the fired rules, scores and literal
-    values are exactly those of the per-user view.
+    values are exactly those of the per-user view. With ``attributions``, the
+    payload also holds ``"attributions"`` (:func:`attribution_state`): it asks
+    the teacher, so it costs a model call (IG: about 0.1 s a user on CPU).
 
     Raises
     ------
@@ -616,4 +618,39 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS) -> dict:
         "columns": columns,
         "events": rows,
         "n_events": n_events,
+        **({"attributions": attribution_state(exp, u.user_id, max_events)} if attributions else {}),
+    }
+
+
+def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:
+    """The attribution strip of a user's drill-down: one value per shown event row, and the agreement.
+
+    ``values[r]`` is the attribution of event row ``r`` (None where the method
+    did not attribute it), ``feeds[r]`` whether a fired rule reads it;
+    ``agreement`` and ``event_share`` as in
+    :class:`~rudi_explain.attributions.EventAttributions`. When no model can
+    be asked (given scores, a loaded file) the payload says so:
+    ``{"available": False, "reason": ...}``.
+    """
+    from rudi_explain.attributions import TeacherUnavailable
+
+    try:
+        a = exp.user(resolve_user(exp, user_id)).attribute(method)
+    except TeacherUnavailable as err:
+        return {"available": False, "reason": str(err)}
+    shown = a.events.iloc[:max_events]
+    values = shown["attribution"].to_numpy()
+    columns = {c[len("attribution["):-1]: [_num(v) for v in shown[c].to_numpy()]
+               for c in shown.columns if c.startswith("attribution[")}
+    return {
+        "available": True,
+        "method": a.method,
+        "values": [_num(v) for v in values],
+        "feeds": [bool(f) for f in shown["feeds_rule"]],
+        "columns": columns,
+        "max_abs": _num(np.nanmax(np.abs(values))) if np.isfinite(values).any() else None,
+        "agreement": _num(a.agreement, 4),
+        "event_share": _num(a.event_share, 4),
+        "score": _num(a.score),
+        "note": a.note,
     }

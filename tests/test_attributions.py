@@ -230,3 +230,65 @@ def test_explain_keeps_its_teacher_for_attributions(payments):
     assert a.score == pytest.approx(exp.teacher_scores[uid], rel=1e-12)
     np.testing.assert_allclose(a.events["attribution"], _loop_occlusion(_risk, seqs, fired[0]), atol=1e-9)
     assert 0 <= a.agreement <= 1 and "agreement" in repr(a)
+
+
+# ------------------------------------------------------------------ drill-down state
+def test_drilldown_state_carries_the_attribution_strip(tiny, payments):
+    from rudi_explain.widget_state import attribution_state, user_detail
+
+    exp = tiny
+    i = int(np.flatnonzero(exp._fires.any(axis=1) & (exp.sequences.lengths > 70))[0])
+    uid = exp.sequences.users[i]
+    assert "attributions" not in user_detail(exp, uid)  # opt-in: it asks the model
+    state = user_detail(exp, str(uid), max_events=50, attributions=True)["attributions"]
+    a = exp.user(uid).attributions
+    assert state["available"] and state["method"] == "occlusion" and len(state["values"]) == 50
+    amounts = np.nan_to_num(exp.sequences.events(uid)["amount"].to_numpy())
+    n = len(amounts)
+    for r, v in enumerate(state["values"]):  # only the most recent 64 events are occluded
+        assert (v is None) == (r < n - 64)
+        if v is not None:
+            assert v == pytest.approx(amounts[r], rel=1e-5, abs=1e-9)
+    assert state["feeds"] == a.events["feeds_rule"].tolist()[:50]
+    assert state["agreement"] == pytest.approx(a.agreement, abs=1e-4)
+    data, seqs = payments
+    without = attribution_state(tiny_explanation(seqs, data.risk), uid)
+    assert without == {"available": False, "reason": without["reason"]} and "holds no model" in without["reason"]
+
+
+def test_integrated_gradients_with_a_custom_encoding_and_two_logits(payments):
+    """Any module: a dict from ``encode``, codes of shape (B, T), two class logits scored as their difference."""
+    _, seqs = payments
+
+    class TwoLogits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.emb = torch.nn.Embedding(12, 3, padding_idx=0)
+            self.rnn = torch.nn.GRU(4, 5, batch_first=True)
+            self.out = torch.nn.Linear(5, 2)
+
+        def forward(self, codes, x, lengths):
+            h, _ = self.rnn(torch.cat([self.emb(codes), torch.tanh(x)], dim=-1))
+            return self.out(h[torch.arange(len(lengths)), lengths - 1])
+
+    def encode(s, idx):
+        cat, num, lengths = encode_padded(s, idx, 8, categorical=["merchant_category"], numerical=["amount"])
+        return {"codes": cat[..., 0], "x": num[..., :1] / 100.0, "lengths": lengths}
+
+    model = TwoLogits().eval()
+    model.max_len = 8  # the encoding keeps the last 8 events: attributions say where they sit
+    teacher = as_teacher(model, encode=encode)
+    idx = np.arange(12)
+    batch = attribute_events(teacher, seqs, idx, "integrated_gradients")
+    score = teacher.score(seqs.subset(idx))
+    with torch.no_grad():
+        codes, x, lengths = encode(seqs, idx).values()
+        out = model(torch.zeros_like(codes), torch.zeros_like(x), lengths)
+        reference = (out[:, 1] - out[:, 0]).double().numpy()
+    total = np.bincount(batch.segment, weights=np.nan_to_num(batch.attribution), minlength=len(idx))
+    np.testing.assert_allclose(batch.score, score, rtol=1e-5, atol=1e-6)
+    assert (np.abs(total - (score - reference)) <= 0.02 * np.abs(score - reference) + 1e-3).all()
+    assert set(batch.columns) == {"input 1[0]", "embedding 0"}
+    n = seqs.lengths[idx][batch.segment]
+    assert (np.isfinite(batch.attribution) == (batch.local >= n - np.minimum(n, 8))).all()
