@@ -57,7 +57,8 @@ from rudi_explain.rules import LinearTerm, formula_literals
 from rudi_explain.sequences import Sequences
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
-from rudi_explain.teachers import GivenScores, Teacher, TorchTeacher, as_teacher
+from rudi_explain.alignment import name_users
+from rudi_explain.teachers import GivenScores, Teacher, TeacherError, TorchTeacher, as_teacher
 
 __all__ = ["EventAttributions", "AgreementSummary", "METHODS", "attribute_events", "user_attributions",
            "agreement_summary", "rule_event_mask", "agreement", "TeacherUnavailable"]
@@ -338,7 +339,11 @@ def _occlusion(teacher: Teacher, seqs: Sequences, idx: np.ndarray, max_events: i
         within = pos - seqs.offsets[idx[var_b]][seg]
         keep = within != var_drop[seg]
         variants = _variants(seqs, pos[keep], seg[keep], len(var_b))
-        s = teacher.score(variants, allow_constant=True)
+        try:
+            s = teacher.score(variants, allow_constant=True)
+        except TeacherError as err:  # its user ids are variant numbers: name the real users
+            raise TeacherError(f"scoring the leave-one-out variants of users {name_users(seqs.users[idx[users]])} "
+                               f"failed: {err}") from err.__cause__
         original = k == 0
         score[var_b[original]] = s[original]
         dropped = ~original
@@ -519,6 +524,10 @@ def _torch_batch(teacher: TorchTeacher, seqs: Sequences, idx: np.ndarray, method
             if not event_like:
                 raise ValueError("the encoding has no tensor of shape (users, events, ...) to attribute")
             T = int(tensors[event_like[0]].shape[1])
+            if int(read[rows].max()) > T:
+                raise ValueError(f"the encoding holds {T} events per user, but users of this batch have up to "
+                                 f"{int(read[rows].max())} and the module has no max_len saying how many it keeps: "
+                                 "set model.max_len to the encoding's truncation (the most recent events are kept)")
             float_slots = [i for i in event_like if tensors[i].is_floating_point()]
             int_slots = [i for i in event_like if not tensors[i].is_floating_point()]
             baseline_tensors = [torch.zeros_like(t) if i in event_like else t for i, t in enumerate(tensors)]
@@ -687,7 +696,9 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
     user_indices : array of int
         Indices into ``seqs.users``.
     method : {"integrated_gradients", "ablation", "occlusion"} or None
-        None: IG for a PyTorch teacher, occlusion otherwise.
+        None: IG for a PyTorch teacher, occlusion otherwise. (``"deeplift"``
+        runs Captum's DeepLift through the same hooks as IG, for the
+        benchmark's measurement only: see the module notes.)
     n_steps : int, default=32
         IG: points of the Gauss-Legendre rule along the path. On the demo GRU
         the completeness gap is about 0.1% of the score change at 32 points,

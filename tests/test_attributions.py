@@ -292,3 +292,19 @@ def test_integrated_gradients_with_a_custom_encoding_and_two_logits(payments):
     assert set(batch.columns) == {"input 1[0]", "embedding 0"}
     n = seqs.lengths[idx][batch.segment]
     assert (np.isfinite(batch.attribution) == (batch.local >= n - np.minimum(n, 8))).all()
+
+
+def test_a_failing_teacher_names_the_real_users(payments):
+    from rudi_explain.teachers import TeacherError
+
+    _, seqs = payments
+
+    def fails_on_short(s):
+        if (s.lengths < 3).any():
+            raise RuntimeError("too short")
+        return s.lengths.astype(float)
+
+    short = int(np.flatnonzero(seqs.lengths == 3)[0])
+    with pytest.raises(TeacherError, match=f"leave-one-out variants of users '{seqs.users[short]}'") as caught:
+        attribute_events(fails_on_short, seqs, [short], "occlusion")
+    assert isinstance(caught.value.__cause__, RuntimeError)
