@@ -80,6 +80,10 @@ class Lab:
     def page_url(self, notebook: str) -> str:
         return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
 
+    def notebook7_url(self, notebook: str) -> str:
+        """The same notebook in Notebook 7 (the ``notebook`` package's app, served by the same server)."""
+        return f"{self.url}/notebooks/{notebook}?token={self.token}"
+
 
 @pytest.fixture(scope="session")
 def jupyter_lab(tmp_path_factory) -> Lab:
@@ -101,6 +105,7 @@ def jupyter_lab(tmp_path_factory) -> Lab:
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+           "--JupyterNotebookApp.expose_app_in_browser=True",  # window.jupyterapp in Notebook 7 too
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly"]
     log = state / "lab.log"
     with open(log, "wb") as out:
