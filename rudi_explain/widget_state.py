@@ -651,6 +651,7 @@ def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, meth
         "max_abs": _num(np.nanmax(np.abs(values))) if np.isfinite(values).any() else None,
         "agreement": _num(a.agreement, 4),
         "event_share": _num(a.event_share, 4),
+        "lift": _num(a.lift, 4),
         "score": _num(a.score),
         "note": a.note,
     }

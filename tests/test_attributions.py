@@ -155,6 +155,7 @@ def test_agreement_by_hand(tiny):
         expected = weight[feeds].sum() / weight.sum()
         assert a.agreement == pytest.approx(expected, abs=1e-12) and 0 <= a.agreement <= 1
         assert a.event_share == pytest.approx(feeds.mean())
+        assert a.lift == pytest.approx(expected / feeds.mean())
         checked += 1
     assert checked >= 5
 
@@ -162,7 +163,7 @@ def test_agreement_by_hand(tiny):
 def test_rule_event_mask_matches_the_drilldown_rows(tiny):
     exp = tiny
     idx = np.arange(0, exp.sequences.n_users, 3)
-    mask = rule_event_mask(exp, idx)
+    mask = rule_event_mask(exp, idx, counted=False)
     _, segment = exp.sequences.batch_positions(idx)
     L = exp.literals
     for b, i in enumerate(idx):  # the drill-down's own per-user rows, rule by rule
@@ -172,6 +173,44 @@ def test_rule_event_mask_matches_the_drilldown_rows(tiny):
                 c = int(L.column[lit.index])
                 rows |= set(feeding_rows(exp, i, int(L.output_statistic[c]), int(L.output_index[c])))
         assert set(np.flatnonzero(mask[segment == b]).tolist()) == rows
+
+
+def test_a_category_output_counts_the_events_of_its_category(payments):
+    data, seqs = payments
+    stats = ("Select(merchant_category) | Mean", "Select(channel) | GroupBy(country) | Sum",
+             "Select(amount) | RetainBy(channel=online) | Sum")
+    exp = tiny_explanation(seqs, pd.Series(_amount_sum(seqs), index=seqs.users), statistics=stats)
+    L = exp.literals
+    # One rule per statistic, on its literal that holds for about half of the users.
+    rate = exp._literal_matrix.mean(axis=0)
+    stat_of = L.output_statistic[L.column]
+    picks = [int(np.flatnonzero(stat_of == s)[np.argmin(np.abs(rate[stat_of == s] - 0.5))]) for s in range(3)]
+    exp.rules = rx.RuleSet.from_formulas([rx.rules.Lit(j, False) for j in picks], [1.0, 2.0, 3.0], literals=L)
+    exp._fires = exp.rules.fires(exp._literal_matrix)
+    idx = np.arange(0, seqs.n_users, 2)
+    mask = rule_event_mask(exp, idx)
+    _, segment = seqs.batch_positions(idx)
+    kinds = set()
+    for b, i in enumerate(idx):  # by hand from the event table and the output names
+        events = seqs.events(seqs.users[i])
+        expected = np.zeros(len(events), dtype=bool)
+        for k in np.flatnonzero(exp._fires[i]):
+            for lit in rx.rules.formula_literals(exp.rules[k].formula):
+                c = int(L.column[lit.index])
+                s = int(L.output_statistic[c])
+                name = exp.statistics[s].output_names(seqs)[int(L.output_index[c])]
+                keep = np.ones(len(events), dtype=bool)
+                parts = name.split(", ") if exp.statistics[s].is_vector(seqs) else []
+                for part in parts:  # "merchant_category=gambling", "channel=atm, country=eu"
+                    if "=" in part:
+                        column, value = part.split("=", 1)
+                        keep &= (events[column] == value).to_numpy()
+                if s == 2:
+                    keep &= (events["channel"] == "online").to_numpy()
+                expected |= keep
+                kinds.add(s)
+        assert mask[segment == b].tolist() == expected.tolist()
+    assert kinds == {0, 1, 2}  # every kind of output was checked
 
 
 def test_agreement_is_nan_without_fired_rules_and_summary_is_batched(tiny):
