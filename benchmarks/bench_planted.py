@@ -68,6 +68,9 @@ QUICK_OPTIONS: dict = {"n_stats": 10, "n_simulations": 100}
 BASELINES = ("lasso", "gbm")
 #: |r| on held-out users at which a found output counts as the planted statistic.
 RECOVERY_R = 0.99
+#: Held-out R^2 a planted statistic alone must carry (see unique_contributions) to count in the
+#: second, "identifiable" recovery table; the first table counts every planted statistic.
+IDENTIFIABLE = 0.005
 
 
 # ------------------------------------------------------------------ helpers
@@ -125,6 +128,39 @@ def literal_r(found: list, train: rx.Sequences, test: rx.Sequences, y_train: np.
     return float(np.corrcoef(pred, y_test)[0, 1]) if np.ptp(pred) > 0 else 0.0
 
 
+def _step_design(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Decile-bin indicators (edges from ``reference``, one more bin for undefined) and the value
+    clipped to the reference range, per column: an additive step-and-line model's inputs."""
+    cols = []
+    for v, ref in zip(_columns(values).T, _columns(reference).T):
+        finite = ref[np.isfinite(ref)]
+        edges = np.unique(np.quantile(finite, np.linspace(0.1, 0.9, 9))) if len(finite) else np.zeros(0)
+        b = np.where(np.isfinite(v), np.searchsorted(edges, v, side="left"), len(edges) + 1)
+        cols.append(b[:, None] == np.arange(1, len(edges) + 2)[None, :])
+        lo, hi = (finite.min(), finite.max()) if len(finite) else (0.0, 0.0)
+        cols.append(np.nan_to_num(np.clip(v, lo, hi), nan=float(np.mean(finite)) if len(finite) else 0.0)[:, None])
+    return np.hstack(cols).astype(float)
+
+
+def unique_contributions(train_values: np.ndarray, test_values: np.ndarray, y_train: np.ndarray,
+                         y_test: np.ndarray) -> list[float]:
+    """Per planted statistic, the held-out R^2 an additive step model of all planted statistics
+    loses when that one is left out: how much of the score only it carries. Near 0, the score
+    does not tell it apart from the others (it is implied by them, or its effect is lost in the
+    noise), and no method can recover it from the scores."""
+    from sklearn.linear_model import Ridge
+
+    def r2(cols: list[int]) -> float:
+        Xtr = _step_design(train_values[:, cols], train_values[:, cols])
+        Xte = _step_design(test_values[:, cols], train_values[:, cols])
+        pred = Ridge(alpha=1e-3).fit(Xtr, y_train).predict(Xte)
+        return 1.0 - float(np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
+
+    k = train_values.shape[1]
+    everything = r2(list(range(k)))
+    return [round(everything - r2([i for i in range(k) if i != j]), 4) for j in range(k)]
+
+
 def _search(train: rx.Sequences, y_train: np.ndarray, options: dict, method: str | None) -> tuple[list, float]:
     kwargs = dict(options)
     if method is not None:
@@ -167,6 +203,7 @@ def run_scenario(sc: Scenario, search_options: dict, explain_options: dict, skip
                              for t, o, d, k, w in zip(sc.planted, sc.outputs, sc.depths, sc.kinds, sc.weights)],
                  "methods": {}, "peers": {}}
     res["planted_r"] = literal_r([rx.Statistic.parse(t) for t in sc.planted], train, test, y_train, y_test)
+    res["planted_unique"] = unique_contributions(sc.planted_values(train), planted_test, y_train, y_test)
 
     methods = [("search", None)] + ([] if "baselines" in skip else [(m, m) for m in BASELINES])
     for name, method in methods:
@@ -244,6 +281,17 @@ def summarize(results: list[dict]) -> dict:
         summary["recovered_by_depth"][group] = {
             k: float(np.mean(sum((rows[d][k] for d in depths), []))) if sum((rows[d][k] for d in depths), []) else None
             for k in rows[1] if k != "n"}
+    # The same, over the planted statistics the score tells apart (unique_contributions).
+    summary["identifiable"] = {}
+    for group, depths in (("depth<=2", (1, 2)), ("depth3-4", (3, 4))):
+        flags = {m: [x["recovered"] for r in results if "planted_unique" in r and "recovery" in r["methods"].get(m, {})
+                     for x, u in zip(r["methods"][m]["recovery"], r["planted_unique"])
+                     if x["depth"] in depths and u >= IDENTIFIABLE] for m in methods}
+        n_all = sum(1 for r in results if "planted_unique" in r for p in r["planted"] if p["depth"] in depths)
+        n_id = sum(1 for r in results if "planted_unique" in r
+                   for p, u in zip(r["planted"], r["planted_unique"]) if p["depth"] in depths and u >= IDENTIFIABLE)
+        summary["identifiable"][group] = {"n": n_id, "of": n_all,
+                                          **{m: float(np.mean(f)) if f else None for m, f in flags.items()}}
     summary["r_test"] = {m: float(np.mean([r["methods"][m]["r_test"] for r in results if "r_test" in r["methods"].get(m, {})]))
                          for m in methods}
     summary["r_test"]["planted"] = float(np.mean([r["planted_r"] for r in results]))
@@ -280,6 +328,12 @@ def print_summary(summary: dict, n: int) -> None:
         g = summary["recovered_by_depth"][group]
         print(f"{group:>10s}  " + "".join(f"{(f'{g[c]:.0%}' if g[c] is not None else '-'):>10s}" for c in cols))
     print("targets: >= 90% at depth <= 2, >= 70% at depth 3-4 (issue 11)")
+    if summary.get("identifiable"):
+        print(f"of the planted statistics the score tells apart (leaving one out of a step model of all "
+              f"planted costs >= {IDENTIFIABLE} held-out R^2):")
+        for group, g in summary["identifiable"].items():
+            print(f"{group:>10s}  {g['n']} of {g['of']}: " +
+                  ", ".join(f"{m} {g[m]:.0%}" for m in g if m not in ("n", "of") and g[m] is not None))
     print("\nheld-out R of a ridge on decile literals: " +
           ", ".join(f"{k} {v:.3f}" for k, v in summary["r_test"].items()))
     if "fidelity" in summary:

@@ -53,14 +53,19 @@ _N_BINS = 10  # deciles; one more bin holds the users where a value is undefined
 def complexity(stat: Statistic) -> tuple[int, int, str]:
     """Sort key of simplicity: depth, then how plain the aggregation is, then the text."""
     agg = stat.aggregation
-    if agg.name in ("Count", "Sum") or agg.ignores_selection:
-        rank = 0  # how many, how much in total: what an analyst computes first
+    if agg.ignores_selection:
+        rank = 0  # how many: no column to name, what an analyst computes first
+    elif agg.name == "Sum":
+        # How much in total (or how many of a category). Ranked after the plain count:
+        # where "the number of payments in the last 30 days" and "their total amount"
+        # explain about as much (amounts that vary little), the count is the plainer story.
+        rank = 1
     elif agg.name in _CORE:
-        rank = 1  # average or share, largest, smallest
+        rank = 2  # average or share, largest, smallest
     elif agg.name == "First" or (isinstance(agg, Percentile) and float(agg.k) == 50):
-        rank = 2
-    else:
         rank = 3
+    else:
+        rank = 4
     rank += sum(1 for op in stat.row_operators if op.name == "Abs")
     return stat.depth, rank, str(stat)
 
@@ -209,8 +214,8 @@ def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") ->
     place: whatever :func:`complexity` ranks strictly simpler by depth or
     aggregation (not by the text alone). "The largest amount" is a simpler
     form of "the largest amount outside region 27" and of "the median
-    amount"; "the total amount" is not a simpler form of "the number of
-    payments".
+    amount"; "the number of payments" is a simpler form of "the total
+    amount", not the other way round.
     """
     ops = list(stat.operators)
     variants: list[list[Operator]] = []
@@ -222,6 +227,9 @@ def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") ->
                                 if isinstance(ops[j], Top))
     variants.extend(ops[:-1] + [other] for other in candidate_operators(schema)
                     if other.kind == "aggregation" and other != stat.aggregation)
+    if stat.selected in schema.numerical and not any(isinstance(op, (SortBy, Top)) for op in ops):
+        # "The total amount of X" -> "the number of X" (after a Top(k), a count is only min(n, k)).
+        variants.append([Select("*"), *ops[1:-1], Count()])
     level = complexity(stat)[:2]
 
     def keep(candidate: Statistic) -> bool:
@@ -279,7 +287,25 @@ def bin_columns(X: np.ndarray) -> np.ndarray:
 
 
 def standardize(X: np.ndarray) -> np.ndarray:
-    """Columns centred and scaled over their defined values; undefined set to 0 (float32)."""
+    """Each column twice, as it is and clipped to its 1st and 99th percentiles, centred
+    and scaled over its defined values; undefined set to 0 (float32, shape (n, m, 2)).
+
+    Two straight lines, because a heavy-tailed total can act either way: a score
+    linear in the total amount needs the raw line, while a score that saturates
+    (a probability, a capped effect) is told apart only by the clipped one: a
+    raw line there is set by a handful of extreme users.
+    """
+    if X.size:
+        with warnings.catch_warnings():  # an all-undefined column has no percentiles: NaN stays
+            warnings.simplefilter("ignore", RuntimeWarning)
+            bounds = np.nanpercentile(X, [1, 99], axis=0)
+        clipped = np.clip(X, bounds[0], bounds[1])  # NaN stays NaN
+    else:
+        clipped = X
+    return np.stack([_standardize(X), _standardize(clipped)], axis=2)
+
+
+def _standardize(X: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         with warnings.catch_warnings():  # an all-undefined column has no mean: 0 below
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -301,6 +327,13 @@ class StepModel:
     def __init__(self, bins: np.ndarray, values: np.ndarray, y: np.ndarray) -> None:
         self.mean = float(y.mean())
         self.levels = [np.unique(bins[:, j]) for j in range(bins.shape[1])]
+        # The straight lines hold over the values they were fitted on, and no further: on a
+        # heavy-tailed total, a user far beyond the fitted ones would get an unbounded
+        # prediction (a held-out R^2 of -1.9 was seen), so one extreme user would judge a
+        # statistic. Beyond the fitted range the line stays flat.
+        values = values.reshape(len(bins), -1)
+        self.low = values.min(axis=0) if len(values) else np.zeros(values.shape[1])
+        self.high = values.max(axis=0) if len(values) else np.zeros(values.shape[1])
         D = self._design(bins, values)
         self.centre = D.mean(axis=0)
         D = D - self.centre
@@ -317,7 +350,7 @@ class StepModel:
         return np.hstack(cols).astype(np.float64)
 
     def predict(self, bins: np.ndarray, values: np.ndarray) -> np.ndarray:
-        D = self._design(bins, values)
+        D = self._design(bins, np.clip(values.reshape(len(bins), -1), self.low, self.high))
         return self.mean + (D - self.centre) @ self.coef if D.shape[1] else np.full(len(bins), self.mean)
 
 
@@ -334,7 +367,8 @@ class ColumnScreen:
 
     owners: list[tuple[Statistic, int]]
     bins: np.ndarray
-    #: Standardized values (float32, undefined = 0, the mean), for the straight-line part.
+    #: Standardized values, as they are and clipped (float32, shape (n, m, 2); undefined =
+    #: 0, the mean), for the straight-line part.
     values: np.ndarray
 
     @classmethod
@@ -371,7 +405,7 @@ class ColumnScreen:
     def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
         """The columns of several screens side by side."""
         if not screens:
-            return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0), np.float32))
+            return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
         return cls([o for sc in screens for o in sc.owners], np.hstack([sc.bins for sc in screens]),
                    np.hstack([sc.values for sc in screens]))
 
@@ -406,10 +440,12 @@ class ColumnScreen:
             df = (counts > 0).sum(axis=1) - 1
             eta2 = between / ss
             stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
-            x = self.values[rows, start:start + k].astype(np.float64)
-            x = x - x.mean(axis=0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r2 = np.nan_to_num((r @ x) ** 2 / (ss * (x * x).sum(axis=0)))
+            r2 = np.zeros(k)
+            for line in range(self.values.shape[2]):  # as it is, and clipped: the better line
+                x = self.values[rows, start:start + k, line].astype(np.float64)
+                x = x - x.mean(axis=0)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    r2 = np.maximum(r2, np.nan_to_num((r @ x) ** 2 / (ss * (x * x).sum(axis=0))))
             straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
             out[start:start + k] = np.maximum(stepped, straight)
         return out * ss / n / total_var

@@ -60,15 +60,17 @@ def test_simpler_forms_drop_one_operator_or_take_a_plainer_aggregation():
     def simpler(text):
         return {str(s) for s in simpler_forms(rx.Statistic.parse(text), schema)}
 
-    assert simpler("Select(x) | FilterBy(kind=a) | Max") == {"Select(x) | Max", "Select(x) | FilterBy(kind=a) | Sum"}
+    # A count is plainer than a total: "the number of X" is a simpler form of "the total x of X".
+    assert simpler("Select(x) | FilterBy(kind=a) | Max") == {"Select(x) | Max", "Select(x) | FilterBy(kind=a) | Sum",
+                                                           "Select(*) | FilterBy(kind=a) | Count"}
     # The SortBy | Top pair goes as one edit; Top alone goes too ("the first 5 events").
     assert simpler("Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Mean") == {
         "Select(x) | RetainBy(kind=a) | Mean", "Select(x) | SortBy(y, desc) | Top(5) | Mean",
         "Select(x) | RetainBy(kind=a) | Top(5) | Mean", "Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Sum"}
     # Plainer aggregations at the same depth: the median is less plain than a mean.
     assert simpler("Select(x) | Percentile(50)") == {"Select(x) | Sum", "Select(x) | Mean", "Select(x) | Max",
-                                                     "Select(x) | Min"}
-    assert simpler("Select(x) | Sum") == set()
+                                                     "Select(x) | Min", "Select(*) | Count"}
+    assert simpler("Select(x) | Sum") == {"Select(*) | Count"}
     assert simpler("Select(*) | RetainBy(kind=b) | Count") == {"Select(*) | Count"}
     # Every simpler form is readable, no deeper, and strictly simpler by depth or aggregation.
     for stat in short_catalog(seqs, max_depth=4):

@@ -14,7 +14,8 @@ search can apply them while it builds a pipeline:
 * at most ``max_filters`` event filters (``RetainBy`` and ``FilterBy``);
 * no ``FilterBy`` before a ``GroupBy`` on the same column, no ``SortBy``
   after ``Select(*)`` (nothing but a count can follow it, and a count does
-  not depend on the order).
+  not depend on the order);
+* no ``Count`` after ``Top(k)`` (it is only the count capped at k).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def readable_reason(op: Operator, state: PipelineState, schema: Schema, max_filt
         if op.ignores_selection:
             if state.selected != ANY_COLUMN:
                 return f"{op.name} ignores the selection: write Select(*) | ... | {op.name}"
+            if op.name == "Count" and state.has_top:
+                return "a count after Top(k) is only the count capped at k"
             return None
         if state.selected_kind == "categorical" and op.name not in INDICATOR_AGGREGATIONS:
             return f"{op.name} of a 0/1 indicator cannot be said in words"
