@@ -26,9 +26,10 @@ Three methods, one result (:class:`EventAttributions`, a per-event table):
   batch at once. Chosen over DeepLift by measurement
   (``benchmarks/bench_attributions.py``): Captum's DeepLift has no rule for
   the recurrent cell, which runs as one fused operator, so its attributions
-  do not add up to the score difference (its completeness gap is about as
-  large as the difference itself on the demo GRU), while ablation is exact by
-  construction and about as fast as IG.
+  do not add up to the score difference (on the demo GRU its completeness
+  gap is 68% of the difference for the median user), while each ablation
+  figure is an exact score difference, at 40 to 45 forward passes for 1,000
+  users (IG: 57 to 70).
 * ``"occlusion"`` (any teacher; the only one for scikit-learn and
   callable teachers): drop one event, re-score the user. All leave-one-out
   variants of many users are built as one :class:`Sequences` and scored in
@@ -48,7 +49,7 @@ import copy
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -695,24 +696,25 @@ def _integrate(model: Any, inputs: _Inputs, tensors: list, float_slots: list[int
         else:  # deeplift: measured in the benchmark, not offered
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                got = DeepLift(_AsModule(replay)).attribute(xs, baselines=bs, additional_forward_args=tuple(tensors))
+                got = DeepLift(_as_module(replay)).attribute(xs, baselines=bs, additional_forward_args=tuple(tensors))
     finally:
         for h in hooks:
             h.remove()
     return [g.detach().to("cpu", torch.float64) for g in got]
 
 
-def _AsModule(fn: Callable) -> Any:
-    """A callable as an ``nn.Module`` (DeepLift wants one)."""
+def _as_module(replay: _Replay) -> Any:
+    """The replayed teacher as an ``nn.Module`` (DeepLift wants one)."""
     import torch
 
     class Wrapped(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.inner = fn.model if hasattr(fn, "model") else None
+            # A submodule, so that DeepLift finds (and hooks) the teacher's nonlinearities.
+            self.inner = replay.model
 
         def forward(self, *args: Any) -> Any:
-            return fn(*args)
+            return replay(*args)
 
     return Wrapped()
 
