@@ -158,7 +158,9 @@ function progressView(model, ui, redraw) {
       s.found && s.found.length ? h("div", { class: "rx-found" }, "found: ",
         s.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))) : null));
   }
-  parts.push(lineChart(model.get("chart") || [], p.stage === "student" ? p.total : null));
+  const points = model.get("chart") || [];
+  // a run stopped before training has no chart to come: no empty frame promising one
+  if (!(ended && !points.length)) parts.push(lineChart(points, p.stage === "student" ? p.total : null));
   if (status === "running" || status === "pending") {
     parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling, data: { key: "cancel" },
       on: { click: () => { ui.cancelling = true; model.send({ type: "cancel" }); redraw(); } } },
