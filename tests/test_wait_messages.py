@@ -113,3 +113,23 @@ def test_without_routing_the_cancel_waits_for_the_cell(kernel):
     off = "kernel_messages._kernel = lambda: None"
     seen = _run_with_cancel(kernel, setup=off, timeout=4)
     assert seen["result"] == ["timeout"], seen["lines"]
+
+
+def test_outside_a_kernel_nothing_changes():
+    # a script or this test process: no kernel, so the wait routes nothing and asks for no subshell
+    import rudi_explain as rx
+    from rudi_explain import kernel_messages
+
+    demo = rx.datasets.make_payments(300, random_state=0)
+    exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_rules=4,
+                     n_simulations=20, student_params={"epochs": 5})
+    w = exp.widget()
+    from rudi_explain.widget import views
+
+    assert views(exp) == [w]
+    with kernel_messages.widget_messages([w]) as routed:
+        assert routed is False and "_reply_subshell_for" not in vars(w.comm)
+    assert exp.wait(timeout=120) is exp and exp.status == "done"
+    assert kernel_messages._subshell is None  # never asked for one
+    w.close()
+    assert views(exp) == []  # a closed widget is not served
