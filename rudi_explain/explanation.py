@@ -664,6 +664,31 @@ class Explanation:
         other._listeners = []
         return other
 
+    def with_threshold(self, literal: Any, value: float) -> "Explanation":
+        """What-if: a new explanation with one literal's threshold moved to ``value``.
+
+        Parameters
+        ----------
+        literal : int or str
+            The literal's index in :attr:`literals`, its name, or a statistic
+            output on which the rules use one literal
+            (:func:`rudi_explain.what_if.resolve_literal`).
+        value : float
+            The new threshold, used exactly as given; must be finite.
+
+        Returns
+        -------
+        Explanation
+            A copy sharing the data, statistic values and teacher scores, with
+            the literal's truth, the rules' text, firings and scores, and so
+            ``report()`` and ``fidelity_curve``, recomputed; this one is
+            unchanged. Moving the threshold back gives the original figures
+            exactly. See :func:`rudi_explain.what_if.moved_threshold`.
+        """
+        from rudi_explain.what_if import moved_threshold
+
+        return moved_threshold(self, literal, value)
+
     def user(self, user_id: Any) -> "UserView":
         """Why this user got their score: the per-user view."""
         self._ready()

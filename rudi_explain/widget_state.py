@@ -25,7 +25,7 @@ from rudi_explain.statistics.operators import RowOperator
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
            "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS",
-           "fidelity_curve", "net_effects", "attribution_state"]
+           "fidelity_curve", "net_effects", "attribution_state", "what_if"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
 MAX_EVENTS = 300
@@ -655,3 +655,15 @@ def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, meth
         "score": _num(a.score),
         "note": a.note,
     }
+
+
+# ------------------------------------------------------------------ what-if thresholds
+def what_if(exp: Any, literal: Any, value: Any) -> dict:
+    """Live feedback while a threshold is dragged: the rules' coverage and the held-out fidelity.
+
+    See :func:`rudi_explain.what_if.what_if`; ``exp.with_threshold(literal,
+    value)`` makes the move for good (a new explanation).
+    """
+    from rudi_explain.what_if import what_if as compute
+
+    return compute(exp, literal, value)
