@@ -1190,6 +1190,42 @@ class UserView:
 
         return user_attributions(self.explanation, self.user_id, method, teacher=teacher, **options)
 
+    def counterfactual(self, target_percentile: float = 50.0, direction: str = "below", max_literals: int = 3, *,
+                       teacher: Any = None, edit_events: bool = True) -> Any:
+        """The smallest change of literal values that moves this user's rule score past a percentile.
+
+        Fewest rule literals flipped, then the smallest move in each changed
+        statistic's own training quantiles; searched exhaustively up to
+        ``max_literals`` flips (see :mod:`rudi_explain.counterfactual`).
+
+        Parameters
+        ----------
+        target_percentile : float, default=50
+            The percentile of the training users' rule scores to pass.
+        direction : {"below", "above"}, default="below"
+            Whether the new rule score must be strictly below or above it.
+        max_literals : int, default=3
+            The most literals the change may flip.
+        teacher : model, optional
+            The model to score the edited events with, for an explanation that
+            holds none; by default the one :func:`explain` queried.
+        edit_events : bool, default=True
+            Where every change is "fewer events" of a count, drop that many
+            matching events (the most recent), and evaluate the statistics,
+            the rule score and the model on what is left.
+
+        Returns
+        -------
+        rudi_explain.counterfactual.Counterfactual
+            ``changes`` (statistic outputs: value now -> needed, in words and in
+            events), ``flipped`` (literal sentences now and after),
+            ``new_score`` and ``new_percentile``, ``edit``, ``summary()``.
+        """
+        from rudi_explain.counterfactual import counterfactual
+
+        return counterfactual(self.explanation, self.index, target_percentile, direction, max_literals,
+                              teacher=teacher, edit_events=edit_events)
+
     def __repr__(self) -> str:
         return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
                 f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g} "
