@@ -28,7 +28,6 @@ that edge there.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -295,24 +294,36 @@ def standardize(X: np.ndarray) -> np.ndarray:
     (a probability, a capped effect) is told apart only by the clipped one: a
     raw line there is set by a handful of extreme users.
     """
-    if X.size:
-        with warnings.catch_warnings():  # an all-undefined column has no percentiles: NaN stays
-            warnings.simplefilter("ignore", RuntimeWarning)
-            bounds = np.nanpercentile(X, [1, 99], axis=0)
-        clipped = np.clip(X, bounds[0], bounds[1])  # NaN stays NaN
-    else:
-        clipped = X
-    return np.stack([_standardize(X), _standardize(clipped)], axis=2)
+    return np.stack([_standardize(X), _standardize(_clip_tails(X))], axis=2)
+
+
+def _clip_tails(X: np.ndarray, share: float = 0.01) -> np.ndarray:
+    """Each column clipped to the defined values at ranks ``share`` and ``1 - share`` (NaN stays).
+
+    By sorting, not ``np.nanpercentile``, which loops over columns in Python when
+    there are NaNs (8x slower on a catalog).
+    """
+    out = np.empty_like(X, dtype=np.float64)
+    for start in range(0, X.shape[1], 512):  # chunks bound the sorted copy
+        block = X[:, start:start + 512]
+        ordered = np.sort(block, axis=0)  # NaN last
+        last = np.maximum(np.isfinite(block).sum(axis=0) - 1, 0)
+        lo = np.take_along_axis(ordered, np.floor(share * last).astype(np.int64)[None, :], axis=0)
+        hi = np.take_along_axis(ordered, np.ceil((1 - share) * last).astype(np.int64)[None, :], axis=0)
+        out[:, start:start + 512] = np.clip(block, lo, hi)
+    return out
 
 
 def _standardize(X: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        with warnings.catch_warnings():  # an all-undefined column has no mean: 0 below
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mean = np.nanmean(X, axis=0) if len(X) else np.zeros(X.shape[1])
-            scale = np.nanstd(X, axis=0) if len(X) else np.ones(X.shape[1])
-        Z = (X - mean) / np.where(scale > 0, scale, 1.0)
-    return np.nan_to_num(Z, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+    # Masked sums rather than np.nanmean/np.nanstd, which copy and check far more.
+    defined = np.isfinite(X)
+    count = np.maximum(defined.sum(axis=0), 1)
+    Z = np.where(defined, X, 0.0)
+    Z -= Z.sum(axis=0) / count
+    Z[~defined] = 0.0  # undefined sits at the mean
+    scale = np.sqrt((Z * Z).sum(axis=0) / count)
+    Z /= np.where(scale > 0, scale, 1.0)
+    return Z.astype(np.float32)
 
 
 class StepModel:
