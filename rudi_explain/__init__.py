@@ -19,9 +19,10 @@ from rudi_explain.teachers import as_teacher
 from rudi_explain.aggregator import SequenceAggregator
 from rudi_explain.explanation import Explanation, ExplanationCancelled, JobProgress, UserView, explain, load, running
 from rudi_explain.warehouse import EventTable
+from rudi_explain.compare import Comparison, compare
 
 __version__ = "0.1.0"
 
 __all__ = ["Sequences", "Statistic", "datasets", "search_statistics", "SearchProgress", "SearchCancelled",
            "as_teacher", "SequenceAggregator", "explain", "Explanation", "ExplanationCancelled", "JobProgress",
-           "UserView", "load", "running", "EventTable", *_STAGE2]
+           "UserView", "load", "running", "EventTable", "compare", "Comparison", *_STAGE2]
