@@ -110,7 +110,9 @@ class Comparison:
         lines.append("rules: " + ", ".join(f"{ru[k]} {k}" for k in RULE_STATUSES))
         for r in self.rules.itertuples():
             if r.status == "threshold moved":
-                lines.append(f"  ~ {r.text_b} ({r.moved}; weight {_w(r.weight_a)} -> {_w(r.weight_b)})")
+                weight = "" if _same_weight(r.weight_a, r.weight_b) else \
+                    f"; weight {_w(r.weight_a)} -> {_w(r.weight_b)}"
+                lines.append(f"  ~ {r.text_b} ({r.moved}{weight})")
             elif r.status == "weight changed":
                 lines.append(f"  ~ {r.text_b} (weight {_w(r.weight_a)} -> {_w(r.weight_b)})")
             elif r.status == "gained":
