@@ -38,7 +38,6 @@ scores the edited events.
 
 from __future__ import annotations
 
-import copy
 import html
 import math
 from dataclasses import dataclass, field

@@ -69,7 +69,6 @@ def moves(exp):
 
 
 def test_with_threshold_equals_a_fresh_computation(exp):
-    L = exp.literals
     y = exp.teacher_scores.to_numpy()
     test, train = exp.is_test, ~exp.is_test
     cases = moves(exp)
