@@ -63,6 +63,12 @@ const model = {
   off: (name, f) => { listeners[name] = (listeners[name] || []).filter((g) => g !== f); },
   save_changes() {},
   send(msg) {
+    if (msg && msg.request !== undefined && msg.type !== "user") {  // the audit views need a kernel: say so
+      const reply = { type: msg.type, request: msg.request, id: msg.id, literal: msg.literal, ok: false,
+                      error: "this report has no kernel: open the explanation in a notebook for this view" };
+      setTimeout(() => emit("msg:custom", reply, []), 0);
+      return;
+    }
     if (!msg || msg.type !== "user") return;
     const detail = Object.prototype.hasOwnProperty.call(users, msg.id) ? users[msg.id] : null;
     const reply = detail ? { type: "user", request: msg.request, id: msg.id, ok: true, detail }

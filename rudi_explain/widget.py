@@ -15,6 +15,21 @@ State flows as traits (kernel -> page): ``status``, ``progress``, ``chart``,
 answered by ``{"type": "user", "request": n, "ok": true, "detail": {...}}``;
 ``{"type": "cancel"}`` cancels the job. Per-user details are never kept in
 the traits, so the notebook file stays small whatever the number of users.
+
+Three more requests answer the audit views, each echoing ``request`` (and
+``id`` or ``literal``) with ``ok`` and either a payload or an ``error``:
+
+* ``{"type": "attributions", "id": ...}``: the user's attribution strip
+  (:func:`widget_state.attribution_state`, under ``"state"``). It asks the
+  model, so the page sends it only when asked (a button);
+* ``{"type": "counterfactual", "id": ..., "percentile": 50}``: the smallest
+  change that moves the user's rule score below that percentile (above it
+  for a user already below), :meth:`Counterfactual.to_dict` under
+  ``"counterfactual"``;
+* ``{"type": "what_if", "literal": i, "value": v}``: the coverage of the
+  rules using literal ``i`` and the held-out fidelity with its threshold
+  at ``v`` (:func:`widget_state.what_if`, under ``"state"``); the
+  explanation itself is unchanged (``exp.with_threshold`` makes the move).
 """
 
 from __future__ import annotations
@@ -163,6 +178,13 @@ class ExplanationWidget(anywidget.AnyWidget):
             self._retry()
         elif kind == "user":
             self.send(self.answer_user(content.get("id"), content.get("request")))
+        elif kind == "attributions":
+            self.send(self.answer_attributions(content.get("id"), content.get("request")))
+        elif kind == "counterfactual":
+            self.send(self.answer_counterfactual(content.get("id"), content.get("request"),
+                                                 content.get("percentile", 50.0)))
+        elif kind == "what_if":
+            self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request")))
 
     def _retry(self) -> None:
         """Run a failed or cancelled job again and follow it from the start."""
@@ -199,6 +221,59 @@ class ExplanationWidget(anywidget.AnyWidget):
             return reply | {"ok": False, "error": str(err.args[0]) if err.args else str(err)}
         self.selected_user = detail["id"]
         return reply | {"ok": True, "detail": detail}
+
+    def _not_ready(self, reply: dict) -> dict | None:
+        if not self._exp.done or self._exp.status != "done":
+            return reply | {"ok": False, "error": "the explanation is not finished yet"}
+        return None
+
+    def answer_attributions(self, user_id: Any, request: Any = None) -> dict:
+        """The reply to "Model attributions": the user's attribution strip, or why there is none.
+
+        A model that cannot be reached (given scores, a loaded file) is no
+        error: the state says ``available: False`` and the reason in words.
+        Any other failure (the model raises) comes back as ``ok: False``.
+        """
+        reply: dict = {"type": "attributions", "request": request, "id": str(user_id)}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            return reply | {"ok": True, "state": ws.attribution_state(self._exp, user_id)}
+        except KeyError as err:
+            return reply | {"ok": False, "error": str(err.args[0]) if err.args else str(err)}
+        except Exception as err:  # the model failed: say so in the page, keep the kernel's handler alive
+            return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
+
+    def answer_counterfactual(self, user_id: Any, request: Any = None, percentile: Any = 50.0) -> dict:
+        """The reply to a counterfactual request: the smallest change across ``percentile``.
+
+        Below the percentile for a user at or above it; for a user already
+        below, the smallest change that moves them above it (``direction``
+        in the payload says which).
+        """
+        reply: dict = {"type": "counterfactual", "request": request, "id": str(user_id)}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            u = self._exp.user(ws.resolve_user(self._exp, user_id))
+            cf = u.counterfactual(float(percentile), "below")
+            if cf.found and not cf.n_literals:  # already below: what would move them up instead
+                cf = u.counterfactual(float(percentile), "above")
+            return reply | {"ok": True, "counterfactual": cf.to_dict()}
+        except KeyError as err:
+            return reply | {"ok": False, "error": str(err.args[0]) if err.args else str(err)}
+        except Exception as err:  # rules that take no counterfactual (linear terms), a failing model
+            return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
+
+    def answer_what_if(self, literal: Any, value: Any, request: Any = None) -> dict:
+        """The reply to a typed threshold: coverage of the literal's rules and fidelity, now and moved."""
+        reply: dict = {"type": "what_if", "request": request, "literal": literal}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            return reply | {"ok": True, "state": ws.what_if(self._exp, literal, value)}
+        except (ValueError, TypeError) as err:  # not a number, no such literal: the message says which
+            return reply | {"ok": False, "error": str(err)}
 
     def __repr__(self) -> str:
         # Stable (no address): notebooks checked by nbval compare the text/plain output.

@@ -296,21 +296,27 @@ function histogram(t) {
     const tx = x(th.threshold);
     box.appendChild(svg("line", { class: "rx-hist-threshold" + (th.in_rules ? " rx-in-rules" : ""), x1: tx, x2: tx, y1: T - 4, y2: H - B },
       svg("title", null, `${th.name}: ${pct(th.share_above)} of users above`)));
+    // what-if: where a typed threshold would go (hidden until one is typed; moved in place, no redraw)
+    if (th.in_rules) box.appendChild(svg("line", { class: "rx-hist-proposed", x1: tx, x2: tx, y1: T - 4, y2: H - B, visibility: "hidden",
+      "data-literal": th.literal }));
   }
+  box.rxScale = x;  // the what-if line reuses the histogram's scale
   box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(maxC)));
   box.appendChild(svg("text", { x: L, y: H - 8, class: "rx-axis" }, fmt(lo)));
   box.appendChild(svg("text", { x: W - R, y: H - 8, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + fmt(hi)));
   return box;
 }
 
-function thresholdsView(results, ui, redraw) {
+function thresholdsView(results, ui, redraw, audit) {
   const all = results.thresholds || [];
   const inRules = all.filter((t) => t.thresholds.some((th) => th.in_rules));
   const list = ui.allThresholds || !inRules.length ? all : inRules;
   const more = all.length - list.length;
   return h("section", { class: "rx-thresholds" },
     h("p", { class: "rx-help" }, "Each statistic over all users: bars count users, dots are the mean teacher score per bin (right axis), ",
-      "red lines are thresholds used by rules, grey lines other literal thresholds."),
+      "red lines are thresholds used by rules, grey lines other literal thresholds. ",
+      "What if: type or slide a rule threshold to see its rules' coverage and the held-out fidelity change (nothing is refitted); ",
+      "exp.with_threshold(literal, value) makes the move in code."),
     list.map((t) => h("div", { class: "rx-threshold-block", data: { column: t.column } },
       h("div", { class: "rx-threshold-title" }, withUnit(t)),
       h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" }, histogram(t)),
@@ -319,7 +325,8 @@ function thresholdsView(results, ui, redraw) {
           h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
             h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
         t.n_undefined ? h("div", { class: "rx-undefined-note" },
-          `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null))),
+          `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null),
+      t.thresholds.filter((th) => th.in_rules).map((th) => whatIfControl(t, th, ui, results, audit)))),
     more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button", data: { key: "more-thresholds" },
       on: { click: () => { ui.allThresholds = !ui.allThresholds; redraw(); } } },
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
@@ -502,7 +509,7 @@ function waterfall(d) {
   return box;
 }
 
-function userView(results, ui, openUser, redraw) {
+function userView(results, ui, openUser, redraw, audit) {
   // data-lm-suppress-shortcuts: JupyterLab would take Enter (and other keys) typed here as notebook commands.
   const search = h("form", { class: "rx-user-search", "data-lm-suppress-shortcuts": "true", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
     h("input", { class: "rx-user-input", type: "search", placeholder: "user id", value: ui.query, "aria-label": "user id",
@@ -519,7 +526,7 @@ function userView(results, ui, openUser, redraw) {
   const parts = [search, top];
   if (ui.loading) parts.push(h("div", { class: "rx-loading" }, `Loading ${ui.userId}…`));
   else if (ui.userError) parts.push(h("div", { class: "rx-user-error" }, ui.userError));
-  else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw));
+  else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw, audit));
   else parts.push(h("p", { class: "rx-help" }, "Pick a user: type an id, click one above, or click an example user on a rule card."));
   return h("section", { class: "rx-user-panel" }, parts);
 }
@@ -530,7 +537,7 @@ const feedLabel = (j) => (j < 26 ? String.fromCharCode(65 + j) : String(j + 1));
 const feedColor = (j) => `var(--rx-feed-${j % FEED_PALETTE})`;
 const feedMark = (j) => h("span", { class: "rx-dot", style: `background:${feedColor(j)}`, data: { feedMark: feedLabel(j) } }, feedLabel(j));
 
-function userDetail(d, results, ui, redraw) {
+function userDetail(d, results, ui, redraw, audit) {
   const feeds = d.feeds || [];
   const ruleByIndex = new Map((results.rules || []).map((r) => [r.index, r]));
   const head = h("div", { class: "rx-user-head" },
@@ -562,8 +569,11 @@ function userDetail(d, results, ui, redraw) {
     style: `border-color:${feedColor(j)}`, data: { feed: j, key: `feed-${j}` }, "aria-pressed": String(active === j),
     on: { click: () => { ui.feed = active === j ? null : j; redraw(); } } },
   feedMark(j), ` ${f.words} = ${fmt(f.value)} (${f.rows.length} rows)`)));
-  const table = h("table", { class: "rx-table rx-events" },
+  // The attribution strip, once asked for: one signed bar per row, beside the feed markers.
+  const a = ui.attr && ui.attr.id === d.id && ui.attr.state && ui.attr.state.available ? ui.attr.state : null;
+  const table = h("table", { class: "rx-table rx-events" + (a ? " rx-with-attr" : "") },
     h("thead", null, h("tr", null, h("th", null, "#"), feeds.map((f, j) => h("th", { title: f.words }, feedMark(j))),
+      a ? h("th", { class: "rx-attr-head", title: "the model's attribution of each event: right (red) raises its score, left (green) lowers it" }, "model") : null,
       d.columns.map((c) => h("th", null, c)))),
     h("tbody", null, d.events.map((row, r) => {
       const feedsRow = feedSets.map((s) => s.has(r));
@@ -571,6 +581,7 @@ function userDetail(d, results, ui, redraw) {
       return h("tr", { class: on ? "rx-feeds" : "", data: { row: r } },
         h("td", { class: "rx-num" }, String(r + 1)),
         feedsRow.map((x, j) => h("td", { class: "rx-feed-cell" }, x ? feedMark(j) : "")),
+        a ? attrCell(a, r) : null,
         row.map((v) => h("td", { class: typeof v === "number" ? "rx-num" : "" }, v === null ? "" : typeof v === "number" ? fmt(v, 6) : v)));
     })));
   return h("div", { class: "rx-user", data: { user: d.id } }, head, scores,
@@ -578,8 +589,167 @@ function userDetail(d, results, ui, redraw) {
       h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
+    h("h4", null, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui),
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
+    attributionPanel(d, ui, audit),
     scrollBox("events", table, "rx-events-wrap"));
+}
+
+// ------------------------------------------------------------------ audit: model attributions
+const METHOD_LABEL = { integrated_gradients: "integrated gradients", ablation: "event ablation", occlusion: "event occlusion" };
+
+function ordinal(p) {
+  const k = Math.round(p);
+  const s = k % 100 >= 10 && k % 100 <= 20 ? "th" : { 1: "st", 2: "nd", 3: "rd" }[k % 10] || "th";
+  return `${k}${s}`;
+}
+
+// One row's cell of the strip: a bar from the middle, right for a positive attribution, left for a
+// negative one, its length relative to the user's largest; the figure in the hover text and for
+// screen readers. Rows the method did not attribute (events the model does not read) say so.
+function attrCell(a, r) {
+  const v = a.values[r];
+  if (v === null || v === undefined) {
+    return h("td", { class: "rx-attr-cell rx-attr-none", title: "not attributed: the model does not read this event, or the method left it out" },
+      h("span", { "aria-hidden": "true" }, "·"), h("span", { class: "rx-sr" }, "not attributed"));
+  }
+  const parts = Object.entries(a.columns || {}).map(([c, vals]) => [c, vals[r]]).filter(([, x]) => x !== null && x !== undefined && x !== 0)
+    .sort((p, q) => Math.abs(q[1]) - Math.abs(p[1])).slice(0, 3).map(([c, x]) => `${c} ${signed(x)}`);
+  const width = a.max_abs ? Math.min(50, (50 * Math.abs(v)) / a.max_abs) : 0;
+  const text = `model attribution ${signed(v)}${v > 0 ? ", raises its score" : v < 0 ? ", lowers its score" : ""}` +
+    (parts.length ? ` (${parts.join(", ")})` : "") + (a.feeds[r] ? "; a fired rule reads this event" : "");
+  return h("td", { class: "rx-attr-cell", title: text, data: { attribution: v } },
+    h("span", { class: "rx-attr-track", "aria-hidden": "true" },
+      h("span", { class: `rx-attr-bar ${v >= 0 ? "rx-attr-up" : "rx-attr-down"}`,
+        style: `${v >= 0 ? "left" : "right"}:50%;width:${width.toFixed(1)}%` })),
+    h("span", { class: "rx-sr" }, text));
+}
+
+function attributionPanel(d, ui, audit) {
+  const a = ui.attr && ui.attr.id === d.id ? ui.attr : null;
+  const button = h("button", { class: "rx-button rx-attr-button", type: "button", data: { key: "attributions" },
+    disabled: !!(a && a.loading), on: { click: () => audit.attributions(d.id) } },
+  a && a.loading ? "Asking the model…" : a && a.state ? "Model attributions (again)" : "Model attributions");
+  const parts = [h("div", { class: "rx-attr-bar-line" }, button,
+    !a ? h("span", { class: "rx-attr-help" }, " asks the model which of these events moved its score (one model call): ",
+      "a signed bar per event row, beside the rows the fired rules read.") : null)];
+  if (a && a.error) parts.push(h("div", { class: "rx-user-error rx-attr-error", role: "alert" }, a.error));
+  else if (a && a.state && !a.state.available) {
+    parts.push(h("div", { class: "rx-attr-unavailable", role: "note" }, h("strong", null, "No model attributions: "), a.state.reason));
+  } else if (a && a.state) {
+    const s = a.state;
+    const method = METHOD_LABEL[s.method] || s.method;
+    const sentence = s.agreement === null
+      ? "Agreement is undefined: no fired rule reads an event of this user, or every attribution is 0."
+      : `${pct(s.agreement, 0)} of the model's attribution (${method}) falls on the events the fired rules read; ` +
+        `those are ${pct(s.event_share, 0)} of the events it scored` +
+        (s.lift !== null ? `: ${fmt(s.lift, 2)}× what an even spread would give.` : ".");
+    parts.push(h("div", { class: "rx-attr-summary" },
+      h("div", { class: "rx-figure rx-figure-main rx-attr-agreement" },
+        h("div", { class: "rx-figure-value" }, s.agreement === null ? "–" : pct(s.agreement, 0)),
+        h("div", { class: "rx-figure-label" }, "rule-model agreement")),
+      h("div", { class: "rx-attr-text" }, h("div", { class: "rx-attr-sentence" }, sentence),
+        h("div", { class: "rx-attr-key" }, h("span", { class: "rx-attr-swatch rx-attr-up" }), " raises the model's score ",
+          h("span", { class: "rx-attr-swatch rx-attr-down" }), " lowers it · ",
+          `model score ${fmt(s.score, 4)}; bars relative to the largest, ${fmt(s.max_abs, 3)}`),
+        s.note ? h("div", { class: "rx-attr-note", role: "note" }, s.note) : null)));
+  }
+  return h("div", { class: "rx-attr-panel", data: { user: d.id } }, parts);
+}
+
+// ------------------------------------------------------------------ audit: the counterfactual
+const valueText = (v) => (v === null || v === undefined ? "undefined" : fmt(v, 4));
+
+function counterfactualView(d, ui) {
+  const c = ui.cf && ui.cf.id === d.id ? ui.cf : null;
+  if (!c || c.loading) return h("div", { class: "rx-cf rx-loading" }, "Searching the smallest change…");
+  if (c.error) return h("div", { class: "rx-cf rx-cf-error", role: "note" }, c.error);
+  const cf = c.data;
+  const parts = [h("p", { class: "rx-cf-message" }, cf.message)];
+  if (cf.found && cf.changes.length) {
+    parts.push(scrollBox("cf-changes", h("table", { class: "rx-table rx-cf-changes" },
+      h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", "in events"].map((x) => h("th", null, x)))),
+      h("tbody", null, cf.changes.map((r) => h("tr", { data: { output: r.output } },
+        h("td", { title: r.statistic }, r.words), h("td", { class: "rx-num" }, valueText(r.value_now)),
+        h("td", { class: "rx-num rx-cf-needed" }, `→ ${valueText(r.value_needed)}`), h("td", null, r.condition),
+        h("td", { class: "rx-cf-events" }, r.events || "–")))))));
+    parts.push(h("div", { class: "rx-cf-flipped-title" }, `Conditions that flip (${cf.flipped.length}):`),
+      h("ul", { class: "rx-cf-flipped" }, cf.flipped.map((f) => h("li", { data: { literal: f.literal } },
+        h("span", { class: "rx-cf-now" }, f.now), h("span", { class: "rx-cf-arrow", "aria-label": "becomes" }, " → "),
+        h("span", { class: "rx-cf-after" }, f.after),
+        h("span", { class: "rx-cf-rules" }, ` (${f.rules.map((k) => `rule ${k + 1}`).join(", ")})`)))));
+    parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${fmt(cf.score, 4)} (${ordinal(cf.percentile)} percentile) → `,
+      h("strong", null, `${fmt(cf.new_score, 4)} (${ordinal(cf.new_percentile)} percentile)`),
+      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, the ${ordinal(cf.target_percentile)} percentile of the training users' rule scores.`));
+  }
+  const e = cf.edit;
+  if (e) {
+    parts.push(h("div", { class: "rx-cf-edit" }, h("strong", null, "On the events: "),
+      `dropping the ${e.n_dropped} most recent matching event${e.n_dropped === 1 ? "" : "s"} gives the rule score ${fmt(e.score, 4)} `,
+      `(${ordinal(e.percentile)} percentile), ${e.reaches_target ? "past" : "not past"} the target.`,
+      e.teacher_score !== null
+        ? h("div", { class: "rx-cf-teacher" }, `The model on the edited events: ${fmt(e.teacher_score_before, 4)} `,
+          `(${ordinal(e.teacher_percentile_before)} percentile) → `, h("strong", null, `${fmt(e.teacher_score, 4)} (${ordinal(e.teacher_percentile)} percentile)`), ".")
+        : e.note ? h("div", { class: "rx-cf-teacher rx-muted" }, e.note) : null));
+  }
+  return h("div", { class: "rx-cf", data: { direction: cf.direction } }, parts);
+}
+
+// ------------------------------------------------------------------ audit: what-if thresholds
+// The result box of one literal's what-if, from its state in ui.whatIf (none: the figures as explained).
+function whatIfResult(th, st, results) {
+  const sm = results.summary || {};
+  if (!st || (!st.state && !st.error)) {
+    return [h("span", { class: "rx-whatif-fid", data: { fidelity: sm.fidelity_test } }, `held-out fidelity ${fmt(sm.fidelity_test, 3)}`),
+      st && st.loading ? " · computing…" : " as explained; type a threshold to see what moving it does."];
+  }
+  if (st.error) return h("span", { class: "rx-user-error rx-whatif-error" }, st.error);
+  const w = st.state;
+  const diff = (w.fidelity_test_moved ?? 0) - (w.fidelity_test ?? 0);
+  const change = Math.abs(diff) < 5e-4 ? "rx-same" : diff > 0 ? "rx-better" : "rx-worse";
+  return [
+    h("div", { class: "rx-whatif-head" },
+      h("span", { class: "rx-whatif-fid", data: { fidelity: w.fidelity_test_moved, before: w.fidelity_test } },
+        `held-out fidelity ${fmt(w.fidelity_test, 3)} → `, h("strong", { class: `rx-whatif-after ${change}` }, fmt(w.fidelity_test_moved, 3)),
+        ` (${diff >= 0 ? "+" : "−"}${fmt(Math.abs(diff), 2)})`),
+      h("span", { class: "rx-whatif-train" }, ` · training ${fmt(w.fidelity_train, 3)} → ${fmt(w.fidelity_train_moved, 3)}`),
+      st.loading ? h("span", { class: "rx-muted" }, " · computing…") : null),
+    h("div", { class: "rx-whatif-line" }, `At more than ${w.value_text}: users above ${pct(w.share_above.train)} → ${pct(w.share_above.train_moved)} (training); `,
+      `rule scores change for ${fmt(w.n_changed)} users.`),
+    h("ul", { class: "rx-whatif-rules" }, w.rules.map((r) => h("li", { data: { ruleIndex: r.index } },
+      h("span", { class: "rx-weight " + (r.weight >= 0 ? "rx-up-text" : "rx-down-text") }, signed(r.weight)),
+      ` rule ${r.index + 1} fires for ${pct(r.coverage_train)} → `, h("strong", { class: "rx-whatif-coverage" }, pct(r.coverage_train_moved)),
+      ` of training users (${pct(r.coverage_test)} → ${pct(r.coverage_test_moved)} held out)`,
+      r.can_fire ? null : h("strong", { class: "rx-user-error" }, ": it fires for no one")))),
+    (w.warnings || []).length ? h("div", { class: "rx-whatif-warning", role: "note" }, w.warnings.join("; ")) : null,
+    h("div", { class: "rx-whatif-code" }, "In code: ", h("code", { class: "rx-code" }, `exp.with_threshold(${w.literal}, ${w.value_text})`)),
+  ];
+}
+
+function whatIfControl(t, th, ui, results, audit) {
+  const i = th.literal;
+  const st = ui.whatIf[i];
+  const text = st ? st.text : th.threshold_text;
+  const lo = t.min ?? th.threshold, hi = t.max ?? th.threshold;
+  const step = t.discrete ? 1 : (hi - lo) / 200 || 1;
+  const stop = (e) => e.stopPropagation();  // no notebook shortcut while typing or sliding here
+  const onKey = (e) => {
+    if (e.key === "Enter") { swallow(e); audit.whatIfTyped(i, e.target.value, true); }
+    else if (e.key === "Escape") { swallow(e); audit.whatIfReset(i, th.threshold_text); }
+    else stop(e);
+  };
+  const label = `new threshold for: ${th.name}`;
+  return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i }, "data-lm-suppress-shortcuts": "true" },
+    h("div", { class: "rx-whatif-controls" },
+      h("span", { class: "rx-whatif-label" }, "What if ", h("span", { class: "rx-whatif-words" }, t.words), " is more than "),
+      h("input", { class: "rx-whatif-input", type: "number", step: "any", value: text, "aria-label": label,
+        data: { key: `whatif-${i}`, literal: i }, on: { input: (e) => audit.whatIfTyped(i, e.target.value, false), keydown: onKey } }),
+      hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: Number(text),
+        "aria-label": `${label} (slider from ${fmt(lo)} to ${fmt(hi)})`, data: { key: `whatif-range-${i}`, literal: i },
+        on: { input: (e) => audit.whatIfTyped(i, e.target.value, false, true), keydown: onKey } }) : null,
+      h("button", { class: "rx-button rx-whatif-reset", type: "button", data: { key: `whatif-reset-${i}` },
+        on: { click: () => audit.whatIfReset(i, th.threshold_text) } }, "Reset")),
+    h("div", { class: "rx-whatif-result", role: "status", "aria-live": "polite", data: { literal: i } }, whatIfResult(th, st, results)));
 }
 
 // A live widget hides the static copy shown just before it (rudi_explain/static_view.py): that copy
@@ -643,7 +813,9 @@ let VIEWS = 0;  // ids must differ between views of one page (a widget shown twi
 function render({ model, el }) {
   hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
-    request: 0, feed: null, cancelling: false, allThresholds: false };
+    request: 0, feed: null, cancelling: false, allThresholds: false,
+    attr: null, cf: null, whatIf: {}, seq: 0 };  // the audit views: attributions, counterfactual, what-if per literal
+  const whatIfTimers = {};
   const root = h("div", { class: "rx-root" });
   el.appendChild(root);
   const prefix = `rx-${++VIEWS}-${Math.random().toString(36).slice(2, 7)}`;
@@ -657,9 +829,66 @@ function render({ model, el }) {
 
   const openUser = (id) => {
     ui.tab = "user"; ui.loading = true; ui.userError = ""; ui.userId = String(id); ui.query = String(id);
-    ui.request += 1; ui.feed = null;
+    ui.request += 1; ui.feed = null; ui.attr = null; ui.cf = null;
     model.send({ type: "user", id: String(id), request: ui.request });
     draw();
+  };
+
+  // The audit requests. Each answer carries its request number: a late answer to an older request is dropped.
+  const byData = (cls, key, value) => [...root.querySelectorAll(cls)].filter((n) => n.dataset[key] === String(value));
+  const audit = {
+    attributions(id) {  // asks the model: only when the button is pressed
+      ui.attr = { id, request: ++ui.seq, loading: true, state: null, error: "" };
+      model.send({ type: "attributions", id, request: ui.attr.request });
+      draw();
+    },
+    counterfactual(id) {
+      ui.cf = { id, request: ++ui.seq, loading: true, data: null, error: "" };
+      model.send({ type: "counterfactual", id, request: ui.cf.request, percentile: 50 });
+    },
+    // A typed (or slid) threshold: the histogram's line moves at once, the figures follow the kernel's answer.
+    whatIfTyped(i, text, now, fromRange = false) {
+      const st = ui.whatIf[i] || (ui.whatIf[i] = { text, request: 0, state: null, error: "", loading: false });
+      st.text = String(text);
+      for (const n of byData(fromRange ? ".rx-whatif-input" : ".rx-whatif-range", "literal", i)) n.value = st.text;
+      clearTimeout(whatIfTimers[i]);
+      const v = Number(st.text);
+      if (!st.text.trim() || !Number.isFinite(v)) {
+        st.error = "type a number"; st.loading = false; this.whatIfShow(i); return;
+      }
+      this.whatIfLine(i, v);
+      const send = () => {
+        st.request = ++ui.seq; st.loading = true; st.error = "";
+        model.send({ type: "what_if", literal: i, value: v, request: st.request });
+        this.whatIfShow(i);
+      };
+      if (now) send(); else whatIfTimers[i] = setTimeout(send, 150);
+    },
+    whatIfReset(i, text) {
+      clearTimeout(whatIfTimers[i]);
+      delete ui.whatIf[i];
+      for (const n of byData(".rx-whatif-input, .rx-whatif-range", "literal", i)) n.value = text;
+      this.whatIfLine(i, null);
+      this.whatIfShow(i);
+    },
+    whatIfLine(i, v) {
+      for (const line of root.querySelectorAll("line.rx-hist-proposed")) {
+        if (line.dataset.literal !== String(i)) continue;
+        const x = line.ownerSVGElement && line.ownerSVGElement.rxScale;
+        if (v === null || !x) { line.setAttribute("visibility", "hidden"); continue; }
+        line.setAttribute("x1", x(v)); line.setAttribute("x2", x(v)); line.setAttribute("visibility", "visible");
+      }
+    },
+    // Only the result box is replaced: a redraw would move the caret of the input being typed in.
+    whatIfShow(i) {
+      const results = model.get("results") || {};
+      const th = (results.thresholds || []).flatMap((t) => t.thresholds).find((x) => x.literal === i);
+      for (const box of byData(".rx-whatif-result", "literal", i)) {
+        box.replaceChildren(...[whatIfResult(th, ui.whatIf[i], results)].flat(Infinity).filter((c) => c !== null && c !== undefined)
+          .map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+        box.closest(".rx-whatif").classList.toggle("rx-whatif-moved", !!(ui.whatIf[i] && ui.whatIf[i].state));
+      }
+    },
   };
 
   function draw() {
@@ -681,8 +910,8 @@ function render({ model, el }) {
           h("p", { class: "rx-help" }, "Largest weight first. Click a card for example users it fires for."),
           results.rules.map((c) => ruleCard(c, ui, openUser, draw)));
       } else if (ui.tab === "effects") panel = effectsView(results, openUser);
-      else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw);
-      else if (ui.tab === "user") panel = userView(results, ui, openUser, draw);
+      else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw, audit);
+      else if (ui.tab === "user") panel = userView(results, ui, openUser, draw, audit);
       else panel = statisticsView(results);
       parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab, key: "panel" }, role: "tabpanel", id: ids.panel,
         "aria-labelledby": ids.tab(ui.tab), tabindex: "0" }, panel));
@@ -697,7 +926,22 @@ function render({ model, el }) {
     if (msg.type === "user" && msg.request === ui.request) {
       ui.loading = false;
       if (msg.ok) { ui.user = msg.detail; ui.userError = ""; } else { ui.user = null; ui.userError = msg.error || "no such user"; }
+      if (msg.ok) audit.counterfactual(msg.detail.id);  // cheap (no model call unless events are edited): asked at once
       draw();
+    } else if (msg.type === "attributions" && ui.attr && msg.request === ui.attr.request) {
+      ui.attr.loading = false;
+      if (msg.ok) ui.attr.state = msg.state; else ui.attr.error = msg.error || "the model could not be asked";
+      draw();
+    } else if (msg.type === "counterfactual" && ui.cf && msg.request === ui.cf.request) {
+      ui.cf.loading = false;
+      if (msg.ok) ui.cf.data = msg.counterfactual; else ui.cf.error = msg.error || "no counterfactual";
+      draw();
+    } else if (msg.type === "what_if") {
+      const st = ui.whatIf[msg.literal];
+      if (!st || msg.request !== st.request) return;
+      st.loading = false;
+      if (msg.ok) { st.state = msg.state; st.error = ""; } else { st.state = null; st.error = msg.error || "could not move the threshold"; }
+      audit.whatIfShow(msg.literal);
     }
   };
   const events = ["change:status", "change:progress", "change:chart", "change:results", "change:error"];
