@@ -193,13 +193,17 @@ class Counterfactual:
         """JSON-ready (floats rounded; NaN as None), for the widget."""
         from rudi_explain.widget_state import _num
 
+        def cell(v: Any) -> Any:
+            if isinstance(v, (list, tuple, np.ndarray)):
+                return [int(x) for x in v]
+            if v is None or v is pd.NA:
+                return None
+            if isinstance(v, (float, np.floating)):
+                return _num(v)
+            return int(v) if isinstance(v, np.integer) else v
+
         def rows(frame: pd.DataFrame) -> list[dict]:
-            out = []
-            for rec in frame.to_dict("records"):
-                out.append({k: (_num(v) if isinstance(v, (float, np.floating)) else
-                                [int(x) for x in v] if isinstance(v, (list, tuple, np.ndarray)) else
-                                int(v) if isinstance(v, (np.integer,)) else v) for k, v in rec.items()})
-            return out
+            return [{k: cell(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
 
         e = self.edit
         return {
@@ -455,7 +459,7 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
     changes, flips = _describe(exp, index, moves, chosen, reads)
     edit = None
     if edit_events and len(changes) and changes["event_change"].notna().all() and \
-            (changes["event_change"].astype(float) < 0).all():
+            (changes["event_change"] < 0).all():
         edit = _edit(exp, index, changes, target, past, pct, teacher)
     n_out = len(changes)
     message = (f"user {uid!r}: flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic "
@@ -495,7 +499,8 @@ def _describe(exp: Any, index: int, moves: _Moves, chosen: np.ndarray,
             flips.append({"literal": int(i), "now": info.render_literal(Lit(int(i), not holds)),
                           "after": info.render_literal(Lit(int(i), holds)),
                           "rules": np.flatnonzero(reads[i]).tolist()})
-    return pd.DataFrame(rows), pd.DataFrame(flips, columns=["literal", "now", "after", "rules"])
+    changes = pd.DataFrame(rows).astype({"event_change": "Int64"})  # whole events, or <NA> for other outputs
+    return changes, pd.DataFrame(flips, columns=["literal", "now", "after", "rules"])
 
 
 # ------------------------------------------------------------------ carrying it out on the events
