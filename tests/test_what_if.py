@@ -94,6 +94,8 @@ def test_with_threshold_equals_a_fresh_computation(exp):
         json.dumps(w, allow_nan=False)
         assert w["fidelity_test_moved"] == pytest.approx(fid, abs=1e-6)
         assert w["fidelity_test"] == pytest.approx(exp.report()["fidelity_test"], abs=1e-6)
+        assert w["fidelity_train_moved"] == pytest.approx(rx.metrics.fidelity(y[train], s[train]), abs=1e-6)
+        assert w["fidelity_train"] == pytest.approx(exp.report()["fidelity_train"], abs=1e-6)
         assert w["n_changed"] == int((s != exp.student_scores.to_numpy()).sum())
         using = [k for k, r in enumerate(exp.rules) if i in [x.index for x in _lits(r.formula)]]
         assert [r["index"] for r in w["rules"]] == using
