@@ -589,7 +589,7 @@ function userDetail(d, results, ui, redraw, audit) {
       h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
-    h("h4", null, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui),
+    h("h4", { class: "rx-cf-title" }, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui),
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
     attributionPanel(d, ui, audit),
     scrollBox("events", table, "rx-events-wrap"));
@@ -618,7 +618,7 @@ function attrCell(a, r) {
   const width = a.max_abs ? Math.min(50, (50 * Math.abs(v)) / a.max_abs) : 0;
   const text = `model attribution ${signed(v)}${v > 0 ? ", raises its score" : v < 0 ? ", lowers its score" : ""}` +
     (parts.length ? ` (${parts.join(", ")})` : "") + (a.feeds[r] ? "; a fired rule reads this event" : "");
-  return h("td", { class: "rx-attr-cell", title: text, data: { attribution: v } },
+  return h("td", { class: "rx-attr-cell" + (a.feeds[r] ? " rx-attr-counted" : ""), title: text, data: { attribution: v } },
     h("span", { class: "rx-attr-track", "aria-hidden": "true" },
       h("span", { class: `rx-attr-bar ${v >= 0 ? "rx-attr-up" : "rx-attr-down"}`,
         style: `${v >= 0 ? "left" : "right"}:50%;width:${width.toFixed(1)}%` })),
@@ -629,7 +629,7 @@ function attributionPanel(d, ui, audit) {
   const a = ui.attr && ui.attr.id === d.id ? ui.attr : null;
   const button = h("button", { class: "rx-button rx-attr-button", type: "button", data: { key: "attributions" },
     disabled: !!(a && a.loading), on: { click: () => audit.attributions(d.id) } },
-  a && a.loading ? "Asking the model…" : a && a.state ? "Model attributions (again)" : "Model attributions");
+  a && a.loading ? "Asking the model…" : a && (a.state || a.error) ? "Ask the model again" : "Model attributions");
   const parts = [h("div", { class: "rx-attr-bar-line" }, button,
     !a ? h("span", { class: "rx-attr-help" }, " asks the model which of these events moved its score (one model call): ",
       "a signed bar per event row, beside the rows the fired rules read.") : null)];
@@ -651,6 +651,7 @@ function attributionPanel(d, ui, audit) {
       h("div", { class: "rx-attr-text" }, h("div", { class: "rx-attr-sentence" }, sentence),
         h("div", { class: "rx-attr-key" }, h("span", { class: "rx-attr-swatch rx-attr-up" }), " raises the model's score ",
           h("span", { class: "rx-attr-swatch rx-attr-down" }), " lowers it · ",
+          h("span", { class: "rx-attr-swatch rx-attr-counted-key" }), " an event a fired rule counts · ",
           `model score ${fmt(s.score, 4)}; bars relative to the largest, ${fmt(s.max_abs, 3)}`),
         s.note ? h("div", { class: "rx-attr-note", role: "note" }, s.note) : null)));
   }
@@ -667,12 +668,14 @@ function counterfactualView(d, ui) {
   const cf = c.data;
   const parts = [h("p", { class: "rx-cf-message" }, cf.message)];
   if (cf.found && cf.changes.length) {
+    const inEvents = cf.changes.some((r) => r.events);
     parts.push(scrollBox("cf-changes", h("table", { class: "rx-table rx-cf-changes" },
-      h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", "in events"].map((x) => h("th", null, x)))),
+      h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", inEvents ? "in events" : null]
+        .filter(Boolean).map((x) => h("th", null, x)))),
       h("tbody", null, cf.changes.map((r) => h("tr", { data: { output: r.output } },
         h("td", { title: r.statistic }, r.words), h("td", { class: "rx-num" }, valueText(r.value_now)),
         h("td", { class: "rx-num rx-cf-needed" }, `→ ${valueText(r.value_needed)}`), h("td", null, r.condition),
-        h("td", { class: "rx-cf-events" }, r.events || "–")))))));
+        inEvents ? h("td", { class: "rx-cf-events" }, r.events || "–") : null))))));
     parts.push(h("div", { class: "rx-cf-flipped-title" }, `Conditions that flip (${cf.flipped.length}):`),
       h("ul", { class: "rx-cf-flipped" }, cf.flipped.map((f) => h("li", { data: { literal: f.literal } },
         h("span", { class: "rx-cf-now" }, f.now), h("span", { class: "rx-cf-arrow", "aria-label": "becomes" }, " → "),
@@ -741,7 +744,8 @@ function whatIfControl(t, th, ui, results, audit) {
   const label = `new threshold for: ${th.name}`;
   return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i }, "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "rx-whatif-controls" },
-      h("span", { class: "rx-whatif-label" }, "What if ", h("span", { class: "rx-whatif-words" }, t.words), " is more than "),
+      h("span", { class: "rx-whatif-label", title: th.name }, "What if ", h("span", { class: "rx-whatif-words" }, `> ${th.threshold_text}`),
+        " were more than"),
       h("input", { class: "rx-whatif-input", type: "number", step: "any", value: text, "aria-label": label,
         data: { key: `whatif-${i}`, literal: i }, on: { input: (e) => audit.whatIfTyped(i, e.target.value, false), keydown: onKey } }),
       hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: Number(text),
