@@ -147,7 +147,7 @@ function progressView(model, ui, redraw) {
   }
   if (ended) {
     parts.push(h("button", { class: "rx-button rx-retry", type: "button", data: { key: "retry" },
-      on: { click: () => { ui.cancelling = false; model.send({ type: "retry" }); } } }, "Retry"));
+      on: { click: () => { ui.cancelling = false; ui.ask({ type: "retry" }); redraw(); } } }, "Retry"));
   }
   if (p.search) {
     const s = p.search;
@@ -163,7 +163,7 @@ function progressView(model, ui, redraw) {
   if (!(ended && !points.length)) parts.push(lineChart(points, p.stage === "student" ? p.total : null));
   if (status === "running" || status === "pending") {
     parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling, data: { key: "cancel" },
-      on: { click: () => { ui.cancelling = true; model.send({ type: "cancel" }); redraw(); } } },
+      on: { click: () => { ui.cancelling = ui.ask({ type: "cancel" }); redraw(); } } },
     ui.cancelling ? "Cancelling…" : "Cancel"));
   }
   return h("section", { class: "rx-progress", data: { status } }, parts);
@@ -811,6 +811,13 @@ function tabBar(tabs, ui, ids, select) {
       data: { tab: k, key: `tab-${k}` }, on: { click: () => select(k), keydown: onKey } }, label)));
 }
 
+// A view with no kernel behind it (restored from a saved notebook's widget state, an nbconvert page,
+// or the kernel stopped or restarted) would wait for ever for an answer. ipywidgets marks such a
+// view's element "jupyter-widgets-disconnected" (its model's comm is not live), from before render
+// and on every change; the standalone report's element never has the class (its shim answers).
+const NO_KERNEL = "needs the running kernel: re-run the cell";
+const kernelGone = (el) => !!el.closest(".jupyter-widgets-disconnected");
+
 let VIEWS = 0;  // ids must differ between views of one page (a widget shown twice, two widgets)
 
 // ------------------------------------------------------------------ the widget
@@ -831,10 +838,20 @@ function render({ model, el }) {
     draw();
   };
 
+  // Every request to the kernel goes through here: without a kernel it is refused, not sent into the void.
+  const ask = (msg) => {
+    if (kernelGone(el)) { ui.noKernel = true; return false; }
+    model.send(msg);
+    return true;
+  };
+  ui.ask = ask;
+
   const openUser = (id) => {
     ui.tab = "user"; ui.loading = true; ui.userError = ""; ui.userId = String(id); ui.query = String(id);
     ui.request += 1; ui.feed = null; ui.attr = null; ui.cf = null;
-    model.send({ type: "user", id: String(id), request: ui.request });
+    if (!ask({ type: "user", id: String(id), request: ui.request })) {
+      ui.loading = false; ui.userError = `The drill-down into a user ${NO_KERNEL}.`;
+    }
     draw();
   };
 
@@ -843,12 +860,12 @@ function render({ model, el }) {
   const audit = {
     attributions(id) {  // asks the model: only when the button is pressed
       ui.attr = { id, request: ++ui.seq, loading: true, state: null, error: "" };
-      model.send({ type: "attributions", id, request: ui.attr.request });
+      if (!ask({ type: "attributions", id, request: ui.attr.request })) Object.assign(ui.attr, { loading: false, error: `Model attributions ${NO_KERNEL}.` });
       draw();
     },
     counterfactual(id) {
       ui.cf = { id, request: ++ui.seq, loading: true, data: null, error: "" };
-      model.send({ type: "counterfactual", id, request: ui.cf.request, percentile: 50 });
+      if (!ask({ type: "counterfactual", id, request: ui.cf.request, percentile: 50 })) Object.assign(ui.cf, { loading: false, error: `The counterfactual ${NO_KERNEL}.` });
     },
     // A typed (or slid) threshold: the histogram's line moves at once, the figures follow the kernel's answer.
     whatIfTyped(i, text, now, fromRange = false) {
@@ -863,7 +880,7 @@ function render({ model, el }) {
       this.whatIfLine(i, v);
       const send = () => {
         st.request = ++ui.seq; st.loading = true; st.error = "";
-        model.send({ type: "what_if", literal: i, value: v, request: st.request });
+        if (!ask({ type: "what_if", literal: i, value: v, request: st.request })) Object.assign(st, { loading: false, error: `a what-if ${NO_KERNEL}` });
         this.whatIfShow(i);
       };
       if (now) send(); else whatIfTimers[i] = setTimeout(send, 150);
@@ -901,6 +918,7 @@ function render({ model, el }) {
     const error = model.get("error");
     const parts = [h("div", { class: "rx-header" }, h("span", { class: "rx-title" }, "rudi-explain"),
       h("span", { class: `rx-status rx-status-${status}` }, status))];
+    if (ui.noKernel) parts.push(h("div", { class: "rx-message rx-no-kernel", role: "status" }, `No kernel behind this view (a saved notebook, or the kernel stopped): it shows what was saved, and what asks the kernel ${NO_KERNEL}.`));
     const hasResults = status === "done" && results.summary;
     if (!hasResults) parts.push(progressView(model, ui, draw));
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));

@@ -20,10 +20,20 @@ def write_notebook(path: Path, cells: list[str]) -> None:
     nbformat.write(nb, path)
 
 
-def open_notebook(page, lab, name: str) -> None:
-    """Open ``name`` in JupyterLab and wait until its kernel is idle."""
-    page.goto(lab.page_url(name), timeout=60_000)
+#: the apps a notebook test runs in: JupyterLab, and Notebook 7 (the ``notebook`` package's app, same server)
+APPS = ("lab", "nb7")
+
+
+def open_notebook(page, lab, name: str, app: str = "lab") -> None:
+    """Open ``name`` in JupyterLab (``app="lab"``) or Notebook 7 (``"nb7"``) and wait until its kernel is idle.
+
+    Both expose ``window.jupyterapp``, so :func:`run_cell` and the commands work the same in each.
+    """
+    url = {"lab": lab.page_url, "nb7": lab.notebook7_url}[app](name)
+    page.goto(url, timeout=60_000)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    want = {"lab": "JupyterLab", "nb7": "Jupyter Notebook"}[app]
+    assert page.evaluate("() => window.jupyterapp.name") == want
 
 
 def run_cell(page, index: int) -> None:

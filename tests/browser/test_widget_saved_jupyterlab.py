@@ -1,0 +1,123 @@
+"""A saved notebook reopened without the kernel that drew it (issue 14, item 3), in JupyterLab and Notebook 7.
+
+The notebook runs a small explanation, is saved with its widget state, and
+its kernel is shut down. Reopened (a fresh kernel, which knows nothing of the
+saved widget), the widget is drawn from the saved state: the summary and the
+rule cards are there, but nothing can ask the kernel. Opening a user must say
+"needs the running kernel: re-run the cell" at once instead of hanging on
+"Loading…", and so must a typed what-if threshold. Re-running the cell then
+gives a live widget whose drill-down answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import APPS, open_notebook, run_cell, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+
+SETUP = """\
+import rudi_explain as rx
+demo = rx.datasets.make_payments(800, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread",
+                 n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
+exp"""
+
+NO_KERNEL = "needs the running kernel: re-run the cell"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _saved_models(path) -> list[dict]:
+    """The explanation widgets' saved states in the notebook file."""
+    nb = json.loads(path.read_text())
+    models = nb.get("metadata", {}).get("widgets", {}).get(STATE, {}).get("state", {})
+    return [m["state"] for m in models.values() if "results" in m.get("state", {})]
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chromium, shots, app):
+    name = f"saved-{app}.ipynb"
+    path = jupyter_lab.root / name
+    write_notebook(path, [SETUP])
+    page = chromium.new_page(viewport={"width": 1280, "height": 1300})
+    console: list[str] = []
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
+    page.set_default_timeout(30_000)
+    try:
+        # 1. Run, save with the widget state, shut the kernel down.
+        open_notebook(page, jupyter_lab, name, app)
+        run_cell(page, 0)
+        live = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        live.locator(".rx-card").first.wait_for(timeout=180_000)
+        n_cards = live.locator(".rx-card").count()
+        assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 0  # a live view is connected
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+        saved = _saved_models(path)
+        assert len(saved) == 1 and saved[0]["status"] == "done" and len(saved[0]["results"]["rules"]) == n_cards
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+        page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
+    except BaseException:
+        shots(page, f"failure-saved-{app}")
+        raise
+    finally:
+        page.close()
+
+    page = chromium.new_page(viewport={"width": 1280, "height": 1300})
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
+    page.set_default_timeout(30_000)
+    try:
+        # 2. Reopened: the widget comes back from the saved state, with no kernel behind it.
+        open_notebook(page, jupyter_lab, name, app)
+        good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        good.locator(".rx-card").first.wait_for(timeout=60_000)
+        assert good.locator(".rx-card").count() == n_cards and good.locator(".rx-status").inner_text() == "done"
+        assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 1
+        assert good.locator(".rx-no-kernel").count() == 0  # nothing said before anything is asked
+        # the drill-down: at once, the reason and the fix, never "Loading…"
+        good.locator(".rx-card").first.click()
+        link = good.locator(".rx-card.rx-open .rx-user-link").first
+        uid = link.get_attribute("data-user")
+        link.click()
+        error = good.locator(".rx-user-error")
+        error.wait_for(timeout=2_000)
+        assert NO_KERNEL in error.inner_text()
+        assert good.locator(".rx-loading").count() == 0 and good.locator(".rx-user").count() == 0
+        page.wait_for_timeout(1_000)  # and it stays so: no late "Loading…"
+        assert good.locator(".rx-loading").count() == 0
+        assert NO_KERNEL in good.locator(".rx-no-kernel").inner_text()
+        # the search box and the top users say the same
+        good.locator(".rx-top-users .rx-user-link").first.click()
+        assert NO_KERNEL in good.locator(".rx-user-error").inner_text()
+        shots(page, f"saved-{app}-no-kernel-user", top=good)
+        # a what-if threshold typed without a kernel
+        good.locator(".rx-tab[data-tab='thresholds']").click()
+        field = good.locator(".rx-whatif-input").first
+        field.fill("1")
+        whatif = good.locator(".rx-whatif-error").first
+        whatif.wait_for(timeout=2_000)
+        assert NO_KERNEL in whatif.inner_text()
+        assert good.locator(".rx-whatif-result").first.inner_text().count("computing") == 0
+        shots(page, f"saved-{app}-no-kernel-whatif", top=good.locator(".rx-threshold-block").first)
+
+        # 3. The advice works: re-run the cell, the new widget's drill-down answers.
+        run_cell(page, 0)
+        page.wait_for_function("() => !document.querySelector('.jupyter-widgets-disconnected .rx-root')",
+                               timeout=60_000)  # the saved view is gone with the cell's old output
+        fresh = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        fresh.locator(".rx-card").first.wait_for(timeout=180_000)
+        fresh.locator(".rx-card").first.click()
+        fresh.locator(".rx-card.rx-open .rx-user-link").first.click()
+        fresh.locator(f".rx-user[data-user='{uid}']").wait_for(timeout=60_000)
+        assert fresh.locator(".rx-user-error").count() == 0 and fresh.locator(".rx-no-kernel").count() == 0
+        assert not console, console
+    except BaseException:
+        shots(page, f"failure-saved-{app}-reopened")
+        print("\n".join(console[-40:]))
+        raise
+    finally:
+        page.close()
