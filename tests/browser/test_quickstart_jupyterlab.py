@@ -1,4 +1,4 @@
-"""The README quickstart, pasted as one cell into a real JupyterLab, shows what it promises.
+"""The README quickstart, pasted as one cell into a real JupyterLab and Notebook 7, shows what it promises.
 
 The cell trains the demo GRU and starts ``explain`` in the background, then
 reads ``exp.rules`` while the job runs: that read waits (with a note) and
@@ -16,7 +16,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import open_notebook, write_notebook  # noqa: E402
+from lab import APPS, open_notebook, write_notebook  # noqa: E402
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -27,14 +27,16 @@ def quickstart() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
+@pytest.mark.parametrize("app", APPS)
+def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots, app):
     code = quickstart()
     assert "print(exp.rules)" in code and "display(exp)" in code
-    write_notebook(jupyter_lab.root / "quickstart.ipynb", [code])
+    name = f"quickstart-{app}.ipynb"  # one kernel session per app
+    write_notebook(jupyter_lab.root / name, [code])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, "quickstart.ipynb")
+        open_notebook(page, jupyter_lab, name, app)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
         # the job runs in the background: the widget shows while the cell still waits in print(exp.rules)
         page.locator(".rx-root").wait_for(timeout=240_000)
@@ -57,9 +59,9 @@ def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
         # the static copy is there for kernel-less viewers, and hidden under the live widget
         static = page.locator(".rudi-explain-static")
         assert static.count() == 1 and not static.is_visible()
-        shots(page, "8-quickstart-one-cell", top=page.locator(".rx-root"))
+        shots(page, "8-quickstart-one-cell" + ("" if app == "lab" else f"-{app}"), top=page.locator(".rx-root"))
     except BaseException:
-        shots(page, "failure-quickstart")
+        shots(page, f"failure-quickstart-{app}")
         raise
     finally:
         page.close()

@@ -1,4 +1,4 @@
-"""Cancel while ``exp.wait()`` blocks, in a real JupyterLab (issue 14, item 2).
+"""Cancel while ``exp.wait()`` blocks, in a real JupyterLab and Notebook 7 (issue 14, item 2).
 
 One cell starts a slow background explanation, shows it and waits for it.
 While that cell is still busy (its prompt shows ``[*]``) the test clicks the
@@ -15,7 +15,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 WAITING = """\
 import json, time, rudi_explain as rx
@@ -41,15 +41,17 @@ def start_cell(page, index: int) -> None:
 PROMPT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.executionCount"
 
 
-def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots):
+@pytest.mark.parametrize("app", APPS)
+def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
     for name in ("cancel_wait.json", "cancel_wait_after.json"):
         (root / name).unlink(missing_ok=True)
-    write_notebook(root / "cancel_wait.ipynb", [WAITING, AFTER])
+    name = f"cancel_wait-{app}.ipynb"  # one kernel session per app
+    write_notebook(root / name, [WAITING, AFTER])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, "cancel_wait.ipynb")
+        open_notebook(page, jupyter_lab, name, app)
         start_cell(page, 0)
         cell = page.locator(".jp-Cell").nth(0)
         widget = cell.locator(".rx-root")
@@ -79,9 +81,9 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots):
         run_cell(page, 1)  # the kernel answers the next cell
         after = wait_file(root / "cancel_wait_after.json", 30)
         assert after["after"] >= state["ended"]
-        shots(page, "cancel-while-waiting", top=widget)
+        shots(page, "cancel-while-waiting" + ("" if app == "lab" else f"-{app}"), top=widget)
     except BaseException:
-        shots(page, "failure-cancel-wait")
+        shots(page, f"failure-cancel-wait-{app}")
         raise
     finally:
         page.close()
