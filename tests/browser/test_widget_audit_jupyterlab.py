@@ -18,7 +18,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import CONTRAST, _theme  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme  # noqa: E402
 
 SETUP = """\
 import json, numpy as np, rudi_explain as rx
@@ -47,6 +47,7 @@ value = max((float(np.round(np.nanpercentile(v, q), 3)) for q in (25, 50, 75)),
 cf = exp.user(uid).counterfactual(50, "below")
 if cf.found and not cf.n_literals:  # already below the median: the widget shows the move above it
     cf = exp.user(uid).counterfactual(50, "above")
+exp.to_html("audit-report.html")
 json.dump({"user": str(uid), "n_events": len(seqs.events(uid)), "values": a["values"], "agreement": a["agreement"],
            "literal": lit, "threshold_text": th["threshold_text"], "value": value,
            "before": exp.report()["fidelity_test"], "after": exp.with_threshold(lit, value).report()["fidelity_test"],
@@ -167,6 +168,8 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         assert _fmt3(want["before"]) in original
         field = block.locator(".rx-whatif-input")
         assert field.input_value() == want["threshold_text"]
+        cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.type)"
+        assert page.evaluate(cells) == ["code", "code"]
         field.focus()
         page.keyboard.press("Control+A")
         page.keyboard.type(f"{want['value']:g}")
@@ -194,6 +197,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         after.wait_for()
         page.keyboard.press("Escape")
         assert fid.inner_text() == original and field.input_value() == want["threshold_text"]
+        assert page.evaluate(cells) == ["code", "code"]  # digits and Escape typed here reached no notebook shortcut
         slider = block.locator(".rx-whatif-range")
         slider.focus()
         page.keyboard.press("End")  # the largest value: the number input follows, the figures come
@@ -214,6 +218,35 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         good.locator(".rx-tab[data-tab='thresholds']").click()
         shots(page, "audit-dark-whatif", top=good.locator(".rx-threshold-block").filter(has=page.locator(f".rx-whatif[data-literal='{lit}']")))
         assert not console, console
+
+        # 4. A 640 px window: the strip, the counterfactual and the what-if controls fit (tables scroll in their box).
+        _theme(page, "JupyterLab Light", light=True)
+        page.set_viewport_size({"width": 640, "height": 1000})
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        page.wait_for_timeout(400)
+        for tab in ("user", "thresholds"):
+            good.locator(f".rx-tab[data-tab='{tab}']").click()
+            good.locator(f".rx-panel[data-tab='{tab}']").wait_for()
+            _check_narrow(page, good, tab, shots, prefix="audit-narrow")
+        page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+
+        # 5. The HTML report has no kernel: the audit views say so instead of waiting.
+        report = chromium.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            report.goto((root / "audit-report.html").as_uri())
+            report.locator("#rx-app[data-ready='1']").wait_for()
+            report.locator(".rx-tab[data-tab='user']").click()
+            report.locator(".rx-top-users .rx-user-link").first.click()
+            report.locator(".rx-user").wait_for()
+            assert "no kernel" in report.locator(".rx-cf").inner_text()
+            report.locator(".rx-attr-button").click()
+            assert "no kernel" in report.locator(".rx-attr-error").inner_text()
+            report.locator(".rx-tab[data-tab='thresholds']").click()
+            report.locator(".rx-whatif-input").first.fill("1")
+            report.locator(".rx-whatif-error").first.wait_for()
+            assert "no kernel" in report.locator(".rx-whatif-error").first.inner_text()
+        finally:
+            report.close()
     except BaseException:
         shots(page, "failure-audit")
         print("\n".join(console[-40:]))
