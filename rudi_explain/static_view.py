@@ -79,13 +79,14 @@ def _rules_table(exp: Any) -> str:
     for k, rule in enumerate(rules.rules[:MAX_RULES_SHOWN]):
         coverage = f"{100 * fires[:, k].mean():.0f}%" if fires is not None and fires.shape[1] > k else ""
         rows.append(f"<tr><td style=\"text-align: right; white-space: nowrap\">{escape(format_weight(rule.weight))}"
-                    f"</td><td>{escape(rule.text)}</td><td style=\"text-align: right\">{coverage}</td></tr>")
+                    f"</td><td style=\"text-align: left\">{escape(rule.text)}</td><td style=\"text-align: right\">{coverage}</td></tr>")
     more = len(rules.rules) - MAX_RULES_SHOWN
     if more > 0:
-        rows.append(f"<tr><td></td><td>… and {more} more rules</td><td></td></tr>")
+        rows.append(f"<tr><td></td><td style=\"text-align: left\">… and {more} more rules</td><td></td></tr>")
     rows.append(f"<tr><td style=\"text-align: right\">{escape(format_weight(rules.intercept))}</td>"
-                "<td>(intercept: every user's starting score)</td><td></td></tr>")
-    return ("<table><thead><tr><th>weight</th><th>rule (a user's score is the intercept plus the weights of the "
+                "<td style=\"text-align: left\">(intercept: every user's starting score)</td><td></td></tr>")
+    # JupyterLab's and nbconvert's stylesheets right-align every table cell: sentences read from the left
+    return ("<table><thead><tr><th>weight</th><th style=\"text-align: left\">rule (a user's score is the intercept plus the weights of the "
             "rules that hold)</th><th>users</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 

@@ -283,4 +283,5 @@ class ExplanationWidget(anywidget.AnyWidget):
             return (f"ExplanationWidget(done: {summary['n_rules']} rules, {summary['n_users']:,} users, "
                     f"fidelity {summary['fidelity_test']} held out)")
         # frozen in a saved notebook: say what it needs (the static copy beside it has the result)
-        return f"ExplanationWidget({self.status}; the interactive view needs the running kernel: re-run the cell)"
+        # ("shown while": the text stays as it was when shown, and the job may have ended since)
+        return f"ExplanationWidget(shown while {self.status}; the interactive view needs the running kernel: re-run the cell)"

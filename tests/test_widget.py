@@ -287,6 +287,9 @@ def test_widget_of_a_pending_job_is_safe():
     job = Pending()
     w = ExplanationWidget(job)
     assert w.status == "pending" and w.progress["stage"] == "pending" and w.results == {}
+    # the text a saved notebook keeps: it may outlive the job's end, so it names the moment and the fix
+    assert repr(w) == ("ExplanationWidget(shown while pending; the interactive view needs the running kernel: "
+                       "re-run the cell)")
     reply = w.answer_user("u1")
     assert reply["ok"] is False and "not finished" in reply["error"]
     threading.Thread(target=job.listener, args=(rx.explanation.JobProgress("search", 1, 4, "m", {

@@ -7,17 +7,23 @@ rule cards are there, but nothing can ask the kernel. Opening a user must say
 "needs the running kernel: re-run the cell" at once instead of hanging on
 "Loading…", and so must a typed what-if threshold. Re-running the cell then
 gives a live widget whose drill-down answers.
+
+Without the widget state (JupyterLab's default settings save none), the
+reopened notebook shows the static copy instead: the summary and the rules
+in words, as the kernel wrote them. So does the notebook's nbconvert HTML
+export opened offline in Chromium (its widget scripts come from CDNs).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell, write_notebook  # noqa: E402
+from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
 
 SETUP = """\
@@ -26,6 +32,11 @@ demo = rx.datasets.make_payments(800, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread",
                  n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
 exp"""
+
+TEXTS = """\
+import json
+exp.wait(timeout=300)
+json.dump([r.text for r in exp.rules.rules], open("saved_rules.json", "w"))"""
 
 NO_KERNEL = "needs the running kernel: re-run the cell"
 STATE = "application/vnd.jupyter.widget-state+json"
@@ -38,11 +49,18 @@ def _saved_models(path) -> list[dict]:
     return [m["state"] for m in models.values() if "results" in m.get("state", {})]
 
 
+def _rule_alignment(static) -> list[str]:
+    """The computed text-align of each rule's sentence in the static copy's table."""
+    return static.locator("table").first.locator("tbody td:nth-child(2)").evaluate_all(
+        "els => els.map(e => getComputedStyle(e).textAlign)")
+
+
 @pytest.mark.parametrize("app", APPS)
 def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chromium, shots, app):
     name = f"saved-{app}.ipynb"
     path = jupyter_lab.root / name
-    write_notebook(path, [SETUP])
+    (jupyter_lab.root / "saved_rules.json").unlink(missing_ok=True)
+    write_notebook(path, [SETUP, TEXTS])
     page = chromium.new_page(viewport={"width": 1280, "height": 1300})
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
@@ -54,11 +72,18 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         live = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         live.locator(".rx-card").first.wait_for(timeout=180_000)
         n_cards = live.locator(".rx-card").count()
+        run_cell(page, 1)
+        texts = wait_file(jupyter_lab.root / "saved_rules.json", 60)
         assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 0  # a live view is connected
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
         saved = _saved_models(path)
         assert len(saved) == 1 and saved[0]["status"] == "done" and len(saved[0]["results"]["rules"]) == n_cards
+        # the static copy the kernel replaced when the job ended is the one saved
+        nb = json.loads(path.read_text())  # as saved (a later autosave may hold the re-run below)
+        saved_html = "".join("".join(o["data"]["text/html"]) for o in nb["cells"][0]["outputs"]
+                             if "text/html" in o.get("data", {}))
+        assert "rudi-explain-static" in saved_html and "rudi-explain: running" not in saved_html
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
         page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=30_000)
     except BaseException:
@@ -119,5 +144,50 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         shots(page, f"failure-saved-{app}-reopened")
         print("\n".join(console[-40:]))
         raise
+    finally:
+        page.close()
+
+    # 4. Saved without the widget state (JupyterLab's default): the static copy shows the rules in words.
+    bare = copy.deepcopy(nb)
+    bare["metadata"].pop("widgets", None)
+    bare["cells"] = bare["cells"][:1]
+    bare_name = f"saved-{app}-no-state.ipynb"
+    (jupyter_lab.root / bare_name).write_text(json.dumps(bare))
+    page = chromium.new_page(viewport={"width": 1280, "height": 1300})
+    page.set_default_timeout(30_000)
+    try:
+        open_notebook(page, jupyter_lab, bare_name, app)
+        static = page.locator(".jp-Cell").nth(0).locator(".rudi-explain-static")
+        static.wait_for(timeout=30_000)
+        assert static.is_visible() and page.locator(".jp-Cell .rx-root").count() == 0
+        shown = static.inner_text()
+        assert all(t in shown for t in texts) and "re-run the cell" in shown and "rudi-explain: running" not in shown
+        assert set(_rule_alignment(static)) == {"left"}  # sentences read from the left, not JupyterLab's right
+        shots(page, f"saved-{app}-no-widget-state", top=static)
+    except BaseException:
+        shots(page, f"failure-saved-{app}-no-state")
+        raise
+    finally:
+        page.close()
+
+    # 5. The nbconvert HTML of the saved notebook (widget state and all), opened with no network.
+    nbconvert = pytest.importorskip("nbconvert")
+    html, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.reads(json.dumps(nb), as_version=4))
+    export = jupyter_lab.root / f"saved-{app}.html"
+    export.write_text(html, encoding="utf-8")
+    page = chromium.new_page(viewport={"width": 1100, "height": 1100})
+    blocked: list[str] = []
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+               else (blocked.append(r.request.url), r.abort()))
+    try:
+        page.goto(export.as_uri(), wait_until="load")
+        static = page.locator(".rudi-explain-static")
+        assert static.count() == 1 and static.is_visible()
+        shown = static.inner_text()
+        assert all(t in shown for t in texts) and "fidelity" in shown
+        assert set(_rule_alignment(static)) == {"left"}
+        assert blocked, "the export was expected to ask a CDN for the widget scripts"
+        assert page.locator(".rx-root").count() == 0  # no widget manager offline: the copy is what shows
+        shots(page, f"saved-{app}-nbconvert-offline")
     finally:
         page.close()
