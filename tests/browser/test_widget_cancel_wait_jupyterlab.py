@@ -87,3 +87,79 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         raise
     finally:
         page.close()
+
+
+INTERRUPTED = """\
+import json, time, rudi_explain as rx
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+display(exp)
+try:
+    exp.wait()
+finally:
+    json.dump({"ended": time.time(), "status": exp.status}, open("interrupt_wait.json", "w"))"""
+
+AGAIN = """\
+job = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+job"""
+
+LISTED = """\
+listed = [e.status for e in rx.running()]
+for e in rx.running():
+    e.cancel()
+for e in list(rx.running()):
+    e._finished.wait(30)
+json.dump({"listed": listed, "after": [e.status for e in rx.running()]}, open("running.json", "w"))"""
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
+    """The kernel's Interrupt while wait() blocks cancels the job (and says so); re-running a cell that
+    starts a job while the last one runs warns that both share the CPU; rx.running() lists and stops them."""
+    root = jupyter_lab.root
+    for name in ("interrupt_wait.json", "running.json"):
+        (root / name).unlink(missing_ok=True)
+    name = f"interrupt-{app}.ipynb"
+    write_notebook(root / name, [INTERRUPTED, AGAIN, LISTED])
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(30_000)
+    try:
+        open_notebook(page, jupyter_lab, name, app)
+        start_cell(page, 0)
+        cell = page.locator(".jp-Cell").nth(0)
+        widget = cell.locator(".rx-root")
+        widget.locator(".rx-found-item").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(500)
+        assert page.evaluate(PROMPT, 0) is None, "the cell is no longer running: nothing to test"
+        interrupted = time.time()
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
+        state = wait_file(root / "interrupt_wait.json", 30)
+        took = state["ended"] - interrupted
+        print(f"\nInterrupt -> cell's wait() ended: {took:.2f} s")
+        assert took < 3.0 and state["status"] == "cancelled"
+        widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
+        assert widget.locator(".rx-error").count() == 0 and widget.locator(".rx-retry").count() == 1
+        page.wait_for_function(f"() => ({PROMPT})(0) !== null", timeout=30_000)
+        said = "\n".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+        assert "interrupted: the explanation was cancelled" in said and "KeyboardInterrupt" in said
+        shots(page, "interrupt-while-waiting" + ("" if app == "lab" else f"-{app}"), top=widget)
+
+        # The same cell run twice: the second run warns that the first job still runs.
+        run_cell(page, 1)
+        again = page.locator(".jp-Cell").nth(1)
+        again.locator(".rx-status-running").wait_for(timeout=60_000)
+        run_cell(page, 1)
+        warning = again.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        warning.first.wait_for(timeout=30_000)
+        text = warning.first.inner_text()
+        assert "1 other explanation still running" in text and "rx.running()" in text
+        shots(page, "rerun-warns" + ("" if app == "lab" else f"-{app}"), top=again)
+        run_cell(page, 2)
+        listed = wait_file(root / "running.json", 60)
+        assert listed == {"listed": ["running", "running"], "after": []}
+        again.locator(".rx-status-cancelled").wait_for(timeout=30_000)  # the shown job, stopped from the list
+    except BaseException:
+        shots(page, f"failure-interrupt-{app}")
+        raise
+    finally:
+        page.close()
