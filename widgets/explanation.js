@@ -804,6 +804,7 @@ function tabBar(tabs, ui, ids, select) {
     swallow(e);
     select(keys[to]);
   };
+  ui.tabKey = onKey;  // also called from the view's window listener (render), ahead of Lumino's shortcuts
   return h("div", { class: "rx-tabs", role: "tablist", "aria-label": "explanation views" },
     tabs.map(([k, label]) => h("button", {
       class: "rx-tab" + (ui.tab === k ? " rx-active" : ""), type: "button", role: "tab", id: ids.tab(k),
@@ -969,10 +970,19 @@ function render({ model, el }) {
   const events = ["change:status", "change:progress", "change:chart", "change:results", "change:error"];
   for (const ev of events) model.on(ev, draw);
   model.on("msg:custom", onMsg);
+  // Arrows, Home and End on a tab belong to the tabs (WAI-ARIA). Notebook 7 binds ArrowLeft/Right in
+  // command mode to notebook commands, which Lumino runs from its document capture listener, before the
+  // tab sees the key. A window capture listener runs first and takes only those keys on this view's tabs.
+  const onWindowKey = (e) => {
+    const tab = e.target instanceof Element ? e.target.closest(".rx-tab") : null;
+    if (tab && root.contains(tab) && ui.tabKey) ui.tabKey(e);
+  };
+  window.addEventListener("keydown", onWindowKey, true);
   draw();
   return () => {
     for (const ev of events) model.off(ev, draw);
     model.off("msg:custom", onMsg);
+    window.removeEventListener("keydown", onWindowKey, true);
   };
 }
 

@@ -12,8 +12,8 @@ from the keyboard (Space and Enter on cards, the WAI-ARIA tabs pattern, focus
 kept through the redraw of opening a user, scroll kept through a redraw).
 The same notebook in Notebook 7 (the ``/tree`` app of the ``notebook``
 package, served by the same server): contrast in its dark theme at full
-width, and contrast and the narrow layout in its light theme in a 640 px
-window. Screenshots go to test-output/screenshots/layout-*.png.
+width, and contrast, the narrow layout and the keyboard in its light theme in
+a 640 px window. Screenshots go to test-output/screenshots/layout-*.png.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ def _measure(page, good, bad, theme: str, shots) -> dict:
     uid = good.locator(".rx-card.rx-open .rx-user-link").first.get_attribute("data-user")
     good.locator(".rx-card.rx-open .rx-user-link").first.click()
     good.locator(f".rx-user[data-user='{uid}']").wait_for()
+    # the counterfactual, asked once the user is in, redraws the view when it comes: measure after it
+    good.locator(".rx-user .rx-cf:not(.rx-loading)").wait_for()
     take("highlighted event rows", good.locator(".rx-events tr.rx-feeds td"))
     take("feed marker letters", good.locator(".rx-dot"))
     take("held-out tag", good.locator(".rx-user .rx-tag"))
@@ -174,6 +176,83 @@ def _check_narrow(page, good, tab: str, shots, prefix: str = "layout-narrow") ->
 
 def _focused(page) -> str | None:
     return page.evaluate("() => document.activeElement && document.activeElement.dataset.key || null")
+
+
+def _keyboard(page, good) -> None:
+    """Space and Enter on rule cards, the WAI-ARIA tabs (arrows, Home, End, one tab in the Tab order, the
+    tabpanel), focus kept through redraws, feed markers told apart by letter, scroll kept through a redraw."""
+    # Space and Enter toggle a card; the focus stays on it through the redraw.
+    good.locator(".rx-tab[data-tab='rules']").click()
+    card = good.locator(".rx-card").nth(1)
+    key = card.get_attribute("data-key")
+    assert card.get_attribute("aria-expanded") == "false"
+    card.focus()
+    notebook = "() => { const nb = window.jupyterapp.shell.currentWidget.content; " \
+               "return [nb.activeCellIndex, nb.mode, nb.node.querySelector('.jp-WindowedPanel-outer').scrollTop]; }"
+    before = page.evaluate(notebook)
+    page.keyboard.press("Space")
+    assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
+    assert _focused(page) == key
+    assert page.evaluate(notebook) == before  # Space neither scrolled the notebook nor ran a notebook command
+    page.keyboard.press("Space")
+    assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "false"
+    page.keyboard.press("Enter")
+    assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
+    assert _focused(page) == key
+
+    # Tabs: arrows, Home and End move the selection and the focus; one tab is in the Tab order.
+    good.locator(".rx-tab[aria-selected='true']").focus()
+    order = good.locator(".rx-tab").evaluate_all("els => els.map(e => e.dataset.tab)")
+    assert order[0] == "rules"
+    for press, expect in (("ArrowRight", order[1]), ("ArrowRight", order[2]), ("ArrowLeft", order[1]),
+                          ("End", order[-1]), ("ArrowRight", order[0]), ("ArrowLeft", order[-1]),
+                          ("Home", order[0])):
+        page.keyboard.press(press)
+        selected = good.locator(".rx-tab[aria-selected='true']")
+        assert selected.get_attribute("data-tab") == expect, press
+        assert _focused(page) == f"tab-{expect}", press
+        assert good.locator(".rx-tab[tabindex='0']").count() == 1
+        assert selected.get_attribute("tabindex") == "0"
+        panel = good.locator("[role='tabpanel']")
+        assert panel.count() == 1 and panel.get_attribute("data-tab") == expect
+        assert panel.get_attribute("aria-labelledby") == selected.get_attribute("id")
+        assert selected.get_attribute("aria-controls") == panel.get_attribute("id")
+    assert page.evaluate(notebook)[:2] == before[:2]  # the arrows moved no cell (JupyterLab binds them too)
+
+    # Opening a user redraws twice (loading, then the answer): the focus stays on the link.
+    good.locator(".rx-tab[data-tab='user']").click()
+    link = good.locator(".rx-top-users .rx-user-link").nth(1)
+    link_key, uid = link.get_attribute("data-key"), link.get_attribute("data-user")
+    link.focus()
+    page.keyboard.press("Enter")
+    good.locator(f".rx-user[data-user='{uid}']").wait_for()
+    assert _focused(page) == link_key
+    # ... and through the search box, the focus and the caret stay in it.
+    box = good.locator(".rx-user-input")
+    box.fill(good.locator(".rx-top-users .rx-user-link").nth(0).get_attribute("data-user"))
+    first_uid = box.input_value()
+    box.press("Enter")
+    good.locator(f".rx-user[data-user='{first_uid}']").wait_for()
+    assert _focused(page) == "user-input"
+
+    # Feed markers carry a letter, and no two feeds of one user share a fill (ten fills).
+    marks = good.locator(".rx-feed-legend .rx-dot")
+    letters = marks.all_inner_texts()
+    assert letters and letters == [chr(65 + j) for j in range(len(letters))]
+    fills = marks.evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
+    assert len(set(fills)) == min(len(fills), 10)
+    row_marks = good.locator(".rx-events tr.rx-feeds .rx-dot").all_inner_texts()
+    assert row_marks and set(row_marks) <= set(letters)
+
+    # A redraw keeps the scroll offset of the events box (picking a feed redraws).
+    wrap = good.locator(".rx-events-wrap")
+    assert wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40")  # the top user has dozens of events
+    wrap.evaluate("e => { e.scrollTop = 40; }")
+    good.locator(".rx-feed-key").first.focus()
+    page.keyboard.press("Enter")
+    assert good.locator(".rx-feed-key").first.get_attribute("aria-pressed") == "true"
+    assert _focused(page) == "feed-0"
+    assert wrap.evaluate("e => e.scrollTop") == 40
 
 
 def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
@@ -224,78 +303,8 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
         page.evaluate("() => window.jupyterapp.shell.expandLeft()")
         page.set_viewport_size({"width": 1280, "height": 1200})
 
-        # 3. The keyboard. Space and Enter toggle a card; the focus stays on it through the redraw.
-        good.locator(".rx-tab[data-tab='rules']").click()
-        card = good.locator(".rx-card").nth(1)
-        key = card.get_attribute("data-key")
-        assert card.get_attribute("aria-expanded") == "false"
-        card.focus()
-        notebook = "() => { const nb = window.jupyterapp.shell.currentWidget.content; " \
-                   "return [nb.activeCellIndex, nb.mode, nb.node.querySelector('.jp-WindowedPanel-outer').scrollTop]; }"
-        before = page.evaluate(notebook)
-        page.keyboard.press("Space")
-        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
-        assert _focused(page) == key
-        assert page.evaluate(notebook) == before  # Space neither scrolled the notebook nor ran a notebook command
-        page.keyboard.press("Space")
-        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "false"
-        page.keyboard.press("Enter")
-        assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "true"
-        assert _focused(page) == key
-
-        # Tabs: arrows, Home and End move the selection and the focus; one tab is in the Tab order.
-        good.locator(".rx-tab[aria-selected='true']").focus()
-        order = good.locator(".rx-tab").evaluate_all("els => els.map(e => e.dataset.tab)")
-        assert order[0] == "rules"
-        for press, expect in (("ArrowRight", order[1]), ("ArrowRight", order[2]), ("ArrowLeft", order[1]),
-                              ("End", order[-1]), ("ArrowRight", order[0]), ("ArrowLeft", order[-1]),
-                              ("Home", order[0])):
-            page.keyboard.press(press)
-            selected = good.locator(".rx-tab[aria-selected='true']")
-            assert selected.get_attribute("data-tab") == expect, press
-            assert _focused(page) == f"tab-{expect}", press
-            assert good.locator(".rx-tab[tabindex='0']").count() == 1
-            assert selected.get_attribute("tabindex") == "0"
-            panel = good.locator("[role='tabpanel']")
-            assert panel.count() == 1 and panel.get_attribute("data-tab") == expect
-            assert panel.get_attribute("aria-labelledby") == selected.get_attribute("id")
-            assert selected.get_attribute("aria-controls") == panel.get_attribute("id")
-        assert page.evaluate(notebook)[:2] == before[:2]  # the arrows moved no cell (JupyterLab binds them too)
-
-        # Opening a user redraws twice (loading, then the answer): the focus stays on the link.
-        good.locator(".rx-tab[data-tab='user']").click()
-        link = good.locator(".rx-top-users .rx-user-link").nth(1)
-        link_key, uid = link.get_attribute("data-key"), link.get_attribute("data-user")
-        link.focus()
-        page.keyboard.press("Enter")
-        good.locator(f".rx-user[data-user='{uid}']").wait_for()
-        assert _focused(page) == link_key
-        # ... and through the search box, the focus and the caret stay in it.
-        box = good.locator(".rx-user-input")
-        box.fill(good.locator(".rx-top-users .rx-user-link").nth(0).get_attribute("data-user"))
-        first_uid = box.input_value()
-        box.press("Enter")
-        good.locator(f".rx-user[data-user='{first_uid}']").wait_for()
-        assert _focused(page) == "user-input"
-
-        # Feed markers carry a letter, and no two feeds of one user share a fill (ten fills).
-        marks = good.locator(".rx-feed-legend .rx-dot")
-        letters = marks.all_inner_texts()
-        assert letters and letters == [chr(65 + j) for j in range(len(letters))]
-        fills = marks.evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
-        assert len(set(fills)) == min(len(fills), 10)
-        row_marks = good.locator(".rx-events tr.rx-feeds .rx-dot").all_inner_texts()
-        assert row_marks and set(row_marks) <= set(letters)
-
-        # A redraw keeps the scroll offset of the events box (picking a feed redraws).
-        wrap = good.locator(".rx-events-wrap")
-        assert wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40")  # the top user has dozens of events
-        wrap.evaluate("e => { e.scrollTop = 40; }")
-        good.locator(".rx-feed-key").first.focus()
-        page.keyboard.press("Enter")
-        assert good.locator(".rx-feed-key").first.get_attribute("aria-pressed") == "true"
-        assert _focused(page) == "feed-0"
-        assert wrap.evaluate("e => e.scrollTop") == 40
+        # 3. The keyboard.
+        _keyboard(page, good)
         assert not console, console
     except BaseException:
         shots(page, "failure-layout")
@@ -367,6 +376,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         assert 450 < width < 640, width
         light = _measure(page, good, bad, "nb7-light-640", shots)
         _every_tab(page, good, shots, "layout-nb7-narrow")
+        _keyboard(page, good)  # Notebook 7 binds Space, Enter and the arrows to notebook commands too
         print("\nNotebook 7 contrast (worst of each kind): light 640 px | dark full width")
         for k in light:
             print(f"  {k}: {light[k]['ratio']} | {dark[k]['ratio']}")
