@@ -49,7 +49,7 @@ import copy
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -148,31 +148,62 @@ class EventAttributions:
 
 @dataclass
 class AgreementSummary:
-    """Rule-model agreement over a sample of (held-out) users.
+    """Rule-model agreement over a sample of (held-out) users (:meth:`Explanation.agreement`).
 
     Attributes
     ----------
     per_user : pandas DataFrame
-        Indexed by user id: ``agreement``, ``event_share``, ``lift``
-        (their ratio), ``n_events``, ``n_attributed``, ``score``, ``delta``
-        (IG only).
+        Indexed by user id, one row per user reached: ``agreement``,
+        ``event_share``, ``lift`` (their ratio), ``rule_fired`` (whether any
+        rule fires for the user: where none does, ``agreement`` is NaN),
+        ``n_events``, ``n_attributed``, ``score``, ``delta`` (IG only).
     method : str
     seconds : float
         Wall time of the attributions.
     note : str
         What was left out (users not reached in the time budget, ...).
+    n_sampled : int
+        Users drawn for the sample (``per_user`` holds those reached: fewer
+        when the time budget ran out). 0 when unknown.
+    n_pool : int
+        Users the sample was drawn from (the held-out users). 0 when unknown.
     """
 
     per_user: pd.DataFrame
     method: str
     seconds: float
     note: str = ""
+    n_sampled: int = 0
+    n_pool: int = 0
 
     @property
     def quantiles(self) -> pd.Series:
         """Agreement at the 10th, 25th, 50th, 75th and 90th percentiles (defined users only)."""
         a = self.per_user["agreement"].dropna()
         return a.quantile([0.1, 0.25, 0.5, 0.75, 0.9]) if len(a) else pd.Series(dtype=np.float64)
+
+    @property
+    def deciles(self) -> pd.Series:
+        """Agreement at the 10th, 20th, ..., 90th percentiles (users with a defined agreement; linear interpolation)."""
+        a = self.per_user["agreement"].dropna()
+        return a.quantile(np.round(np.arange(1, 10) / 10, 1)) if len(a) else pd.Series(dtype=np.float64)
+
+    @property
+    def n_no_rule(self) -> int:
+        """Users reached for whom no rule fires (their agreement is undefined: the rules read none of their events)."""
+        return int((~self.per_user["rule_fired"].astype(bool)).sum()) if "rule_fired" in self.per_user else 0
+
+    def histogram(self, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """Counts of users by agreement in ``bins`` equal bins over [0, 1] (the last bin closed).
+
+        Returns
+        -------
+        counts : ndarray of int, shape (bins,)
+        edges : ndarray of float, shape (bins + 1,)
+        """
+        a = self.per_user["agreement"].dropna().to_numpy(dtype=np.float64)
+        counts, edges = np.histogram(a, bins=bins, range=(0.0, 1.0))
+        return counts.astype(np.int64), edges
 
     def describe(self) -> dict:
         """Figures for a summary view: users, defined users, mean, median and quartiles of both shares."""
@@ -185,6 +216,32 @@ class AgreementSummary:
                 "event_share_mean": float(share.mean()) if len(a) else None,
                 "lift_median": float(self.per_user.loc[a.index, "lift"].median()) if len(a) else None,
                 "seconds": round(self.seconds, 3), "note": self.note}
+
+    def to_dict(self, bins: int = 10) -> dict:
+        """The distribution as plain JSON (the widget's Summary shows it): :meth:`describe` and more.
+
+        Adds ``n_sampled``, ``n_pool``, ``n_no_rule``, ``n_zero`` (a rule
+        fires but every attribution is 0: undefined too), ``deciles`` (9
+        values, None without defined users), ``counts`` and ``edges`` of
+        :meth:`histogram`.
+        """
+        out = self.describe()
+        counts, edges = self.histogram(bins)
+        undefined = int(self.per_user["agreement"].isna().sum())
+        dec = self.deciles
+        return out | {
+            "n_sampled": int(self.n_sampled or len(self.per_user)), "n_pool": int(self.n_pool),
+            "n_no_rule": self.n_no_rule, "n_zero": undefined - self.n_no_rule,
+            "deciles": [round(float(x), 4) for x in dec] if len(dec) else None,
+            "counts": [int(c) for c in counts], "edges": [round(float(e), 4) for e in edges],
+        }
+
+    def __repr__(self) -> str:
+        d = self.describe()
+        mean = "undefined" if d["agreement_mean"] is None else f"mean {d['agreement_mean']:.2f}, median " \
+            f"{d['agreement_median']:.2f}"
+        return (f"AgreementSummary({self.method}: {d['n_users']} users, {d['n_defined']} with a defined agreement, "
+                f"{mean}; no rule fired for {self.n_no_rule})" + (f"; {self.note}" if self.note else ""))
 
 
 @dataclass
@@ -856,8 +913,15 @@ def user_attributions(exp: Any, user_id: Any, method: str | None = None, *, teac
 
 
 def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = None, *, held_out: bool = True,
-                      teacher: Any = None, random_state: int | None = 0, **options: Any) -> AgreementSummary:
+                      teacher: Any = None, random_state: int | None = 0, time_budget: float | None = None,
+                      progress: Callable[[int, int], Any] | None = None, chunk_users: int = GRADIENT_BATCH,
+                      **options: Any) -> AgreementSummary:
     """Rule-model agreement over a sample of held-out users, computed in batches.
+
+    The sample is drawn at random and attributed in chunks of
+    ``chunk_users`` users in random order, so that a time budget spent
+    part-way still leaves a random sample (a smaller one, which the note
+    and ``n_sampled`` say).
 
     Parameters
     ----------
@@ -871,9 +935,17 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     teacher : model, optional
         See :func:`user_attributions`.
     random_state : int or None, default=0
-        Seeds the sample.
+        Seeds the sample and the order of its chunks.
+    time_budget : float or None
+        Seconds after which no further chunk is started (the first chunk
+        always runs, so at least ``min(chunk_users, n_users)`` users are
+        reached).
+    progress : callable, optional
+        Called as ``progress(users_done, users_sampled)`` after each chunk.
+    chunk_users : int, default=64
+        Users per call of :func:`attribute_events`.
     **options
-        Passed to :func:`attribute_events` (e.g. ``time_budget`` for occlusion).
+        Passed to :func:`attribute_events` (``n_steps``, ``max_events``, ...).
 
     Returns
     -------
@@ -882,19 +954,47 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     exp._ready()
     t = _teacher_of(exp, teacher)
     method = _check_method(method, t)
+    if n_users is not None and (isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer))
+                                or n_users < 1):
+        raise ValueError(f"n_users must be a positive whole number or None, got {n_users!r}")
     pool = np.flatnonzero(exp.is_test) if held_out else np.arange(exp.sequences.n_users)
+    rng = np.random.default_rng(random_state)
+    n_pool = len(pool)
     if n_users is not None and n_users < len(pool):
-        pool = np.sort(np.random.default_rng(random_state).choice(pool, size=n_users, replace=False))
+        pool = rng.choice(pool, size=n_users, replace=False)
+    pool = rng.permutation(pool)
+    chunk = max(1, int(chunk_users))
     start = time.perf_counter()
-    batch = attribute_events(t, exp.sequences, pool, method, **options)
+    parts, notes = [], {}  # notes: a dict keeps their first-seen order, once each
+    done = 0
+    while done < len(pool):  # a loop over chunks of users, each one batched call
+        part = np.sort(pool[done:done + chunk])
+        batch = attribute_events(t, exp.sequences, part, method, **options)
+        parts.append((part, batch))
+        if batch.note:
+            notes[batch.note] = None
+        done += len(part)
+        if progress is not None:
+            progress(done, len(pool))
+        if time_budget is not None and done < len(pool) and time.perf_counter() - start > time_budget:
+            notes[f"time budget of {time_budget:g} s spent after {done} of {len(pool)} sampled users: "
+                      f"the distribution is over those {done}, a random part of the sample"] = None
+            break
     seconds = time.perf_counter() - start
-    feeds, agree, share = _frames(exp, batch, method)
-    n_attr = np.bincount(batch.segment, weights=np.isfinite(batch.attribution), minlength=len(pool))
-    per_user = pd.DataFrame({
-        "agreement": agree, "event_share": share,
-        "lift": np.divide(agree, share, out=np.full(len(pool), np.nan), where=share > 0),
-        "n_events": exp.sequences.lengths[pool],
-        "n_attributed": n_attr.astype(np.int64), "score": batch.score,
-        "delta": batch.delta if batch.delta is not None else np.nan,
-    }, index=pd.Index(exp.sequences.users[pool], name=exp.sequences.user_column))
-    return AgreementSummary(per_user, method, seconds, batch.note)
+    rows = []
+    for part, batch in parts:
+        feeds, agree, share = _frames(exp, batch, method)
+        n_attr = np.bincount(batch.segment, weights=np.isfinite(batch.attribution), minlength=len(part))
+        fired = exp._fires[part].any(axis=1) if exp._fires.shape[1] else np.zeros(len(part), dtype=bool)
+        rows.append(pd.DataFrame({
+            "_position": part, "agreement": agree, "event_share": share,
+            "lift": np.divide(agree, share, out=np.full(len(part), np.nan), where=share > 0),
+            "rule_fired": fired, "n_events": exp.sequences.lengths[part],
+            "n_attributed": n_attr.astype(np.int64), "score": batch.score,
+            "delta": batch.delta if batch.delta is not None else np.nan,
+        }))
+    per_user = pd.concat(rows, ignore_index=True).sort_values("_position", kind="stable")
+    per_user.index = pd.Index(exp.sequences.users[per_user.pop("_position").to_numpy()],
+                              name=exp.sequences.user_column)
+    return AgreementSummary(per_user, method, seconds, "; ".join(notes), n_sampled=len(pool),
+                            n_pool=n_pool)

@@ -689,6 +689,48 @@ class Explanation:
 
         return moved_threshold(self, literal, value)
 
+    def agreement(self, n_users: int | None = 200, method: str | None = None, *, time_budget: float | None = 60.0,
+                  random_state: int | None = 0, teacher: Any = None, **options: Any) -> Any:
+        """Rule-model agreement over a random sample of held-out users: its distribution.
+
+        For each sampled user, the share of the model's own event attribution
+        that falls on the events the user's fired rules read
+        (``exp.user(uid).attributions.agreement``), computed in batches. It
+        asks the model (integrated gradients for a PyTorch teacher, event
+        occlusion otherwise), so it is bounded: ``n_users`` users at most, and
+        no new batch of users starts after ``time_budget`` seconds.
+
+        Parameters
+        ----------
+        n_users : int or None, default=200
+            Held-out users sampled (None: all of them).
+        method : str, optional
+            ``"integrated_gradients"``, ``"ablation"`` or ``"occlusion"``.
+        time_budget : float or None, default=60
+            Seconds; the users reached by then make the distribution (the note says so).
+        random_state : int or None, default=0
+            Seeds the sample.
+        teacher : model, optional
+            For an explanation that holds no model (given scores, loaded from a file).
+        **options
+            See :func:`rudi_explain.attributions.agreement_summary`.
+
+        Returns
+        -------
+        rudi_explain.attributions.AgreementSummary
+            ``per_user`` (one row per user), ``deciles``, ``histogram()``,
+            ``n_no_rule``, ``describe()`` and ``to_dict()``.
+
+        Raises
+        ------
+        rudi_explain.attributions.TeacherUnavailable
+            No model can be reached (the message says why and what to pass).
+        """
+        from rudi_explain.attributions import agreement_summary
+
+        return agreement_summary(self, n_users, method, teacher=teacher, random_state=random_state,
+                                 time_budget=time_budget, **options)
+
     def user(self, user_id: Any) -> "UserView":
         """Why this user got their score: the per-user view."""
         self._ready()

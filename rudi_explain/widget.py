@@ -29,7 +29,11 @@ Three more requests answer the audit views, each echoing ``request`` (and
 * ``{"type": "what_if", "literal": i, "value": v}``: the coverage of the
   rules using literal ``i`` and the held-out fidelity with its threshold
   at ``v`` (:func:`widget_state.what_if`, under ``"state"``); the
-  explanation itself is unchanged (``exp.with_threshold`` makes the move).
+  explanation itself is unchanged (``exp.with_threshold`` makes the move);
+* ``{"type": "agreement", "request": n}``: the rule-model agreement over a
+  sample of held-out users (:func:`widget_state.agreement_state`, under
+  ``"state"``), preceded by ``agreement_progress`` messages. It asks the
+  model, so the page sends it only when asked (a button in the Summary).
 """
 
 from __future__ import annotations
@@ -185,6 +189,8 @@ class ExplanationWidget(anywidget.AnyWidget):
                                                  content.get("percentile", 50.0)))
         elif kind == "what_if":
             self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request")))
+        elif kind == "agreement":
+            self.send(self.answer_agreement(content.get("request"), content.get("n_users")))
 
     def _retry(self) -> None:
         """Run a failed or cancelled job again and follow it from the start."""
@@ -274,6 +280,33 @@ class ExplanationWidget(anywidget.AnyWidget):
             return reply | {"ok": True, "state": ws.what_if(self._exp, literal, value)}
         except (ValueError, TypeError) as err:  # not a number, no such literal: the message says which
             return reply | {"ok": False, "error": str(err)}
+
+    def answer_agreement(self, request: Any = None, n_users: Any = None) -> dict:
+        """The reply to "Rule-model agreement on held-out users": its distribution, or why there is none.
+
+        Asks the model about a random sample of ``n_users`` held-out users
+        (default :data:`widget_state.AGREEMENT_USERS`, 200), in batches; no
+        batch starts after :data:`widget_state.AGREEMENT_BUDGET` seconds
+        (20). After each batch the page gets ``{"type": "agreement_progress",
+        "request": n, "done": k, "of": m}``, so it can say how far it is.
+        """
+        reply: dict = {"type": "agreement", "request": request}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            n = ws.AGREEMENT_USERS if n_users is None else int(n_users)
+            if n < 1:
+                raise ValueError(f"n_users must be at least 1, got {n_users!r}")
+        except (TypeError, ValueError) as err:
+            return reply | {"ok": False, "error": str(err)}
+
+        def progress(done: int, of: int) -> None:
+            self.send({"type": "agreement_progress", "request": request, "done": int(done), "of": int(of)})
+
+        try:
+            return reply | {"ok": True, "state": ws.agreement_state(self._exp, n, progress=progress)}
+        except Exception as err:  # the model failed: say so in the page, keep the kernel's handler alive
+            return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
 
     def __repr__(self) -> str:
         # Stable (no address): notebooks checked by nbval compare the text/plain output.

@@ -657,6 +657,32 @@ def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, meth
     }
 
 
+#: The Summary's "agreement on held-out users": users sampled, and seconds after which no new batch starts.
+AGREEMENT_USERS = 200
+AGREEMENT_BUDGET = 20.0
+
+
+def agreement_state(exp: Any, n_users: int = AGREEMENT_USERS, time_budget: float | None = AGREEMENT_BUDGET,
+                    progress: Any = None, method: str | None = None) -> dict:
+    """The rule-model agreement over held-out users, for the Summary: a histogram, deciles and counts.
+
+    :meth:`AgreementSummary.to_dict <rudi_explain.attributions.AgreementSummary.to_dict>`
+    of ``exp.agreement(n_users, time_budget=...)`` with ``available: True``;
+    ``{"available": False, "reason": ...}`` when no model can be asked.
+    ``progress(done, of)`` is called after each batch of users.
+    """
+    from rudi_explain.attributions import TeacherUnavailable
+
+    try:
+        summary = exp.agreement(n_users, method, time_budget=time_budget, progress=progress)
+    except TeacherUnavailable as err:
+        return {"available": False, "reason": str(err)}
+    out = summary.to_dict()
+    for k in ("agreement_mean", "agreement_median", "event_share_mean", "lift_median"):
+        out[k] = _num(out[k], 4)
+    return {"available": True, "n_test": int(exp.is_test.sum()), "time_budget": time_budget} | out
+
+
 # ------------------------------------------------------------------ what-if thresholds
 def what_if(exp: Any, literal: Any, value: Any) -> dict:
     """Live feedback while a threshold is dragged: the rules' coverage and the held-out fidelity.

@@ -200,9 +200,78 @@ def test_audit_requests_before_the_job_ends():
     try:
         w = ExplanationWidget(pending)
         assert not pending.done
-        for reply in (w.answer_attributions("u1", 5), w.answer_counterfactual("u1", 5), w.answer_what_if(0, 1.0, 5)):
+        for reply in (w.answer_attributions("u1", 5), w.answer_counterfactual("u1", 5), w.answer_what_if(0, 1.0, 5),
+                      w.answer_agreement(5)):
             assert reply["ok"] is False and "not finished" in reply["error"] and reply["request"] == 5
     finally:
         pending.cancel()
         gate.set()
         pending._finished.wait(60)
+
+
+# ------------------------------------------------------------------ agreement over held-out users
+def test_agreement_distribution_equals_a_per_user_loop(exp, sent):
+    reply = _ask(exp, sent, {"type": "agreement", "request": 9, "n_users": 40})
+    assert reply["type"] == "agreement" and reply["request"] == 9 and reply["ok"], reply
+    st = reply["state"]
+    assert st["available"] and st["n_users"] == st["n_sampled"] == 40 and st["n_pool"] == int(exp.is_test.sum())
+    # progress: one message per batch before the answer, ending at all 40
+    steps = [m for m in sent if m.get("type") == "agreement_progress" and m.get("request") == 9]
+    assert steps and steps[-1]["done"] == steps[-1]["of"] == 40
+    assert [m["done"] for m in steps] == sorted(m["done"] for m in steps)
+
+    # The users sampled (the same seed), each explained on its own through exp.user(uid).
+    users = exp.agreement(40).per_user.index
+    assert len(set(users)) == 40 and exp.is_test[[exp.sequences.user_index(u) for u in users]].all()
+    ref, no_rule = [], 0
+    for uid in users:
+        u = exp.user(uid)
+        if not u.fired:
+            no_rule += 1
+        a = u.attributions
+        # the model's attribution of an event is its amount (the model is the total amount)
+        amounts = np.nan_to_num(u.events["amount"].to_numpy(dtype=float))
+        got = a.events["attribution"].to_numpy()
+        ok = np.isfinite(got)
+        assert np.allclose(got[ok], amounts[ok])
+        ref.append(a.agreement)
+    ref = np.array(ref, dtype=float)
+    defined = ref[np.isfinite(ref)]
+    assert st["n_no_rule"] == no_rule and st["n_defined"] == len(defined) and st["n_zero"] == 40 - no_rule - len(defined)
+    assert len(defined) >= 10 and no_rule >= 0
+    assert st["agreement_mean"] == pytest.approx(defined.mean(), abs=1e-4)
+    assert st["deciles"] == pytest.approx(np.quantile(defined, np.arange(1, 10) / 10), abs=1e-4)
+    # histogram: ten bins of 0.1 over [0, 1], a value on an inner edge in the upper bin, 1.0 in the last
+    counts = np.zeros(10, dtype=int)
+    for v in defined:
+        counts[min(int(np.floor(v * 10 + 1e-12)), 9)] += 1
+    assert st["counts"] == counts.tolist() and st["edges"] == pytest.approx(np.linspace(0, 1, 11))
+    assert st["method"] == "occlusion"
+
+
+def test_agreement_time_budget_keeps_a_random_part_of_the_sample(exp):
+    full = exp.agreement(60, time_budget=None, chunk_users=10)
+    cut = exp.agreement(60, time_budget=0.0, chunk_users=10)  # spent at once: only the first batch runs
+    assert len(full.per_user) == 60 and full.n_sampled == 60 and "time budget" not in full.note
+    assert len(cut.per_user) == 10 and cut.n_sampled == 60 and "time budget of 0 s spent after 10 of 60" in cut.note
+    assert set(cut.per_user.index) <= set(full.per_user.index)
+    # the same users give the same figures, however they were batched
+    both = full.per_user.loc[cut.per_user.index, "agreement"].to_numpy()
+    assert np.allclose(both, cut.per_user["agreement"].to_numpy(), equal_nan=True)
+    # random batches, not the first users in order: over seeds the kept users are not always the lowest positions
+    firsts = set()
+    for seed in range(5):
+        part = exp.agreement(60, time_budget=0.0, chunk_users=10, random_state=seed).per_user.index
+        whole = exp.agreement(60, time_budget=None, chunk_users=60, random_state=seed).per_user.index
+        firsts.add(tuple(part) == tuple(whole[:10]))
+    assert firsts != {True}
+
+
+def test_agreement_without_a_model_says_why(given, sent):
+    reply = _ask(given, sent, {"type": "agreement", "request": 4})
+    assert reply["ok"] and reply["state"]["available"] is False and "holds no model" in reply["state"]["reason"]
+
+
+def test_agreement_bad_sample_size(exp, sent):
+    reply = _ask(exp, sent, {"type": "agreement", "request": 5, "n_users": 0})
+    assert not reply["ok"] and "at least 1" in reply["error"]
