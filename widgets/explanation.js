@@ -196,6 +196,70 @@ function summaryView(sm) {
       `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));
 }
 
+// ------------------------------------------------------------------ summary: agreement on held-out users
+// The share of the model's own attribution that falls on the events the fired rules read, over a sample of
+// held-out users. It asks the model, so only when the button is pressed (the kernel bounds it in time).
+function agreementHistogram(s) {
+  const W = 360, H = 130, L = 34, R = 10, T = 10, B = 30;
+  const method = METHOD_LABEL[s.method] || s.method;
+  const box = chartSvg("rx-agree-hist", W, H, `rule-model agreement of ${s.n_defined} held-out users (${method}): ` +
+    s.counts.map((c, i) => `${pct(s.edges[i], 0)} to ${pct(s.edges[i + 1], 0)}: ${c}`).join(", "));
+  const maxC = Math.max(1, ...s.counts);
+  const x = (v) => L + (W - L - R) * v;
+  const y = (c) => T + (H - T - B) * (1 - c / maxC);
+  s.counts.forEach((c, i) => {
+    const x0 = x(s.edges[i]), x1 = x(s.edges[i + 1]);
+    box.appendChild(svg("rect", { class: "rx-hist-bar", x: x0 + 0.5, y: y(c), width: Math.max(0.5, x1 - x0 - 1), height: H - B - y(c) },
+      svg("title", null, `agreement ${pct(s.edges[i], 0)} to ${pct(s.edges[i + 1], 0)}: ${fmt(c)} users`)));
+  });
+  if (s.agreement_mean !== null) {
+    const mx = x(s.agreement_mean);
+    box.appendChild(svg("line", { class: "rx-agree-mean", x1: mx, x2: mx, y1: T - 4, y2: H - B },
+      svg("title", null, `mean ${pct(s.agreement_mean, 0)}`)));
+  }
+  box.appendChild(svg("line", { class: "rx-chart-frame", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+  box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(maxC)));
+  for (const v of [0, 0.5, 1]) {
+    box.appendChild(svg("text", { x: x(v), y: H - B + 12, "text-anchor": v === 0 ? "start" : v === 1 ? "end" : "middle", class: "rx-axis" }, pct(v, 0)));
+  }
+  box.appendChild(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "rx-axis" }, "share of attribution on the events the rules read"));
+  return box;
+}
+
+function agreementPanel(ui, audit) {
+  const g = ui.agree;
+  const button = h("button", { class: "rx-button rx-agree-button", type: "button", data: { key: "agreement" },
+    disabled: !!(g && g.loading), on: { click: () => audit.agreement() } },
+  g && g.loading ? "Asking the model…" : g && (g.state || g.error) ? "Ask the model again" : "Rule-model agreement on held-out users");
+  const parts = [h("div", { class: "rx-attr-bar-line" }, button,
+    g && g.loading ? h("span", { class: "rx-attr-help", role: "status" }, g.of ? ` ${fmt(g.done)} of ${fmt(g.of)} users…` : " starting…")
+      : !g ? h("span", { class: "rx-attr-help" }, " asks the model, for a sample of held-out users, how much of its own attribution falls on the events their fired rules read (up to 200 users, about 20 s at most).") : null)];
+  if (g && g.error) parts.push(h("div", { class: "rx-user-error rx-agree-error", role: "alert" }, g.error));
+  else if (g && g.state && !g.state.available) {
+    parts.push(h("div", { class: "rx-attr-unavailable", role: "note" }, h("strong", null, "No rule-model agreement: "), g.state.reason));
+  } else if (g && g.state) {
+    const s = g.state;
+    const method = METHOD_LABEL[s.method] || s.method;
+    const item = (label, value, cls) => h("div", { class: "rx-figure" + (cls ? ` ${cls}` : "") },
+      h("div", { class: "rx-figure-value" }, value), h("div", { class: "rx-figure-label" }, label));
+    const deciles = s.deciles ? s.deciles.map((d, i) => `${(i + 1) * 10}th ${pct(d, 0)}`).join(" · ") : "none: no user has a defined agreement";
+    parts.push(h("div", { class: "rx-agree-body" },
+      s.n_defined ? h("div", { class: "rx-hist-box" }, agreementHistogram(s)) : null,
+      h("div", { class: "rx-agree-text" },
+        h("div", { class: "rx-figures" },
+          item("mean agreement", pct(s.agreement_mean, 0), "rx-figure-main rx-agree-mean-figure"),
+          item("median", pct(s.agreement_median, 0)),
+          item("events the rules read (mean share)", pct(s.event_share_mean, 0)),
+          item("held-out users", s.n_users === s.n_sampled ? `${fmt(s.n_users)} of ${fmt(s.n_pool)}` : `${fmt(s.n_users)} of ${fmt(s.n_sampled)} sampled (of ${fmt(s.n_pool)})`)),
+        h("div", { class: "rx-agree-deciles" }, h("strong", null, "Deciles: "), deciles),
+        h("div", { class: "rx-attr-key" }, `Method: ${method}, ${fmt(s.seconds, 2)} s. `,
+          `No rule fired for ${fmt(s.n_no_rule)} of the ${fmt(s.n_users)} users` + (s.n_zero ? `, and ${fmt(s.n_zero)} had all attributions 0` : "") +
+          ": their agreement is undefined and left out. Compare the agreement with the share of events the rules read: an even spread of attribution would give that."),
+        s.note ? h("div", { class: "rx-attr-note", role: "note" }, s.note) : null)));
+  }
+  return h("section", { class: "rx-agree-panel" }, parts);
+}
+
 // ------------------------------------------------------------------ rule cards
 function literalChip(l) {
   // The literal as the rule says it; the pipeline text on hover.
@@ -826,7 +890,7 @@ function render({ model, el }) {
   hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
     request: 0, feed: null, cancelling: false, allThresholds: false,
-    attr: null, cf: null, whatIf: {}, seq: 0 };  // the audit views: attributions, counterfactual, what-if per literal
+    attr: null, cf: null, whatIf: {}, seq: 0, agree: null };  // the audit views: attributions, counterfactual, what-if per literal
   const whatIfTimers = {};
   const root = h("div", { class: "rx-root" });
   el.appendChild(root);
@@ -859,6 +923,11 @@ function render({ model, el }) {
   // The audit requests. Each answer carries its request number: a late answer to an older request is dropped.
   const byData = (cls, key, value) => [...root.querySelectorAll(cls)].filter((n) => n.dataset[key] === String(value));
   const audit = {
+    agreement() {  // the Summary's agreement on held-out users: asks the model, only when the button is pressed
+      ui.agree = { request: ++ui.seq, loading: true, state: null, error: "", done: 0, of: 0 };
+      if (!ask({ type: "agreement", request: ui.agree.request })) Object.assign(ui.agree, { loading: false, error: `The rule-model agreement ${NO_KERNEL}.` });
+      draw();
+    },
     attributions(id) {  // asks the model: only when the button is pressed
       ui.attr = { id, request: ++ui.seq, loading: true, state: null, error: "" };
       if (!ask({ type: "attributions", id, request: ui.attr.request })) Object.assign(ui.attr, { loading: false, error: `Model attributions ${NO_KERNEL}.` });
@@ -925,6 +994,7 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
+      parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
       parts.push(tabBar(tabs, ui, ids, select));
       let panel;
@@ -950,6 +1020,13 @@ function render({ model, el }) {
       ui.loading = false;
       if (msg.ok) { ui.user = msg.detail; ui.userError = ""; } else { ui.user = null; ui.userError = msg.error || "no such user"; }
       if (msg.ok) audit.counterfactual(msg.detail.id);  // cheap (no model call unless events are edited): asked at once
+      draw();
+    } else if (msg.type === "agreement_progress" && ui.agree && ui.agree.loading && msg.request === ui.agree.request) {
+      ui.agree.done = msg.done; ui.agree.of = msg.of;
+      draw();
+    } else if (msg.type === "agreement" && ui.agree && msg.request === ui.agree.request) {
+      ui.agree.loading = false;
+      if (msg.ok) ui.agree.state = msg.state; else ui.agree.error = msg.error || "the model could not be asked";
       draw();
     } else if (msg.type === "attributions" && ui.attr && msg.request === ui.attr.request) {
       ui.attr.loading = false;
