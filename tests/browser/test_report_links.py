@@ -1,0 +1,89 @@
+"""Every user link in the standalone report opens that user (issue 14, item 6), in Chromium from file://.
+
+The report (``exp.to_html``) embeds the drill-down of every user a view
+links to: the top-scored users, every rule card's examples and the users the
+rules explain worst. The test clicks each of those links in the page, with
+no server and no network, and sees the user's drill-down, never "not in this
+report"; the "Users in this report" list names each embedded user once. At
+full width and in a 640 px window.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rudi_explain as rx
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    demo = rx.datasets.make_payments(600, random_state=2)
+    exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background=False, n_stats=3,
+                     n_rules=8, n_simulations=30, student_params={"epochs": 20})
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    exp.to_html(path, n_users=5)
+    return path
+
+
+def _open(page, uid: str, link) -> None:
+    link.click()
+    page.locator(f".rx-user[data-user='{uid}']").wait_for(timeout=5_000)
+    assert page.locator(".rx-user-error").count() == 0
+    assert page.locator(".rx-user .rx-fired-rule, .rx-user .rx-events").count() > 0
+
+
+@pytest.mark.parametrize("width", [1100, 640])
+def test_every_link_in_the_report_opens_its_user(chromium, shots, report, width):
+    page = chromium.new_page(viewport={"width": width, "height": 900})
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(10_000)
+    try:
+        page.goto(report.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        embedded = set(json.loads(page.locator("#rx-users").text_content()))
+        listed = page.locator(".rx-report-users p").text_content()  # inside a closed <details>
+        assert all(uid in listed for uid in embedded)
+        opened: set[str] = set()
+
+        # every example user of every rule card
+        n_cards = page.locator(".rx-card").count()
+        for i in range(n_cards):
+            page.locator(".rx-tab[data-tab='rules']").click()
+            card = page.locator(".rx-card").nth(i)
+            if card.get_attribute("aria-expanded") != "true":
+                card.click()
+            uids = card.locator(".rx-examples .rx-user-link").evaluate_all("els => els.map(e => e.dataset.user)")
+            assert uids, f"card {i} has no example users"
+            for uid in uids:
+                page.locator(".rx-tab[data-tab='rules']").click()
+                card = page.locator(".rx-card").nth(i)
+                if card.get_attribute("aria-expanded") != "true":
+                    card.click()
+                _open(page, uid, card.locator(f".rx-examples .rx-user-link[data-user='{uid}']"))
+                opened.add(uid)
+        # the top-scored users (User tab) and the worst explained (Faithfulness tab)
+        for tab, links in (("user", ".rx-top-users .rx-user-link"), ("effects", ".rx-worst .rx-user-link")):
+            page.locator(f".rx-tab[data-tab='{tab}']").click()
+            uids = page.locator(links).evaluate_all("els => els.map(e => e.dataset.user)")
+            assert uids, tab
+            for uid in uids:
+                page.locator(f".rx-tab[data-tab='{tab}']").click()
+                _open(page, uid, page.locator(f"{links}[data-user='{uid}']").first)
+                opened.add(uid)
+        assert opened <= embedded and len(opened) > 20
+        shots(page, f"report-links-{width}")  # the last worst-explained user, opened from its link
+        # a user the report does not hold says so in words (the one case of "not in this report")
+        page.locator(".rx-tab[data-tab='user']").click()
+        page.locator(".rx-user-input").fill("nobody-here")
+        page.locator(".rx-user-input").press("Enter")
+        assert "not in this report" in page.locator(".rx-user-error").inner_text()
+        assert all(u.startswith(("file:", "blob:", "data:")) for u in requests), requests
+        assert not errors, errors
+        print(f"\n{width} px: opened {len(opened)} linked users of {len(embedded)} embedded")
+    finally:
+        page.close()
