@@ -129,17 +129,117 @@ class Comparison:
         return self.summary()
 
     def _repr_html_(self) -> str:
-        """The summary and the tables; every string escaped."""
-        parts = [f"<pre>{html.escape(self.summary())}</pre>"]
+        """The comparison as a notebook view: the summary, then the rules, statistics and users that changed.
+
+        Every string is escaped. Colours: the text, borders and header fill
+        follow JupyterLab's theme variables, with fallbacks that read on a
+        light or dark page (``inherit``, translucent greys); the status pills
+        set their text and fill together, with dark-theme values, at 4.5:1 or
+        more. Each table sits in a box that scrolls sideways, so a narrow
+        notebook (640 px) shows the page's width and scrolls only the table.
+        """
+        a, b = (html.escape(n) for n in self.names)
+        c = self.counts()
         order = {k: i for i, k in enumerate(RULE_STATUSES)}
         rules = self.rules.sort_values("status", key=lambda s: s.map(order), kind="stable")
-        for title, frame in (("rules", rules), ("statistics", self.statistics),
-                             ("users whose fired rules changed", self.users)):
+        fa, fb = self.fidelity["a"], self.fidelity["b"]
+        head = (f'<div class="rudi-compare-head"><strong>{a}</strong> &rarr; <strong>{b}</strong>: '
+                f'held-out fidelity {fa:.3f} &rarr; {fb:.3f} ({fb - fa:+.3f}); rules '
+                + " ".join(f'{_pill(k)} {c["rules"][k]}' for k in RULE_STATUSES)
+                + f'; users whose fired rules changed: {c["users_changed"]:,} of {c["users_common"]:,}</div>')
+        parts = [f"<style>{_CSS}</style>", head,
+                 f'<details class="rudi-compare-details"><summary>summary as text</summary>'
+                 f'<pre class="rudi-compare-summary">{html.escape(self.summary())}</pre></details>']
+        tables = (
+            ("rules", rules, [("status", "status", "pill"), ("text_a", f"rule in {self.names[0]}", "text"),
+                              ("text_b", f"rule in {self.names[1]}", "text"), ("moved", "thresholds moved", "text"),
+                              ("weight_a", f"weight {self.names[0]}", "w"), ("weight_b", f"weight {self.names[1]}", "w"),
+                              ("coverage_a", f"coverage {self.names[0]}", "pct"),
+                              ("coverage_b", f"coverage {self.names[1]}", "pct")]),
+            ("statistics", self.statistics, [("status", "status", "pill"), ("words", "statistic", "text"),
+                                             ("statistic_a", f"in {self.names[0]}", "code"),
+                                             ("statistic_b", f"in {self.names[1]}", "code")]),
+            ("users whose fired rules changed", self.users,
+             [("user", "user", "text"), ("n_fired_a", f"rules fired {self.names[0]}", "int"),
+              ("n_fired_b", f"rules fired {self.names[1]}", "int"), ("n_now_fire", "now fire", "int"),
+              ("n_no_longer_fire", "no longer fire", "int"), ("score_a", f"rule score {self.names[0]}", "num"),
+              ("score_b", f"rule score {self.names[1]}", "num")]),
+        )
+        for title, frame, columns in tables:
             shown = frame.head(HTML_ROWS)
-            more = f" (first {HTML_ROWS} of {len(frame):,})" if len(frame) > HTML_ROWS else ""
-            parts.append(f"<h4>{html.escape(title)}{more}</h4>")
-            parts.append(shown.to_html(index=False, escape=True, na_rep="", float_format=lambda x: f"{x:.4g}"))
-        return "<div class=\"rudi-compare\">" + "\n".join(parts) + "</div>"
+            more = f" (first {HTML_ROWS} of {len(frame):,})" if len(frame) > HTML_ROWS else f" ({len(frame):,})"
+            parts.append(f'<h4 class="rudi-compare-title">{html.escape(title)}{more}</h4>')
+            parts.append(f'<div class="rudi-compare-scroll">{_html_table(shown, columns)}</div>')
+        return '<div class="rudi-compare">' + "\n".join(parts) + "</div>"
+
+
+#: The view's style, scoped to .rudi-compare. Base colours inherit the page's (any theme, any front end);
+#: JupyterLab's variables where it has them; the pills' pairs are our own (light, then dark theme).
+_CSS = """
+.rudi-compare { color: inherit; max-width: 100%; font-size: var(--jp-content-font-size1, 13px); line-height: 1.45; }
+.rudi-compare-head { margin: 2px 0 6px; overflow-wrap: anywhere; }
+.rudi-compare-details > summary { cursor: pointer; color: inherit; opacity: 0.85; }
+.rudi-compare-summary { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; padding: 6px 8px;
+  background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12)); color: inherit; border-radius: 3px; }
+.rudi-compare-title { margin: 12px 0 4px; font-size: 1em; }
+.rudi-compare-scroll { overflow-x: auto; max-width: 100%; }
+.rudi-compare table.rudi-compare-table { border-collapse: collapse; margin: 0; font-size: 12px; color: inherit;
+  table-layout: auto; width: auto; }
+.rudi-compare table.rudi-compare-table th, .rudi-compare table.rudi-compare-table td {
+  border: 1px solid var(--jp-border-color2, rgba(127, 127, 127, 0.35)); padding: 3px 6px; vertical-align: top;
+  text-align: left; color: inherit; background: transparent; }
+.rudi-compare table.rudi-compare-table th { background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12));
+  font-weight: 600; white-space: nowrap; }
+.rudi-compare table.rudi-compare-table td.rc-text { min-width: 14em; max-width: 32em; white-space: normal; }
+.rudi-compare table.rudi-compare-table td.rc-code { font-family: var(--jp-code-font-family, monospace);
+  min-width: 12em; max-width: 28em; white-space: normal; overflow-wrap: anywhere; }
+.rudi-compare table.rudi-compare-table td.rc-num { text-align: right; font-variant-numeric: tabular-nums;
+  white-space: nowrap; }
+.rudi-compare .rc-pill { display: inline-block; padding: 0 6px; border-radius: 8px; border: 1px solid;
+  white-space: nowrap; font-size: 11px; line-height: 1.5; }
+.rudi-compare .rc-gained { color: #1e5f2b; background: #ebfbee; border-color: #8ce99a; }
+.rudi-compare .rc-lost { color: #a51d1d; background: #fff5f5; border-color: #ffa8a8; }
+.rudi-compare .rc-moved { color: #6b4a00; background: #fff8c5; border-color: #d4a72c; }
+.rudi-compare .rc-changed { color: #174f86; background: #e7f5ff; border-color: #74c0fc; }
+.rudi-compare .rc-kept { color: #3d444d; background: #f1f3f5; border-color: #ced4da; }
+body[data-jp-theme-light="false"] .rudi-compare .rc-gained { color: #b2f2bb; background: #1b3a24; border-color: #2b8a3e; }
+body[data-jp-theme-light="false"] .rudi-compare .rc-lost { color: #ffc9c9; background: #4a1f1f; border-color: #c92a2a; }
+body[data-jp-theme-light="false"] .rudi-compare .rc-moved { color: #ffec99; background: #3d3417; border-color: #bf8700; }
+body[data-jp-theme-light="false"] .rudi-compare .rc-changed { color: #a5d8ff; background: #16324f; border-color: #1971c2; }
+body[data-jp-theme-light="false"] .rudi-compare .rc-kept { color: #dee2e6; background: #2b3035; border-color: #495057; }
+"""
+
+_PILL_CLASS = {"gained": "rc-gained", "lost": "rc-lost", "threshold moved": "rc-moved", "weight changed": "rc-changed",
+               "kept": "rc-kept"}
+
+
+def _pill(status: str) -> str:
+    return f'<span class="rc-pill {_PILL_CLASS.get(status, "rc-kept")}">{html.escape(str(status))}</span>'
+
+
+def _cell(value: Any, kind: str) -> str:
+    """One escaped table cell; missing values empty."""
+    missing = value is None or (isinstance(value, float) and not np.isfinite(value)) or value is pd.NA
+    if kind == "pill":
+        return f"<td>{_pill(str(value))}</td>"
+    if kind in ("text", "code"):
+        return f'<td class="rc-{kind}">{"" if missing else html.escape(str(value))}</td>'
+    if missing:
+        return '<td class="rc-num"></td>'
+    text = {"w": lambda x: f"{x:+.4g}", "pct": lambda x: f"{100 * x:.1f}%", "int": lambda x: f"{int(x):,}",
+            "num": lambda x: f"{x:.4g}"}[kind](value)
+    return f'<td class="rc-num">{html.escape(text)}</td>'
+
+
+def _html_table(frame: pd.DataFrame, columns: list[tuple[str, str, str]]) -> str:
+    """An HTML table of ``frame``'s ``columns`` ((column, header, kind)): headers and cells escaped."""
+    head = "".join(f'<th scope="col">{html.escape(h)}</th>' for _, h, _ in columns)
+    if frame.empty:
+        body = f'<tr><td colspan="{len(columns)}">none</td></tr>'
+    else:
+        body = "".join("<tr>" + "".join(_cell(v, kind) for v, (_, _, kind) in zip(row, columns)) + "</tr>"
+                       for row in frame[[c for c, _, _ in columns]].itertuples(index=False, name=None))
+    return f'<table class="rudi-compare-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _w(x: float) -> str:

@@ -145,3 +145,56 @@ def test_html_is_escaped(seeds):
     page = cmp._repr_html_()
     assert "<b>v1</b>" not in page and html.escape("<b>v1</b>") in page and "v2 &amp; co" in page
     assert "<table" in page and html.escape(str(a.rules[0].text)) in page
+
+
+def _luminance(hex_colour):
+    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_html_view_tables_scroll_and_colours_follow_the_theme(seeds):
+    import re
+    from html.parser import HTMLParser
+
+    a, b = seeds
+    cmp = rx.compare(a, b, names=("seed 0", "seed 1"))
+    page = cmp._repr_html_()
+
+    class Cells(HTMLParser):  # every table inside a sideways-scrolling box; the rules' cells hold their texts
+        def __init__(self):
+            super().__init__()
+            self.stack, self.tables, self.text = [], [], []
+
+        def handle_starttag(self, tag, attrs):
+            cls = dict(attrs).get("class") or ""
+            if tag == "table":
+                self.tables.append(any("rudi-compare-scroll" in c for c in self.stack))
+            self.stack.append(cls)
+
+        def handle_endtag(self, tag):
+            self.stack.pop()
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    p = Cells()
+    p.feed(page)
+    assert p.tables == [True, True, True] and not p.stack  # three tables, all in scroll boxes; tags balanced
+    text = "".join(p.text)
+    assert len(cmp.rules) <= 20  # all shown
+    for r in cmp.rules.itertuples():  # every rule of either, in words
+        assert (r.text_b if isinstance(r.text_b, str) else r.text_a) in text
+    for k, n in cmp.counts()["rules"].items():
+        assert f"{k}</span> {n}" in page
+    css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    # Every theme variable has a fallback; no colour is fixed for the base text or background.
+    assert re.findall(r"var\(--jp-[\w-]+\)", css) == []
+    assert "color: inherit" in css and ".rudi-compare-scroll { overflow-x: auto" in css
+    # Each pill's text on its fill at 4.5:1 or more, in the light and the dark theme.
+    pairs = re.findall(r"(body\[data-jp-theme-light=\"false\"\] )?\.rudi-compare \.(rc-\w+) \{ color: (#\w{6}); "
+                       r"background: (#\w{6});", css)
+    assert len(pairs) == 10
+    for dark, name, fg, bg in pairs:
+        hi, lo = sorted((_luminance(fg), _luminance(bg)), reverse=True)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, (dark, name, fg, bg)
