@@ -142,23 +142,31 @@ class Comparison:
         c = self.counts()
         order = {k: i for i, k in enumerate(RULE_STATUSES)}
         rules = self.rules.sort_values("status", key=lambda s: s.map(order), kind="stable")
+        # One text per rule (B's where it has one): A's differs only in the thresholds "moved" lists.
+        rules = rules.assign(text=rules["text_b"].where(rules["text_b"].notna(), rules["text_a"]))
+        stats = self.statistics.assign(
+            notation=self.statistics["statistic_b"].where(self.statistics["statistic_b"].notna(),
+                                                          self.statistics["statistic_a"]))
         fa, fb = self.fidelity["a"], self.fidelity["b"]
         head = (f'<div class="rudi-compare-head"><strong>{a}</strong> &rarr; <strong>{b}</strong>: '
-                f'held-out fidelity {fa:.3f} &rarr; {fb:.3f} ({fb - fa:+.3f}); rules '
-                + " ".join(f'{_pill(k)} {c["rules"][k]}' for k in RULE_STATUSES)
+                f'held-out fidelity {fa:.3f} &rarr; {fb:.3f} ({fb - fa:+.3f}); rules: '
+                + ", ".join(f'{c["rules"][k]} {_pill(k)}' for k in RULE_STATUSES if c["rules"][k]) + "; statistics: "
+                + ", ".join(f'{c["statistics"][k]} {_pill(k)}' for k in ("gained", "lost", "kept")
+                            if c["statistics"][k])
                 + f'; users whose fired rules changed: {c["users_changed"]:,} of {c["users_common"]:,}</div>')
         parts = [f"<style>{_CSS}</style>", head,
                  f'<details class="rudi-compare-details"><summary>summary as text</summary>'
                  f'<pre class="rudi-compare-summary">{html.escape(self.summary())}</pre></details>']
         tables = (
-            ("rules", rules, [("status", "status", "pill"), ("text_a", f"rule in {self.names[0]}", "text"),
-                              ("text_b", f"rule in {self.names[1]}", "text"), ("moved", "thresholds moved", "text"),
+            # the figures before the moves: at 640 px the weights show without scrolling
+            ("rules", rules, [("status", "status", "pill"), ("text", "rule", "text"),
                               ("weight_a", f"weight {self.names[0]}", "w"), ("weight_b", f"weight {self.names[1]}", "w"),
                               ("coverage_a", f"coverage {self.names[0]}", "pct"),
-                              ("coverage_b", f"coverage {self.names[1]}", "pct")]),
-            ("statistics", self.statistics, [("status", "status", "pill"), ("words", "statistic", "text"),
-                                             ("statistic_a", f"in {self.names[0]}", "code"),
-                                             ("statistic_b", f"in {self.names[1]}", "code")]),
+                              ("coverage_b", f"coverage {self.names[1]}", "pct")]
+             + ([("moved", f"thresholds moved ({self.names[0]} -> {self.names[1]})", "text")]
+                if (rules["moved"].fillna("") != "").any() else [])),
+            ("statistics", stats, [("status", "status", "pill"), ("words", "statistic", "text")]
+             + ([("notation", "notation", "code")] if (stats["notation"] != stats["words"]).any() else [])),
             ("users whose fired rules changed", self.users,
              [("user", "user", "text"), ("n_fired_a", f"rules fired {self.names[0]}", "int"),
               ("n_fired_b", f"rules fired {self.names[1]}", "int"), ("n_now_fire", "now fire", "int"),
@@ -219,7 +227,7 @@ def _pill(status: str) -> str:
 
 def _cell(value: Any, kind: str) -> str:
     """One escaped table cell; missing values empty."""
-    missing = value is None or (isinstance(value, float) and not np.isfinite(value)) or value is pd.NA
+    missing = value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value))
     if kind == "pill":
         return f"<td>{_pill(str(value))}</td>"
     if kind in ("text", "code"):

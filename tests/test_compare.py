@@ -147,6 +147,12 @@ def test_html_is_escaped(seeds):
     assert "<table" in page and html.escape(str(a.rules[0].text)) in page
 
 
+def _pill_html(status):
+    cls = {"gained": "rc-gained", "lost": "rc-lost", "threshold moved": "rc-moved", "weight changed": "rc-changed",
+           "kept": "rc-kept"}[status]
+    return f'<span class="rc-pill {cls}">{status}</span>'
+
+
 def _luminance(hex_colour):
     rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
@@ -185,8 +191,8 @@ def test_html_view_tables_scroll_and_colours_follow_the_theme(seeds):
     assert len(cmp.rules) <= 20  # all shown
     for r in cmp.rules.itertuples():  # every rule of either, in words
         assert (r.text_b if isinstance(r.text_b, str) else r.text_a) in text
-    for k, n in cmp.counts()["rules"].items():
-        assert f"{k}</span> {n}" in page
+    for k, n in cmp.counts()["rules"].items():  # the head line: each status that occurs, with its count
+        assert (f"{n} {_pill_html(k)}" in page) == (n > 0)
     css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
     # Every theme variable has a fallback; no colour is fixed for the base text or background.
     assert re.findall(r"var\(--jp-[\w-]+\)", css) == []
@@ -198,3 +204,20 @@ def test_html_view_tables_scroll_and_colours_follow_the_theme(seeds):
     for dark, name, fg, bg in pairs:
         hi, lo = sorted((_luminance(fg), _luminance(bg)), reverse=True)
         assert (hi + 0.05) / (lo + 0.05) >= 4.5, (dark, name, fg, bg)
+
+
+def test_html_view_of_a_moved_threshold_lists_the_move(seeds):
+    from rudi_explain.rules import formula_literals
+
+    a = seeds[0]
+    k = next(k for k, r in enumerate(a.rules) if hasattr(r, "formula"))
+    lit = formula_literals(a.rules[k].formula)[0].index
+    v = a._values[:, a.literals.column[lit]]
+    value = float(np.nanpercentile(v[np.isfinite(v)], 80))
+    cmp = rx.compare(a, a.with_threshold(lit, value))
+    moved = cmp.rules.loc[cmp.rules["status"] == "threshold moved", "moved"]
+    page = cmp._repr_html_()
+    assert len(moved) >= 1 and "thresholds moved (A -&gt; B)" in page
+    for m in moved:
+        assert html.escape(m) in page
+    assert "statistics: " in page and "gained</span>" not in page.split("</div>")[0]  # no statistic gained
