@@ -6,7 +6,11 @@ sees the strip (one cell per event row, bars signed as the kernel's figures)
 and the agreement the kernel computes; it sees the user's counterfactual. In
 the Thresholds tab it types a threshold from the keyboard and sees the
 held-out fidelity change to what ``exp.with_threshold`` gives in the kernel,
-then Reset (and Escape) bring back the explained figures. Light and dark
+then Reset (and Escape) bring back the explained figures. In the Summary it
+asks for the rule-model agreement on held-out users and sees the histogram,
+deciles, mean and counts ``exp.agreement()`` gives in the kernel. A cell
+displays ``rx.compare`` of two seeds: its tables scroll in their boxes at
+640 px, its text and status pills keep their contrast. Light and dark
 theme: screenshots under test-output/screenshots/audit-*.png, and the WCAG
 contrast of the new text and bars.
 """
@@ -54,6 +58,20 @@ json.dump({"user": str(uid), "n_events": len(seqs.events(uid)), "values": a["val
            "cf": cf.to_dict()}, open("audit.json", "w"))
 print("EXPECTED", uid)"""
 
+# The Summary's agreement on held-out users as the kernel computes it (no time budget: the whole sample).
+AGREEMENT = """\
+s = exp.agreement(time_budget=None)
+json.dump(s.to_dict(), open("agree.json", "w"))
+print("AGREEMENT", s)"""
+
+# Two seeds compared, shown by the notebook's HTML view (a name to escape).
+COMPARE = """\
+exp_b = rx.explain(gru, demo.sequences(), labels=demo.labels, background=False, n_stats=4, n_rules=8,
+                   n_simulations=40, random_state=1, progress=lambda e: None)
+cmp = rx.compare(exp, exp_b, names=("seed 0", "seed <1>"))
+json.dump({"counts": cmp.counts(), "n_rules": len(cmp.rules)}, open("compare.json", "w"))
+cmp"""
+
 # Text colour against what it shows on, and an HTML bar's fill against its cell (CONTRAST walks from
 # the element itself, which for a filled box is the box).
 BAR_CONTRAST = """
@@ -98,15 +116,84 @@ def _contrast(good, theme: str) -> dict:
     good.locator(".rx-tab[data-tab='thresholds']").click()
     out["what-if text"] = _worst(good.locator(".rx-whatif-label, .rx-whatif-result span, .rx-whatif-result li"), CONTRAST)
     out["what-if input"] = _worst(good.locator(".rx-whatif-input"), CONTRAST)
+    out["agreement on held-out users"] = _worst(good.locator(
+        ".rx-agree-panel .rx-figure-value, .rx-agree-panel .rx-figure-label, .rx-agree-deciles, .rx-agree-panel .rx-attr-key"),
+        CONTRAST)
     low = {k: v for k, v in out.items() if v < (3.0 if "bars" in k else 4.5)}
     assert not low, f"{theme}: too little contrast: {low}"
     return out
 
 
+def _agreement(page, good, root, shots) -> None:
+    """Press the Summary's agreement button; the page shows what exp.agreement() gives in the kernel."""
+    panel = good.locator(".rx-agree-panel")
+    assert panel.locator(".rx-agree-hist").count() == 0  # nothing asked of the model yet
+    button = panel.locator(".rx-agree-button")
+    assert button.inner_text() == "Rule-model agreement on held-out users"
+    button.click()
+    panel.locator(".rx-agree-body, .rx-agree-error, .rx-attr-unavailable").first.wait_for(timeout=120_000)
+    assert panel.locator(".rx-agree-error, .rx-attr-unavailable").count() == 0, panel.inner_text()
+    run_cell(page, 2)
+    ref = wait_file(root / "agree.json", 120)
+    assert ref["n_users"] == ref["n_sampled"] and ref["n_defined"] >= 10, ref
+    text = panel.inner_text()
+    pct0 = lambda x: f"{100 * round(x, 4):.0f}%"  # noqa: E731 -- the page's pct(x, 0) of the rounded figure
+    assert panel.locator(".rx-agree-mean-figure .rx-figure-value").inner_text() == pct0(ref["agreement_mean"])
+    assert f"{ref['n_users']} of {ref['n_pool']}" in text  # the whole sample reached (no time budget cut)
+    deciles = " · ".join(f"{(i + 1) * 10}th {pct0(d)}" for i, d in enumerate(ref["deciles"]))
+    assert panel.locator(".rx-agree-deciles").inner_text() == f"Deciles: {deciles}"
+    assert f"No rule fired for {ref['n_no_rule']} of the {ref['n_users']} users" in text
+    assert "Method: integrated gradients" in text
+    hist = panel.locator("svg.rx-agree-hist")
+    assert hist.get_attribute("viewBox") == "0 0 360 130"
+    titles = hist.locator("rect.rx-hist-bar").evaluate_all("els => els.map(e => e.querySelector('title').textContent)")
+    assert [int(t.split(": ")[1].split(" ")[0].replace(",", "")) for t in titles] == ref["counts"]
+    shots(page, "audit-light-agreement", top=panel)
+
+
+#: The comparison's view at 640 px: the page does not scroll sideways, the view fits its output area,
+#: and the boxes that scroll (a table wider than its box).
+OVERFLOW_CMP = """
+(view) => {
+  const area = view.closest(".jp-OutputArea-output") || view.parentElement;
+  const boxes = [...view.querySelectorAll(".rudi-compare-scroll")];
+  return { page: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth,
+           view: view.getBoundingClientRect().right, area: area.getBoundingClientRect().right,
+           scrolls: boxes.filter((b) => b.scrollWidth > b.clientWidth + 1).length, boxes: boxes.length };
+}
+"""
+
+
+def _compare(page, root):
+    """Run the cell showing rx.compare of two seeds; its view, checked against the kernel's counts."""
+    run_cell(page, 3)
+    want = wait_file(root / "compare.json", 180)
+    cell = page.locator(".jp-Cell").nth(3)
+    cell.scroll_into_view_if_needed()
+    view = cell.locator(".rudi-compare")
+    view.wait_for(timeout=60_000)
+    assert view.locator(".rudi-compare-scroll > table.rudi-compare-table").count() == 3
+    head = view.locator(".rudi-compare-head")
+    assert "seed 0 → seed <1>" in head.inner_text()  # the name shown as text, not taken as a tag
+    assert view.locator("table").first.locator("tbody tr").count() == min(20, want["n_rules"])
+    shown = head.inner_text().split("rules: ")[1].split("; statistics")[0].split(", ")
+    assert shown == [f"{n} {k}" for k, n in want["counts"]["rules"].items() if n], shown
+    return view
+
+
+def _compare_contrast(view, theme: str) -> dict:
+    out = {"compare text": _worst(view.locator(".rudi-compare-head, .rudi-compare-title, th, td.rc-text, td.rc-num"), CONTRAST),
+           "compare pills": _worst(view.locator(".rc-pill"), CONTRAST)}
+    low = {k: v for k, v in out.items() if v < 4.5}
+    assert not low, f"{theme}: too little contrast in rx.compare's view: {low}"
+    return out
+
+
 def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
     root = jupyter_lab.root
-    (root / "audit.json").unlink(missing_ok=True)
-    write_notebook(root / "audit.ipynb", [SETUP, EXPECTED])
+    for name in ("audit.json", "agree.json", "compare.json"):
+        (root / name).unlink(missing_ok=True)
+    write_notebook(root / "audit.ipynb", [SETUP, EXPECTED, AGREEMENT, COMPARE])
     page = chromium.new_page(viewport={"width": 1280, "height": 1300})
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
@@ -159,6 +246,9 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         shots(page, "audit-light-user", top=user.locator(".rx-attr-panel"))
         shots(page, "audit-light-counterfactual", top=user.locator(".rx-cf-title"))
 
+        # 1b. The Summary: the rule-model agreement on held-out users, asked on request.
+        _agreement(page, good, root, shots)
+
         # 2. What-if, from the keyboard: type a threshold, see the fidelity; Reset; Escape.
         good.locator(".rx-tab[data-tab='thresholds']").click()
         lit = want["literal"]
@@ -169,7 +259,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         field = block.locator(".rx-whatif-input")
         assert field.input_value() == want["threshold_text"]
         cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.type)"
-        assert page.evaluate(cells) == ["code", "code"]
+        assert page.evaluate(cells) == ["code"] * 4
         field.focus()
         page.keyboard.press("Control+A")
         page.keyboard.type(f"{want['value']:g}")
@@ -197,7 +287,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         after.wait_for()
         page.keyboard.press("Escape")
         assert fid.inner_text() == original and field.input_value() == want["threshold_text"]
-        assert page.evaluate(cells) == ["code", "code"]  # digits and Escape typed here reached no notebook shortcut
+        assert page.evaluate(cells) == ["code"] * 4  # digits and Escape typed here reached no notebook shortcut
         slider = block.locator(".rx-whatif-range")
         slider.focus()
         page.keyboard.press("End")  # the largest value: the number input follows, the figures come
@@ -217,7 +307,13 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         shots(page, "audit-dark-counterfactual", top=user.locator(".rx-cf-title"))
         good.locator(".rx-tab[data-tab='thresholds']").click()
         shots(page, "audit-dark-whatif", top=good.locator(".rx-threshold-block").filter(has=page.locator(f".rx-whatif[data-literal='{lit}']")))
+        shots(page, "audit-dark-agreement", top=good.locator(".rx-agree-panel"))
         assert not console, console
+
+        # 3b. rx.compare of two seeds in a cell: dark now, light and 640 px below.
+        view = _compare(page, root)
+        dark_cmp = _compare_contrast(view, "dark")
+        shots(page, "audit-dark-compare", top=view)
 
         # 4. A 640 px window: the strip, the counterfactual and the what-if controls fit (tables scroll in their box).
         _theme(page, "JupyterLab Light", light=True)
@@ -228,6 +324,12 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
             good.locator(f".rx-tab[data-tab='{tab}']").click()
             good.locator(f".rx-panel[data-tab='{tab}']").wait_for()
             _check_narrow(page, good, tab, shots, prefix="audit-narrow")
+        light_cmp = _compare_contrast(view, "light")
+        print("compare contrast (worst): light", light_cmp, "\n                          dark ", dark_cmp)
+        got = view.evaluate(f"({OVERFLOW_CMP})")
+        assert got["page"] <= got["viewport"] and got["view"] <= got["area"] + 0.5, f"the comparison widens the page: {got}"
+        assert got["scrolls"] >= 1, f"at 640 px the rules table should scroll in its box: {got}"
+        shots(page, "audit-narrow-light-compare", top=view)
         page.evaluate("() => window.jupyterapp.shell.expandLeft()")
 
         # 5. The HTML report has no kernel: the audit views say so instead of waiting.
