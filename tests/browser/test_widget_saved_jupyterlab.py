@@ -24,7 +24,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _notebook7_own, _theme  # noqa: E402
 
 SETUP = """\
 import rudi_explain as rx
@@ -53,6 +53,42 @@ def _rule_alignment(static) -> list[str]:
     """The computed text-align of each rule's sentence in the static copy's table."""
     return static.locator("table").first.locator("tbody td:nth-child(2)").evaluate_all(
         "els => els.map(e => getComputedStyle(e).textAlign)")
+
+
+def _worst(locator) -> float:
+    """The lowest WCAG contrast ratio of the located elements' text."""
+    ratios = [r["ratio"] for r in locator.evaluate_all(f"els => els.map(e => ({CONTRAST})(e, 'color'))")]
+    assert ratios, "nothing to measure"
+    return min(ratios)
+
+
+def _page_theme(page, name: str, light: bool) -> None:
+    """Switch the theme where no widget is drawn (layout's _theme waits on the widget's background)."""
+    page.evaluate("t => window.jupyterapp.commands.execute('apputils:change-theme', {theme: t})", name)
+    page.wait_for_function("light => document.body.dataset.jpThemeLight === String(light)", arg=light, timeout=30_000)
+    page.wait_for_timeout(500)  # the theme's stylesheet in, transitions settled
+
+
+def _dark_narrow(page, good, app: str, shots) -> None:
+    """The no-kernel messages in the dark theme, in a 640 px window; light and full width again after."""
+    try:
+        _theme(page, "JupyterLab Dark", light=False)
+        page.set_viewport_size({"width": 640, "height": 1000})
+        if app == "lab":
+            page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        page.wait_for_timeout(400)
+        _check_narrow(page, good, "thresholds", None)
+        worst = _worst(good.locator(".rx-no-kernel, .rx-whatif-error"))
+        good.locator(".rx-tab[data-tab='user']").click()
+        _check_narrow(page, good, "user", None)
+        worst = min(worst, _worst(good.locator(".rx-no-kernel, .rx-user-error")))
+        assert worst >= 4.5, worst
+        shots(page, f"saved-{app}-no-kernel-dark-640", top=good)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 1300})
+        if app == "lab":
+            page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+        _theme(page, "JupyterLab Light", light=True)
 
 
 @pytest.mark.parametrize("app", APPS)
@@ -128,6 +164,8 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         assert NO_KERNEL in whatif.inner_text()
         assert good.locator(".rx-whatif-result").first.inner_text().count("computing") == 0
         shots(page, f"saved-{app}-no-kernel-whatif", top=good.locator(".rx-threshold-block").first)
+        # the same in the dark theme in a 640 px window: readable, and nothing wider than the widget
+        _dark_narrow(page, good, app, shots)
 
         # 3. The advice works: re-run the cell, the new widget's drill-down answers.
         run_cell(page, 0)
@@ -164,6 +202,15 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         assert all(t in shown for t in texts) and "re-run the cell" in shown and "rudi-explain: running" not in shown
         assert set(_rule_alignment(static)) == {"left"}  # sentences read from the left, not JupyterLab's right
         shots(page, f"saved-{app}-no-widget-state", top=static)
+        # the copy takes the theme's colours: readable in the dark theme too
+        try:
+            _page_theme(page, "JupyterLab Dark", light=False)
+            assert page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
+            worst = _worst(static.locator("td, p > b"))
+            assert worst >= 4.5, worst
+            shots(page, f"saved-{app}-no-widget-state-dark", top=static)
+        finally:
+            _page_theme(page, "JupyterLab Light", light=True)
     except BaseException:
         shots(page, f"failure-saved-{app}-no-state")
         raise
