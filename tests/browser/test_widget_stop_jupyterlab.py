@@ -1,4 +1,4 @@
-"""Stopped runs in a real JupyterLab: a cancel is said calmly, a failure can be retried.
+"""Stopped runs in a real JupyterLab and Notebook 7: a cancel is said calmly, a failure can be retried.
 
 Two explanations in one notebook: one cancelled from its widget's Cancel
 button during the search (the stages it passed stay marked, the bar stays,
@@ -13,7 +13,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 CANCELLED = """\
 import json, rudi_explain as rx
@@ -39,14 +39,17 @@ json.dump({"long": long.status, "found": [str(s) for s in long.statistics], "aga
 
 
 
-def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
+@pytest.mark.parametrize("app", APPS)
+def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
     (root / "stop_state.json").unlink(missing_ok=True)
-    write_notebook(root / "stop.ipynb", [CANCELLED, FLAKY, STATE])
+    name = f"stop-{app}.ipynb"  # one kernel session per app
+    write_notebook(root / name, [CANCELLED, FLAKY, STATE])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, "stop.ipynb")
+        open_notebook(page, jupyter_lab, name, app)
+        tag = "" if app == "lab" else f"-{app}"
         run_cell(page, 0)
         first = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         first.locator(".rx-found-item").first.wait_for(timeout=120_000)  # the search has found something
@@ -59,7 +62,7 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
         assert first.locator(".rx-stage-active[data-stage='search']").count() == 1
         assert float(first.locator(".rx-bar").get_attribute("aria-valuenow")) > 5  # the bar stays
         assert first.locator(".rx-found-item").count() >= 1 and first.locator(".rx-retry").count() == 1
-        shots(page, "9-cancelled", top=first)
+        shots(page, f"9-cancelled{tag}", top=first)
 
         run_cell(page, 1)
         second = page.locator(".jp-Cell").nth(1).locator(".rx-root")
@@ -67,17 +70,17 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots):
         error = second.locator(".rx-error")
         assert error.count() == 1 and "scoring service unavailable" in error.inner_text()
         assert "scoring service unavailable" not in second.locator(".rx-message").inner_text()  # said once
-        shots(page, "10-failed", top=second)
+        shots(page, f"10-failed{tag}", top=second)
         second.locator(".rx-retry").click()
         second.locator(".rx-card").first.wait_for(timeout=180_000)
         assert second.locator(".rx-status").inner_text() == "done" and second.locator(".rx-error").count() == 0
-        shots(page, "11-retried", top=second)
+        shots(page, f"11-retried{tag}", top=second)
         run_cell(page, 2)
         state = wait_file(root / "stop_state.json", 60)
         assert state == {"long": "cancelled", "found": state["found"], "again": "done", "calls": 2}
         assert len(state["found"]) == first.locator(".rx-found-item").count()
     except BaseException:
-        shots(page, "failure-stop")
+        shots(page, f"failure-stop-{app}")
         raise
     finally:
         page.close()
