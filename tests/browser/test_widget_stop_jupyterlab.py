@@ -14,6 +14,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _theme  # noqa: E402
 
 CANCELLED = """\
 import json, rudi_explain as rx
@@ -71,6 +72,21 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots, app):
         assert error.count() == 1 and "scoring service unavailable" in error.inner_text()
         assert "scoring service unavailable" not in second.locator(".rx-message").inner_text()  # said once
         shots(page, f"10-failed{tag}", top=second)
+        # both stopped views read in the dark theme too: pills, the calm message, found statistics, error box
+        try:
+            _theme(page, "JupyterLab Dark", light=False)
+            ratios = {}
+            for kind, loc in (("status pills", page.locator(".rx-status")), ("messages", page.locator(".rx-message")),
+                              ("found statistics", first.locator(".rx-found-item")), ("error box", second.locator(".rx-error")),
+                              ("retry buttons", page.locator(".rx-retry"))):
+                got = loc.evaluate_all(f"els => els.map(e => ({CONTRAST})(e, 'color').ratio)")
+                assert got, kind
+                ratios[kind] = min(got)
+            print(f"\n{app} dark, stopped runs (worst WCAG ratio):", ratios)
+            assert min(ratios.values()) >= 4.5, ratios
+            shots(page, f"9-10-stopped-dark{tag}", top=first)
+        finally:
+            _theme(page, "JupyterLab Light", light=True)
         second.locator(".rx-retry").click()
         second.locator(".rx-card").first.wait_for(timeout=180_000)
         assert second.locator(".rx-status").inner_text() == "done" and second.locator(".rx-error").count() == 0
