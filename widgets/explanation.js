@@ -906,6 +906,7 @@ function render({ model, el }) {
   // Every request to the kernel goes through here: without a kernel it is refused, not sent into the void.
   const ask = (msg) => {
     if (kernelGone(el)) { ui.noKernel = true; return false; }
+    ui.noKernel = false;  // the kernel is back (reconnected): the note goes with the next redraw
     model.send(msg);
     return true;
   };
