@@ -25,7 +25,7 @@ import numpy as np
 
 from rudi_explain import widget_state as ws
 
-__all__ = ["write_html", "report_html", "sample_users", "front_end", "front_end_dir"]
+__all__ = ["write_html", "report_html", "audit_header", "sample_users", "front_end", "front_end_dir"]
 
 def front_end_dir() -> Path:
     """The folder holding ``explanation.js`` and ``explanation.css``."""
@@ -97,11 +97,19 @@ _PAGE = """<!DOCTYPE html>
 <style>
 body {{ margin: 16px auto; max-width: 1000px; padding: 0 12px; background: #fff; }}
 .rx-report-head {{ font-family: system-ui, sans-serif; color: #59636e; font-size: 12px; margin-bottom: 8px; }}
+.rx-audit-head {{ border-collapse: collapse; margin: 6px 0; color: #1f2328; }}
+.rx-audit-head th, .rx-audit-head td {{ text-align: left; padding: 1px 8px 1px 0; vertical-align: top; }}
+.rx-audit-head code {{ white-space: pre-wrap; word-break: break-word; }}
+@media print {{
+  body {{ max-width: none; margin: 0; }}
+  .rx-report-users {{ display: none; }}
+}}
 {css}
 </style>
 </head>
 <body>
 <div class="rx-report-head">{subtitle}
+{audit}
 <details class="rx-report-users"><summary>Users in this report</summary><p>{listing}</p></details></div>
 <div id="rx-app"></div>
 <script type="application/json" id="rx-state">{state}</script>
@@ -166,6 +174,25 @@ def linked_users(results: dict) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+def audit_header(audit: dict) -> str:
+    """The report's audit header: a table of :func:`rudi_explain.widget_state.audit`, every value escaped."""
+    cols = audit["columns"]
+    rows = [
+        ("Date", audit["date"]),
+        ("rudi-explain", audit["version"]),
+        ("Data", f"{audit['n_users']:,} users, {audit['n_events']:,} events; columns: "
+                 f"{', '.join(cols['categorical']) or 'none'} (categorical), {', '.join(cols['numerical']) or 'none'} (numerical)"),
+        ("Model (teacher)", f"{audit['teacher']} (scores: {audit['score_unit']})"),
+        ("Rules (student)", audit["student"]),
+        ("Seed", str(audit["random_state"])),
+        ("Parameters", json.dumps(audit["params"], sort_keys=True, default=str)),
+    ]
+    body = "".join(f'<tr><th scope="row">{html.escape(k)}</th><td>'
+                   + (f"<code>{html.escape(v)}</code>" if k == "Parameters" else html.escape(v)) + "</td></tr>"
+                   for k, v in rows)
+    return f'<table class="rx-audit-head" aria-label="audit header">{body}</table>'
+
+
 def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
     """The report as one HTML string; see :func:`write_html`."""
     exp._ready()
@@ -195,6 +222,7 @@ def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str |
         title=html.escape(title),
         subtitle=html.escape(subtitle),
         listing=html.escape(listing),
+        audit=audit_header(results["audit"]),
         css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
         state=_script_json(state),
         users=_script_json(users),

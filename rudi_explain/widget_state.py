@@ -24,7 +24,7 @@ from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
-           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "MAX_EVENTS",
+           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance", "audit", "MAX_EVENTS",
            "fidelity_curve", "net_effects", "attribution_state", "what_if"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
@@ -244,8 +244,10 @@ def thresholds(exp: Any) -> list[dict]:
     for rule in exp.rules:
         if not isinstance(rule, LinearTerm):
             used.update(lit.index for lit in formula_literals(rule.formula))
+    weight = importance(exp)
     columns = list(dict.fromkeys(int(c) for c in L.column))
-    columns.sort(key=lambda c: (not any(L.column[i] == c for i in used), c))
+    # the most important output first (largest sum of |weight| of the rules reading it); unused last
+    columns.sort(key=lambda c: (not any(L.column[i] == c for i in used), -weight.get(c, 0.0), c))
     out = []
     for c in columns[:MAX_OUTPUTS]:
         values = exp._values[:, c]
@@ -257,6 +259,7 @@ def thresholds(exp: Any) -> list[dict]:
             "words": L.output_descriptions[c],
             "unit": _unit(L, c),
             "name": L.output_names[c],
+            "importance": _num(weight.get(c, 0.0)),
             "n_undefined": int((~defined).sum()),
             "mean_undefined": _num(y[~defined].mean(), 4) if (~defined).any() else None,
         }
@@ -289,6 +292,79 @@ def thresholds(exp: Any) -> list[dict]:
         } for i, a in zip(lits, above)]
         out.append(entry)
     return out
+
+
+def importance(exp: Any) -> dict[int, float]:
+    """Each statistic output's importance: the sum of ``|weight|`` of the rules with a literal on it.
+
+    A rule counts once per output, however many of its literals read that
+    output. Outputs no rule reads are absent (importance 0).
+
+    Returns
+    -------
+    dict of int to float
+        Output column to importance.
+    """
+    L = exp.literals
+    out: dict[int, float] = {}
+    for rule in exp.rules:
+        if isinstance(rule, LinearTerm):
+            continue
+        for c in {int(L.column[lit.index]) for lit in formula_literals(rule.formula)}:
+            out[c] = out.get(c, 0.0) + abs(float(rule.weight))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON can hold it: numbers, strings, lists and dicts kept, anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
+
+
+def audit(exp: Any, when: Any = None) -> dict:
+    """The header of an audit file: data shape, teacher and student, date, library version, parameters, seed.
+
+    Parameters
+    ----------
+    exp : Explanation
+    when : datetime, optional
+        The date written (default: now, UTC).
+
+    Returns
+    -------
+    dict
+        ``n_users``, ``n_events``, ``columns`` (categorical and numerical),
+        ``teacher``, ``student``, ``score_unit``, ``date`` (ISO 8601),
+        ``version``, ``params`` (JSON-safe) and ``random_state``.
+    """
+    import datetime
+
+    from rudi_explain import __version__
+
+    seqs = exp.sequences
+    r = exp.report()
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    params = {k: _plain(v) for k, v in exp.params.items()}
+    params["student"] = str(r["student"])
+    return {
+        "n_users": int(len(seqs.users)),
+        "n_events": int(seqs.n_events),
+        "columns": {"categorical": [str(c) for c in seqs.categorical], "numerical": [str(c) for c in seqs.numerical]},
+        "teacher": str(r["teacher"]),
+        "student": str(r["student"]),
+        "score_unit": str(r.get("score_unit", "raw")),
+        "date": when.isoformat(timespec="seconds"),
+        "version": str(__version__),
+        "params": params,
+        "random_state": params.get("random_state"),
+    }
 
 
 def _counts_above(v: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -372,7 +448,7 @@ def results_state(exp: Any) -> dict:
     """Every result payload the front end shows at once (no per-user details)."""
     return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
-            "effects": net_effects(exp), "faithful": faithfulness(exp)}
+            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)}
 
 
 def fidelity_curve(exp: Any) -> list[dict]:
