@@ -63,6 +63,15 @@ const model = {
   off: (name, f) => { listeners[name] = (listeners[name] || []).filter((g) => g !== f); },
   save_changes() {},
   send(msg) {
+    if (msg && msg.type === "report") {  // the report is this page: a copy of it, before the module drew into it
+      const page = document.documentElement.cloneNode(true);
+      const app = page.querySelector("#rx-app");
+      app.replaceChildren();
+      app.removeAttribute("data-ready");
+      const html = "<!DOCTYPE html>\n" + page.outerHTML;
+      setTimeout(() => emit("msg:custom", { type: "report", request: msg.request, ok: true, html }, []), 0);
+      return;
+    }
     if (msg && msg.request !== undefined && msg.type !== "user") {  // the audit views need a kernel: say so
       const reply = { type: msg.type, request: msg.request, id: msg.id, literal: msg.literal, ok: false,
                       error: "this report has no kernel: open the explanation in a notebook for this view" };

@@ -191,6 +191,8 @@ class ExplanationWidget(anywidget.AnyWidget):
             self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request")))
         elif kind == "agreement":
             self.send(self.answer_agreement(content.get("request"), content.get("n_users")))
+        elif kind == "report":
+            self.send(self.answer_report(content.get("request")))
 
     def _retry(self) -> None:
         """Run a failed or cancelled job again and follow it from the start."""
@@ -232,6 +234,24 @@ class ExplanationWidget(anywidget.AnyWidget):
         if not self._exp.done or self._exp.status != "done":
             return reply | {"ok": False, "error": "the explanation is not finished yet"}
         return None
+
+    def answer_report(self, request: Any = None) -> dict:
+        """The reply to "Report (HTML)": the standalone report's page as text, for the page to download.
+
+        Returns
+        -------
+        dict
+            ``type``, ``request``, ``ok`` and ``html`` (or ``error``).
+        """
+        from rudi_explain.report import report_html
+
+        reply: dict = {"type": "report", "request": request}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            return reply | {"ok": True, "html": report_html(self._exp)}
+        except Exception as err:  # say it in the page; the kernel's handler stays alive
+            return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
 
     def answer_attributions(self, user_id: Any, request: Any = None) -> dict:
         """The reply to "Model attributions": the user's attribution strip, or why there is none.

@@ -100,3 +100,16 @@ def test_audit_header_escapes_what_it_shows():
     out = report.audit_header(a)
     assert "<script>" not in out and "<img" not in out and "<b>" not in out
     assert "&lt;img src=x&gt;" in out
+
+
+def test_widget_answers_a_report_request_with_the_report_page(exp):
+    from rudi_explain.widget import ExplanationWidget
+
+    w = ExplanationWidget(exp)
+    reply = w.answer_report(request=7)
+    assert reply["type"] == "report" and reply["request"] == 7 and reply["ok"] is True
+    page = reply["html"]
+    assert page.startswith("<!DOCTYPE html>") and '<table class="rx-audit-head"' in page
+    # the page embeds the same rules as the widget's state
+    state = json.loads(re.search(r'<script type="application/json" id="rx-state">(.*?)</script>', page, re.S).group(1))
+    assert [r["text"] for r in state["results"]["rules"]] == [str(r.text) for r in exp.rules]
