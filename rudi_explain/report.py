@@ -68,7 +68,7 @@ const model = {
       const app = page.querySelector("#rx-app");
       app.replaceChildren();
       app.removeAttribute("data-ready");
-      const html = "<!DOCTYPE html>\n" + page.outerHTML;
+      const html = "<!DOCTYPE html>\\n" + page.outerHTML;
       setTimeout(() => emit("msg:custom", { type: "report", request: msg.request, ok: true, html }, []), 0);
       return;
     }

@@ -82,6 +82,75 @@ const withUnit = (s) => (s.unit ? `${s.words} (${s.unit})` : s.words);
 const pct = (x, d = 1) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(d)}%`);
 const signed = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + fmt(Math.abs(x));
 
+// ------------------------------------------------------------------ terms explained
+// Hover help for the words a reader meets first. A term is focusable (Tab) and shows the same text
+// beside it on focus (the CSS reads data-tip), so the help reaches keyboard users too, not only the mouse.
+const TERMS = {
+  fidelity: "Fidelity: of all pairs of users, the share the rules order as the model does " +
+    "(the higher-scored of the two by the model also gets the higher rule score). 1 is perfect, 0.5 is chance.",
+  literal: "Literal: one condition on one statistic of a user's events, a value above (or at most) a threshold. " +
+    "Rules join literals with and / or.",
+  "held out": "Held out: users kept out of the search and of fitting the rules (the test split). " +
+    "Figures on them say how well the rules carry over to users they were not built on.",
+  reward: "Reward: how well a candidate statistic separates users with high model scores from those with low ones, " +
+    "during the search; the search keeps the statistics with the best reward.",
+};
+
+function term(text, key) {
+  const tip = TERMS[key || text];
+  return h("span", { class: "rx-term", title: tip, tabindex: "0", data: { tip, term: key || text } }, text);
+}
+
+// ------------------------------------------------------------------ export: downloads made in the page
+// A Blob and a temporary <a download>: no server, works in JupyterLab, Notebook 7 and the file:// report.
+function download(name, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h("a", { href: url, download: name, style: "display:none" });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+// A CSV cell: quoted when it holds a comma, quote or line break; text that a spreadsheet would run as a
+// formula (= + - @ at the start) gets a leading apostrophe (CSV injection). Numbers stay numbers.
+function csvCell(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return String(v);
+  let t = String(v);
+  if (/^[=+\-@\t\r]/.test(t)) t = `'${t}`;
+  return /[",\r\n]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
+}
+
+const RULE_COLUMNS = ["rule", "weight", "direction", "text", "coverage", "n_fires", "mean_fires", "mean_not", "score_gap", "statistics"];
+
+function rulesCsv(rules) {
+  const rows = rules.map((c) => [c.index + 1, c.weight, c.direction, c.text, c.coverage, c.n_fires, c.mean_fires, c.mean_not,
+    scoreGap(c), [...new Set((c.literals || []).map((l) => l.words))].join("; ")]);
+  return [RULE_COLUMNS, ...rows].map((r) => r.map(csvCell).join(",")).join("\r\n") + "\r\n";
+}
+
+// The score gap of a rule: mean teacher score where it fires minus where it does not.
+const scoreGap = (c) => (c.mean_fires === null || c.mean_not === null ? null : Number((c.mean_fires - c.mean_not).toPrecision(6)));
+
+// A chart as a file of its own: the page's CSS does not travel with it, so the styles that draw it
+// (fills, strokes, text) are written onto each element from what the page computed.
+const SVG_STYLE = ["fill", "fill-opacity", "stroke", "stroke-width", "stroke-dasharray", "stroke-opacity", "opacity",
+  "font-size", "font-family", "font-weight", "visibility"];
+function svgFile(node) {
+  const copy = node.cloneNode(true);
+  const from = [node, ...node.querySelectorAll("*")], to = [copy, ...copy.querySelectorAll("*")];
+  from.forEach((n, i) => {
+    const cs = getComputedStyle(n);
+    to[i].setAttribute("style", SVG_STYLE.map((k) => `${k}:${cs.getPropertyValue(k)}`).join(";"));
+  });
+  copy.setAttribute("xmlns", SVGNS);
+  const vb = (node.getAttribute("viewBox") || "0 0 0 0").split(" ");
+  const bg = getComputedStyle(node.closest(".rx-root") || node).getPropertyValue("--rx-bg").trim() || "#ffffff";
+  copy.insertBefore(svg("rect", { x: vb[0], y: vb[1], width: vb[2], height: vb[3], fill: bg }), copy.firstChild);
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(copy)}\n`;
+}
+
 // ------------------------------------------------------------------ progress view
 function overallFraction(p) {
   const i = STAGES.indexOf(p.stage);
@@ -90,6 +159,19 @@ function overallFraction(p) {
   let done = 0;
   for (let j = 0; j < i; j++) done += STAGE_WEIGHT[STAGES[j]];
   return Math.min(1, done + STAGE_WEIGHT[p.stage] * (p.fraction || 0));
+}
+
+// The time left, from the progress events: elapsed x (1 - done) / done. Said only once a tenth of the
+// run is done and 3 s have passed, when the stage weights make it a fair guess, and rounded as a guess.
+const ETA_MIN_FRACTION = 0.1, ETA_MIN_SECONDS = 3;
+function timeLeft(frac, elapsed, status) {
+  if (status !== "running" || !(frac >= ETA_MIN_FRACTION) || frac >= 1 || !(elapsed >= ETA_MIN_SECONDS)) return null;
+  const left = (elapsed * (1 - frac)) / frac;
+  const text = left < 60 ? `${Math.max(5, Math.round(left / 5) * 5)} s` : left < 3600 ? `${Math.round(left / 60)} min`
+    : `${(left / 3600).toFixed(1)} h`;
+  return h("span", { class: "rx-eta", data: { seconds: left.toFixed(1) },
+    title: "estimated from the time so far and the share of the run done; stages differ in speed, so it is a guess" },
+  ` · about ${text} left`);
 }
 
 function lineChart(points, totalEpochs) {
@@ -140,7 +222,8 @@ function progressView(model, ui, redraw) {
   const message = p.ended === "failed" ? `stopped during the ${p.stage} stage` : p.message || "";
   const parts = [stages, bar, h("div", { class: "rx-message" + (p.ended === "cancelled" ? " rx-note" : "") },
     h("span", { class: "rx-stage-name" }, ended ? p.ended : p.stage || "pending"), " · ", message,
-    h("span", { class: "rx-elapsed" }, ` · ${fmt(p.elapsed || 0, 3)} s`))];
+    h("span", { class: "rx-elapsed" }, ` · ${fmt(p.elapsed || 0, 3)} s`),
+    ended ? null : timeLeft(frac, p.elapsed, status))];
   if (ended && p.found && p.found.length) {
     parts.push(h("div", { class: "rx-found" }, "statistics found before it stopped: ",
       p.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))));
@@ -154,7 +237,7 @@ function progressView(model, ui, redraw) {
     parts.push(h("div", { class: "rx-search" },
       h("div", null, `Searching statistic ${s.statistic}`, s.simulation ? ` (simulation ${s.simulation})` : "", ": best so far"),
       h("code", { class: "rx-code rx-search-best" }, s.best || "…"),
-      h("span", { class: "rx-reward" }, ` reward ${fmt(s.reward, 3)}`),
+      h("span", { class: "rx-reward" }, " ", term("reward"), ` ${fmt(s.reward, 3)}`),
       s.found && s.found.length ? h("div", { class: "rx-found" }, "found: ",
         s.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))) : null));
   }
@@ -177,17 +260,16 @@ function summaryView(sm) {
     .map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(" · ");
   return h("section", { class: "rx-summary" },
     h("div", { class: "rx-figures" },
-      item(sm.fidelity_test_ci && sm.fidelity_test_ci[0] != null
-        ? `held-out fidelity (95%: ${fmt(sm.fidelity_test_ci[0], 2)} to ${fmt(sm.fidelity_test_ci[1], 2)})`
-        : "held-out fidelity", fmt(sm.fidelity_test, 3), "rx-figure-main"),
-      item("training fidelity", fmt(sm.fidelity_train, 3)),
+      item([term("held-out", "held out"), " ", term("fidelity"), sm.fidelity_test_ci && sm.fidelity_test_ci[0] != null
+        ? ` (95%: ${fmt(sm.fidelity_test_ci[0], 2)} to ${fmt(sm.fidelity_test_ci[1], 2)})` : ""], fmt(sm.fidelity_test, 3), "rx-figure-main"),
+      item(["training ", term("fidelity")], fmt(sm.fidelity_train, 3)),
       item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
       item(sm.n_rules_unpruned != null && sm.n_rules_unpruned !== sm.n_rules
         ? `rules (pruned from ${fmt(sm.n_rules_unpruned)}, fidelity ${fmt(sm.fidelity_test_unpruned, 3)})` : "rules",
       fmt(sm.n_rules)),
       item("statistics", fmt(sm.n_statistics)),
-      item("literals", fmt(sm.n_literals)),
-      item("users (held out)", `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),
+      item(term("literals", "literal"), fmt(sm.n_literals)),
+      item(["users (", term("held out"), ")"], `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),
     (sm.warnings || []).length ? h("ul", { class: "rx-warnings", role: "note" },
       ...sm.warnings.map((w) => h("li", { class: "rx-warning" }, `Caution: ${w}`))) : null,
     sm.fidelity_meaning ? h("div", { class: "rx-summary-line rx-fidelity-meaning" }, sm.fidelity_meaning) : null,
@@ -286,7 +368,7 @@ function ruleBody(card) {
   return h("div", { class: "rx-rule-text" }, "If ", h("span", { class: "rx-literal", title: card.notation || "" }, card.text));
 }
 
-function ruleCard(card, ui, openUser, redraw) {
+function ruleCard(card, ui, openUser, redraw, nav) {
   const open = ui.openRule === card.index;
   const raise = card.weight > 0;
   const examples = open ? h("div", { class: "rx-examples", data: { ruleIndex: card.index } },
@@ -308,12 +390,83 @@ function ruleCard(card, ui, openUser, redraw) {
       : `lowers the score by ${fmt(Math.abs(card.weight))}`),
     h("span", { class: "rx-rule-id" }, `rule ${card.index + 1}`)),
   ruleBody(card),
+  statLinks(card, nav),
   h("div", { class: "rx-card-figures" },
     h("span", { class: "rx-coverage" }, h("span", { class: "rx-cov-bar" },
       h("span", { class: "rx-cov-fill", style: `width:${(100 * (card.coverage || 0)).toFixed(1)}%` })),
     ` fires for ${pct(card.coverage)} of users`),
     h("span", { class: "rx-means" }, `mean teacher score where it fires ${fmt(card.mean_fires, 3)}, where not ${fmt(card.mean_not, 3)}`)),
   examples);
+}
+
+// The statistics a rule reads, each a link to its histogram in the Thresholds tab (and a way back).
+function ruleColumns(card) {
+  const seen = new Map();
+  for (const l of card.literals || []) if (l.column !== undefined && !seen.has(l.column)) seen.set(l.column, l.words);
+  return [...seen];
+}
+
+function statLinks(card, nav, inTable = false) {
+  const cols = ruleColumns(card);
+  if (!cols.length || !nav) return null;
+  return h("div", { class: "rx-stat-links" }, inTable ? null : "Histogram: ", cols.map(([col, words], k) => [k && !inTable ? " · " : null,
+    h("button", { class: "rx-stat-link", type: "button", data: { column: col, key: `rule-${card.index}-stat-${col}` },
+      title: `the distribution of ${words} in the Thresholds tab`,
+      on: { click: (e) => { e.stopPropagation(); nav.toStatistic(col, card.index); },
+        keydown: (e) => { if (e.key === "Enter" || e.key === " ") e.stopPropagation(); } } }, words)]));
+}
+
+// The Rules tab: sort, filter, cards or a compact table.
+const RULE_SORTS = { weight: "largest weight", coverage: "coverage", gap: "score gap" };
+
+function sortedRules(rules, ui) {
+  const q = (ui.ruleFilter || "").trim().toLowerCase();
+  const words = q ? q.split(/\s+/) : [];
+  const hay = (c) => [c.text, c.notation, `rule ${c.index + 1}`, ...(c.literals || []).flatMap((l) =>
+    [l.words, l.statistic_text, l.sentence, l.notation, l.threshold_text])].filter(Boolean).join(" \n ").toLowerCase();
+  const kept = rules.filter((c) => words.every((w) => hay(c).includes(w)));
+  const key = { weight: (c) => Math.abs(c.weight), coverage: (c) => c.coverage || 0, gap: (c) => scoreGap(c) ?? -Infinity }[ui.ruleSort] ||
+    ((c) => Math.abs(c.weight));
+  return kept.map((c, i) => [c, i]).sort((a, b) => key(b[0]) - key(a[0]) || a[1] - b[1]).map(([c]) => c);
+}
+
+function ruleTools(rules, shown, ui, redraw) {
+  const stop = (e) => e.stopPropagation();  // typing here is not a notebook shortcut
+  return h("div", { class: "rx-rule-tools", "data-lm-suppress-shortcuts": "true" },
+    h("label", { class: "rx-tool" }, "Sort by ",
+      h("select", { class: "rx-rule-sort", data: { key: "rule-sort" }, "aria-label": "sort the rules by",
+        on: { change: (e) => { ui.ruleSort = e.target.value; redraw(); }, keydown: stop } },
+      Object.entries(RULE_SORTS).map(([k, label]) => h("option", { value: k, selected: (ui.ruleSort || "weight") === k }, label)))),
+    h("input", { class: "rx-rule-filter", type: "search", placeholder: "filter: statistic or words", value: ui.ruleFilter || "",
+      "aria-label": "filter the rules by statistic or words", data: { key: "rule-filter" },
+      on: { input: (e) => { ui.ruleFilter = e.target.value; redraw(); }, keydown: stop } }),
+    h("button", { class: "rx-button rx-rule-compact", type: "button", "aria-pressed": String(!!ui.compact), data: { key: "rule-compact" },
+      on: { click: () => { ui.compact = !ui.compact; redraw(); } } }, ui.compact ? "Cards" : "Compact table"),
+    h("span", { class: "rx-rule-count", role: "status" }, shown === rules.length ? `${rules.length} rules` : `${shown} of ${rules.length} rules`));
+}
+
+function ruleTable(cards, ui, nav) {
+  return scrollBox("rule-table", h("table", { class: "rx-table rx-rule-table" },
+    h("thead", null, h("tr", null, ["rule", "weight", "if", "coverage", "score gap", "histogram"].map((c) => h("th", null, c)))),
+    h("tbody", null, cards.map((c) => h("tr", { data: { ruleIndex: c.index }, class: c.weight > 0 ? "rx-raises" : "rx-lowers" },
+      h("td", { class: "rx-num" }, String(c.index + 1)),
+      h("td", { class: "rx-num rx-weight" }, signed(c.weight)),
+      h("td", { class: "rx-rule-cell", title: c.notation || "" }, c.text),
+      h("td", { class: "rx-num" }, pct(c.coverage)),
+      h("td", { class: "rx-num", title: "mean teacher score where it fires minus where it does not" }, fmt(scoreGap(c), 3)),
+      h("td", { class: "rx-stat-cell" }, statLinks(c, nav, true)))))));
+}
+
+function rulesView(results, ui, openUser, redraw, nav) {
+  const rules = results.rules || [];
+  const cards = sortedRules(rules, ui);
+  const sortText = RULE_SORTS[ui.ruleSort || "weight"];
+  return h("section", { class: "rx-rules" + (ui.compact ? " rx-compact" : "") },
+    ruleTools(rules, cards.length, ui, redraw),
+    h("p", { class: "rx-help" }, `Ordered by ${sortText} first. `, ui.compact ? "A" : "Click a card for example users it fires for; a",
+      " statistic's name leads to its histogram. Each rule is made of ", term("literals", "literal"), "."),
+    !cards.length ? h("p", { class: "rx-help rx-no-match" }, "No rule matches the filter.")
+      : ui.compact ? ruleTable(cards, ui, nav) : cards.map((c) => ruleCard(c, ui, openUser, redraw, nav)));
 }
 
 function userLink(u, openUser, where) {
@@ -323,8 +476,13 @@ function userLink(u, openUser, where) {
 }
 
 // ------------------------------------------------------------------ thresholds
-function histogram(t) {
-  const W = 460, H = 150, L = 44, R = 44, T = 10, B = 26;
+// A bin with fewer users than this share of the largest count or than THIN_MIN users is "thin": greyed,
+// since its mean teacher score rests on too few users to read.
+const THIN_MIN = 5, THIN_SHARE = 0.02;
+const isThin = (c, total) => c < Math.max(THIN_MIN, THIN_SHARE * total);
+
+function histogram(t, mark) {
+  const W = 460, H = 164, L = 44, R = 44, T = 10, B = 40;
   const box = chartSvg("rx-hist", W, H, `distribution of ${t.words}`);
   const edges = t.edges, counts = t.counts;
   if (!edges.length) {
@@ -335,10 +493,13 @@ function histogram(t) {
   const x = (v) => L + (W - L - R) * (Math.min(Math.max(v, lo), hi) - lo) / (hi - lo || 1);
   const maxC = Math.max(1, ...counts);
   const y = (c) => T + (H - T - B) * (1 - c / maxC);
+  const total = counts.reduce((a, b) => a + b, 0);
   counts.forEach((c, i) => {
     const x0 = x(edges[i]), x1 = x(edges[i + 1]);
-    box.appendChild(svg("rect", { class: "rx-hist-bar", x: x0 + 0.5, y: y(c), width: Math.max(0.5, x1 - x0 - 1), height: H - B - y(c) },
-      svg("title", null, `${fmt(edges[i])} to ${fmt(edges[i + 1])}: ${fmt(c)} users, mean teacher score ${fmt(t.mean_teacher[i], 3)}`)));
+    const thin = isThin(c, total);
+    box.appendChild(svg("rect", { class: "rx-hist-bar" + (thin ? " rx-hist-thin" : ""), x: x0 + 0.5, y: y(c), width: Math.max(0.5, x1 - x0 - 1), height: H - B - y(c) },
+      svg("title", null, `${fmt(edges[i])} to ${fmt(edges[i + 1])}: ${fmt(c)} users, mean teacher score ${fmt(t.mean_teacher[i], 3)}` +
+        (thin ? " (few users: greyed)" : ""))));
   });
   // Mean teacher score per bin, on its own scale (right axis).
   const means = t.mean_teacher.filter((m) => m !== null);
@@ -356,6 +517,22 @@ function histogram(t) {
     box.appendChild(svg("text", { x: W - R + 4, y: T + 8, class: "rx-axis rx-mean-label" }, fmt(mhi, 3)));
     box.appendChild(svg("text", { x: W - R + 4, y: H - B, class: "rx-axis rx-mean-label" }, fmt(mlo, 3)));
   }
+  // thresholds used by rules labelled under the axis, left to right; a label that would overlap the
+  // one before it is left to the line's hover text
+  let lastLabel = -Infinity;
+  for (const th of t.thresholds.filter((q) => q.in_rules).slice().sort((a, b) => a.threshold - b.threshold)) {
+    const tx = x(th.threshold);
+    if (tx - lastLabel < 34) continue;
+    box.appendChild(svg("text", { x: tx, y: H - B + 12, "text-anchor": "middle", class: "rx-axis rx-threshold-label",
+      "data-literal": th.literal }, th.threshold_text));
+    lastLabel = tx;
+  }
+  if (mark && mark.value !== null && mark.value !== undefined) {
+    const ux = x(mark.value);
+    box.appendChild(svg("line", { class: "rx-hist-user", x1: ux, x2: ux, y1: T - 6, y2: H - B, "data-value": mark.value },
+      svg("title", null, `user ${mark.id}: ${fmt(mark.value)}`)));
+    box.appendChild(svg("path", { class: "rx-hist-user-mark", d: `M${ux - 5},${T - 9}L${ux + 5},${T - 9}L${ux},${T - 2}Z` }));
+  }
   for (const th of t.thresholds) {
     const tx = x(th.threshold);
     box.appendChild(svg("line", { class: "rx-hist-threshold" + (th.in_rules ? " rx-in-rules" : ""), x1: tx, x2: tx, y1: T - 4, y2: H - B },
@@ -366,24 +543,53 @@ function histogram(t) {
   }
   box.rxScale = x;  // the what-if line reuses the histogram's scale
   box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(maxC)));
-  box.appendChild(svg("text", { x: L, y: H - 8, class: "rx-axis" }, fmt(lo)));
-  box.appendChild(svg("text", { x: W - R, y: H - 8, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + fmt(hi)));
+  box.appendChild(svg("text", { x: L, y: H - 6, class: "rx-axis" }, fmt(lo)));
+  box.appendChild(svg("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + fmt(hi)));
   return box;
 }
 
-function thresholdsView(results, ui, redraw, audit) {
+// The value of each statistic output for the user open in the drill-down, by output column.
+function userValues(user, results) {
+  if (!user) return new Map();
+  const column = new Map((results.thresholds || []).flatMap((t) => t.thresholds.map((th) => [th.literal, t.column])));
+  return new Map((user.literals || []).filter((l) => column.has(l.literal)).map((l) => [column.get(l.literal), l.value]));
+}
+
+function thresholdsView(results, ui, redraw, audit, nav) {
   const all = results.thresholds || [];
   const inRules = all.filter((t) => t.thresholds.some((th) => th.in_rules));
   const list = ui.allThresholds || !inRules.length ? all : inRules;
   const more = all.length - list.length;
+  const values = ui.markUser && ui.user ? userValues(ui.user, results) : new Map();
+  const readers = new Map();  // output column -> the rules reading it
+  for (const c of results.rules || []) for (const [col] of ruleColumns(c)) (readers.get(col) || readers.set(col, []).get(col)).push(c);
   return h("section", { class: "rx-thresholds" },
-    h("p", { class: "rx-help" }, "Each statistic over all users: bars count users, dots are the mean teacher score per bin (right axis), ",
-      "red lines are thresholds used by rules, grey lines other literal thresholds. ",
-      "What if: type or slide a rule threshold to see its rules' coverage and the held-out fidelity change (nothing is refitted); ",
-      "exp.with_threshold(literal, value) makes the move in code."),
-    list.map((t) => h("div", { class: "rx-threshold-block", data: { column: t.column } },
-      h("div", { class: "rx-threshold-title" }, withUnit(t)),
-      h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" }, histogram(t)),
+    h("p", { class: "rx-help" }, "Each statistic over all users, the most important first (the largest sum of |weight| of the rules reading it): ",
+      "bars count users (grey: a thin bin, too few users to read its mean), dots are the mean teacher score per bin (right axis), ",
+      "red lines are thresholds used by rules (labelled under the axis), grey lines other ", term("literal"), " thresholds. ",
+      "What if: type or slide a rule threshold to see its rules' coverage and the ", term("held-out", "held out"), " ", term("fidelity"),
+      " change (nothing is refitted); exp.with_threshold(literal, value) makes the move in code."),
+    values.size ? h("div", { class: "rx-user-mark-note", role: "note" },
+      h("span", { class: "rx-user-mark-key", "aria-hidden": "true" }, "▼"), ` user ${ui.user.id}'s values are marked on the histograms. `,
+      h("button", { class: "rx-button rx-user-mark-back", type: "button", data: { key: "user-mark-back" }, on: { click: () => nav.toUser() } },
+        `Back to user ${ui.user.id}`), " ",
+      h("button", { class: "rx-button rx-user-mark-clear", type: "button", data: { key: "user-mark-clear" },
+        on: { click: () => { ui.markUser = false; redraw(); } } }, "Hide the marks")) : null,
+    list.map((t) => h("div", { class: "rx-threshold-block" + (ui.statTarget === t.column ? " rx-target" : ""), data: { column: t.column, key: `stat-${t.column}` },
+      tabindex: "-1" },
+      h("div", { class: "rx-threshold-title" }, withUnit(t),
+        t.importance ? h("span", { class: "rx-importance", title: "the sum of |weight| of the rules reading this statistic" },
+          ` · importance ${fmt(t.importance, 3)}`) : null),
+      readers.has(t.column) ? h("div", { class: "rx-stat-rules" }, "Read by ", readers.get(t.column).map((c, k) => [k ? ", " : null,
+        h("button", { class: "rx-rule-link", type: "button", data: { ruleIndex: c.index, key: `stat-${t.column}-rule-${c.index}` },
+          on: { click: () => nav.toRule(c.index) } }, `rule ${c.index + 1}`)]),
+        ui.statTarget === t.column && ui.fromRule !== null && ui.fromRule !== undefined
+          ? [" · ", h("button", { class: "rx-button rx-back-rule", type: "button", data: { key: "back-rule" },
+            on: { click: () => nav.toRule(ui.fromRule) } }, `Back to rule ${ui.fromRule + 1}`)] : null) : null,
+      values.has(t.column) ? h("div", { class: "rx-user-value" }, `User ${ui.user.id}: `,
+        h("strong", null, values.get(t.column) === null ? "undefined" : fmt(values.get(t.column)))) : null,
+      h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" },
+        histogram(t, values.has(t.column) ? { id: ui.user.id, value: values.get(t.column) } : null)),
         scrollBox(`thresholds-${t.column}`, h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
           h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
@@ -573,7 +779,7 @@ function waterfall(d) {
   return box;
 }
 
-function userView(results, ui, openUser, redraw, audit) {
+function userView(results, ui, openUser, redraw, audit, nav) {
   // data-lm-suppress-shortcuts: JupyterLab would take Enter (and other keys) typed here as notebook commands.
   const search = h("form", { class: "rx-user-search", "data-lm-suppress-shortcuts": "true", on: { submit: (e) => { e.preventDefault(); const v = ui.query.trim(); if (v) openUser(v); } } },
     h("input", { class: "rx-user-input", type: "search", placeholder: "user id", value: ui.query, "aria-label": "user id",
@@ -590,7 +796,7 @@ function userView(results, ui, openUser, redraw, audit) {
   const parts = [search, top];
   if (ui.loading) parts.push(h("div", { class: "rx-loading" }, `Loading ${ui.userId}…`));
   else if (ui.userError) parts.push(h("div", { class: "rx-user-error" }, ui.userError));
-  else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw, audit));
+  else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw, audit, nav));
   else parts.push(h("p", { class: "rx-help" }, "Pick a user: type an id, click one above, or click an example user on a rule card."));
   return h("section", { class: "rx-user-panel" }, parts);
 }
@@ -601,12 +807,12 @@ const feedLabel = (j) => (j < 26 ? String.fromCharCode(65 + j) : String(j + 1));
 const feedColor = (j) => `var(--rx-feed-${j % FEED_PALETTE})`;
 const feedMark = (j) => h("span", { class: "rx-dot", style: `background:${feedColor(j)}`, data: { feedMark: feedLabel(j) } }, feedLabel(j));
 
-function userDetail(d, results, ui, redraw, audit) {
+function userDetail(d, results, ui, redraw, audit, nav) {
   const feeds = d.feeds || [];
   const ruleByIndex = new Map((results.rules || []).map((r) => [r.index, r]));
   const head = h("div", { class: "rx-user-head" },
     h("span", { class: "rx-user-title" }, "User ", h("span", { class: "rx-user-id" }, d.id)),
-    d.held_out ? h("span", { class: "rx-tag" }, "held out") : h("span", { class: "rx-tag rx-tag-train" }, "training"));
+    d.held_out ? h("span", { class: "rx-tag" }, term("held out")) : h("span", { class: "rx-tag rx-tag-train" }, "training"));
   const scores = h("div", { class: "rx-figures" },
     h("div", { class: "rx-figure rx-figure-main" }, h("div", { class: "rx-figure-value rx-teacher-score" }, fmt(d.teacher, 4)),
       h("div", { class: "rx-figure-label" }, `teacher score, ${(results.summary || {}).score_unit || "raw"} (${fmt(d.percentile, 3)}th percentile)`)),
@@ -653,6 +859,8 @@ function userDetail(d, results, ui, redraw, audit) {
       h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
+    nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
+      on: { click: () => nav.toHistograms() } }, `Mark user ${d.id}'s values on the histograms`)) : null,
     h("h4", { class: "rx-cf-title" }, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui),
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
     attributionPanel(d, ui, audit),
@@ -889,6 +1097,8 @@ let VIEWS = 0;  // ids must differ between views of one page (a widget shown twi
 function render({ model, el }) {
   hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
+    ruleSort: "weight", ruleFilter: "", compact: false, statTarget: null, fromRule: null, markUser: false, printAll: false,
+    exportNote: "", reportRequest: 0,
     request: 0, feed: null, cancelling: false, allThresholds: false,
     attr: null, cf: null, whatIf: {}, seq: 0, agree: null };  // the audit views: attributions, counterfactual, what-if per literal
   const whatIfTimers = {};
@@ -983,6 +1193,73 @@ function render({ model, el }) {
     },
   };
 
+  // Links between the tabs: a rule's statistic to its histogram and back, a user to the histograms and back.
+  // The target is focused and scrolled to after the redraw, so keyboard users land where they went.
+  const focusKey = (key) => {
+    const n = [...root.querySelectorAll("[data-key]")].find((x) => x.dataset.key === key);
+    if (n) { n.focus({ preventScroll: true }); n.scrollIntoView({ block: "nearest" }); }
+  };
+  const nav = {
+    toStatistic(column, fromRule) {
+      const shown = (model.get("results") || {}).thresholds || [];
+      const t = shown.find((x) => x.column === column);
+      if (t && !t.thresholds.some((th) => th.in_rules)) ui.allThresholds = true;
+      ui.tab = "thresholds"; ui.statTarget = column; ui.fromRule = fromRule;
+      draw(); focusKey(`stat-${column}`);
+    },
+    toRule(index) {
+      ui.tab = "rules"; ui.openRule = index; ui.compact = false;
+      const card = ((model.get("results") || {}).rules || []).find((c) => c.index === index);
+      if (card && !sortedRules([card], ui).length) ui.ruleFilter = "";  // the filter would hide it
+      draw(); focusKey(`rule-${index}`);
+    },
+    toHistograms() { ui.markUser = true; ui.tab = "thresholds"; ui.statTarget = null; draw(); focusKey("user-mark-back"); },
+    toUser() { ui.tab = "user"; draw(); focusKey("tab-user"); },
+  };
+
+  // Export: the rules as CSV and JSON and a chart as SVG from the page's own data; the report from the
+  // kernel (the standalone report answers with its own page).
+  const stamp = () => new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-");
+  const exporter = {
+    csv() { download(`rules-${stamp()}.csv`, "text/csv;charset=utf-8", rulesCsv((model.get("results") || {}).rules || [])); },
+    json() {
+      const r = model.get("results") || {};
+      download(`rules-${stamp()}.json`, "application/json", JSON.stringify({ summary: r.summary, audit: r.audit, rules: r.rules }, null, 1));
+    },
+    svg() {
+      const chart = root.querySelector(".rx-panel svg.rx-svg");
+      if (!chart) { ui.exportNote = "No chart in this tab: open Faithfulness or Thresholds."; draw(); return; }
+      const name = (chart.getAttribute("class") || "chart").split(" ").find((c) => c !== "rx-svg") || "chart";
+      download(`${name.replace(/^rx-/, "")}-${stamp()}.svg`, "image/svg+xml", svgFile(chart));
+      ui.exportNote = `Saved the first chart of this tab (${chart.getAttribute("aria-label")}).`; draw();
+    },
+    report() {
+      ui.reportRequest = ++ui.seq;
+      ui.exportNote = "Writing the report…";
+      if (!ask({ type: "report", request: ui.reportRequest })) ui.exportNote = `The report ${NO_KERNEL} (or use exp.to_html).`;
+      draw();
+    },
+  };
+
+  function exportBar() {
+    const b = (key, label, fn, title) => h("button", { class: `rx-button rx-export-${key}`, type: "button", data: { key: `export-${key}` }, title,
+      on: { click: fn } }, label);
+    return h("div", { class: "rx-export", role: "group", "aria-label": "download" }, h("span", { class: "rx-export-title" }, "Download: "),
+      b("csv", "Rules (CSV)", () => exporter.csv(), "every rule, one row each: weight, text, coverage, score gap"),
+      b("json", "Rules (JSON)", () => exporter.json(), "the rules as the widget has them, with the summary and the audit header"),
+      b("report", "Report (HTML)", () => exporter.report(), "the standalone report: one file, opens offline"),
+      b("svg", "Chart (SVG)", () => exporter.svg(), "the first chart of the open tab"),
+      ui.exportNote ? h("span", { class: "rx-export-note", role: "status" }, ` ${ui.exportNote}`) : null);
+  }
+
+  function panelOf(k, results) {
+    if (k === "rules") return rulesView(results, ui, openUser, draw, nav);
+    if (k === "effects") return effectsView(results, openUser);
+    if (k === "thresholds") return thresholdsView(results, ui, draw, audit, nav);
+    if (k === "user") return userView(results, ui, openUser, draw, audit, nav);
+    return statisticsView(results);
+  }
+
   function draw() {
     const status = model.get("status");
     const results = model.get("results") || {};
@@ -997,18 +1274,16 @@ function render({ model, el }) {
       parts.push(summaryView(results.summary));
       parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      parts.push(exportBar());
       parts.push(tabBar(tabs, ui, ids, select));
-      let panel;
-      if (ui.tab === "rules") {
-        panel = h("section", { class: "rx-rules" },
-          h("p", { class: "rx-help" }, "Largest weight first. Click a card for example users it fires for."),
-          results.rules.map((c) => ruleCard(c, ui, openUser, draw)));
-      } else if (ui.tab === "effects") panel = effectsView(results, openUser);
-      else if (ui.tab === "thresholds") panel = thresholdsView(results, ui, draw, audit);
-      else if (ui.tab === "user") panel = userView(results, ui, openUser, draw, audit);
-      else panel = statisticsView(results);
-      parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab, key: "panel" }, role: "tabpanel", id: ids.panel,
-        "aria-labelledby": ids.tab(ui.tab), tabindex: "0" }, panel));
+      if (ui.printAll) {  // printing: every tab's contents, one after the other, each under its name
+        for (const [k, label] of tabs) {
+          parts.push(h("div", { class: "rx-panel rx-print-panel", data: { tab: k } }, h("h3", { class: "rx-print-title" }, label), panelOf(k, results)));
+        }
+      } else {
+        parts.push(h("div", { class: "rx-panel", data: { tab: ui.tab, key: "panel" }, role: "tabpanel", id: ids.panel,
+          "aria-labelledby": ids.tab(ui.tab), tabindex: "0" }, panelOf(ui.tab, results)));
+      }
     }
     const state = viewState(root);
     root.replaceChildren(...parts);
@@ -1037,6 +1312,12 @@ function render({ model, el }) {
       ui.cf.loading = false;
       if (msg.ok) ui.cf.data = msg.counterfactual; else ui.cf.error = msg.error || "no counterfactual";
       draw();
+    } else if (msg.type === "report" && msg.request === ui.reportRequest) {
+      if (msg.ok) {
+        download(`rudi-explain-report-${stamp()}.html`, "text/html;charset=utf-8", msg.html);
+        ui.exportNote = "Report saved.";
+      } else ui.exportNote = `No report: ${msg.error || "it could not be written"}`;
+      draw();
     } else if (msg.type === "what_if") {
       const st = ui.whatIf[msg.literal];
       if (!st || msg.request !== st.request) return;
@@ -1056,8 +1337,15 @@ function render({ model, el }) {
     if (tab && root.contains(tab) && ui.tabKey) ui.tabKey(e);
   };
   window.addEventListener("keydown", onWindowKey, true);
+  // Printing shows every tab, expanded (with the @media print rules in the CSS); the view comes back after.
+  const beforePrint = () => { ui.printAll = true; draw(); };
+  const afterPrint = () => { ui.printAll = false; draw(); };
+  window.addEventListener("beforeprint", beforePrint);
+  window.addEventListener("afterprint", afterPrint);
   draw();
   return () => {
+    window.removeEventListener("beforeprint", beforePrint);
+    window.removeEventListener("afterprint", afterPrint);
     for (const ev of events) model.off(ev, draw);
     model.off("msg:custom", onMsg);
     window.removeEventListener("keydown", onWindowKey, true);
