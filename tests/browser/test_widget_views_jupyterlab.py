@@ -1,0 +1,289 @@
+"""The views to work with (issue 14) in a real JupyterLab: rules sorted, filtered and tabled, a rule's
+statistic linked to its histogram and back, a user's values on the histograms, downloads (CSV, JSON,
+SVG, the report), terms explained, the time left while running, thin bins, printing every tab.
+
+Each figure the page shows is checked against the kernel (``exp.rules``, ``ws.rule_cards``,
+``ws.thresholds``, ``ws.user_detail``); screenshots, light and dark, go under test-output/screenshots/.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _theme  # noqa: E402
+
+SETUP = """\
+import json, rudi_explain as rx
+from rudi_explain import widget_state as ws
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
+                 n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
+w = exp.widget()
+w"""
+
+EXPECTED = """\
+exp.wait(timeout=300)
+json.dump({"cards": ws.rule_cards(exp), "rules": [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules],
+           "thresholds": [{"column": t["column"], "importance": t["importance"]} for t in ws.thresholds(exp)]},
+          open("views_expected.json", "w"))
+print("EXPECTED", len(exp.rules))"""
+
+USER = """\
+uid = w.selected_user
+d = ws.user_detail(exp, uid)
+json.dump({"user": uid, "values": {str(int(exp.literals.column[l["literal"]])): l["value"] for l in d["literals"]}},
+          open("views_user.json", "w"))
+print("USER", uid)"""
+
+# the progress bar's state: overall share done, elapsed seconds, and the time-left text if shown
+PROGRESS = """() => {
+  const bar = document.querySelector('.rx-progress .rx-bar');
+  if (!bar) return null;
+  const el = document.querySelector('.rx-progress .rx-elapsed');
+  const eta = document.querySelector('.rx-progress .rx-eta');
+  return { frac: Number(bar.getAttribute('aria-valuenow')) / 100,
+           elapsed: Number((el ? el.textContent : '').replace(/[^0-9.]/g, '')),
+           status: document.querySelector('.rx-status').textContent, eta: eta ? eta.textContent : null };
+}"""
+
+
+def _order(page) -> list[int]:
+    return [int(x) for x in page.locator(".rx-rules .rx-card").evaluate_all("els => els.map(e => e.dataset.ruleIndex)")]
+
+
+def _expected_order(cards: list[dict], key) -> list[int]:
+    """Sorted by ``key`` descending, ties in the widget's own order (largest |weight| first)."""
+    return [c["index"] for _, c in sorted(enumerate(cards), key=lambda p: (-key(p[1]), p[0]))]
+
+
+def _matches(card: dict, query: str) -> bool:
+    hay = [card["text"], card["notation"], f"rule {card['index'] + 1}"]
+    for lit in card["literals"]:
+        hay += [lit.get(k) or "" for k in ("words", "statistic_text", "sentence", "notation", "threshold_text")]
+    text = " \n ".join(h for h in hay if h).lower()
+    return all(w in text for w in query.lower().split())
+
+
+def _download(page, button, timeout=60_000) -> tuple[str, bytes]:
+    with page.expect_download(timeout=timeout) as info:
+        button.click()
+    d = info.value
+    return d.suggested_filename, open(d.path(), "rb").read()
+
+
+def _contrast_ok(locator, what: str = "color") -> float:
+    got = locator.evaluate_all(f"(els, what) => els.map(e => ({CONTRAST})(e, what))", what)
+    assert got, "nothing to measure"
+    return min(g["ratio"] for g in got)
+
+
+def test_views_to_work_with(jupyter_lab, chromium, shots):
+    root = jupyter_lab.root
+    for name in ("views_expected.json", "views_user.json"):
+        (root / name).unlink(missing_ok=True)
+    write_notebook(root / "views.ipynb", [SETUP, EXPECTED, USER])
+    page = chromium.new_page(viewport={"width": 1280, "height": 1400}, accept_downloads=True)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(30_000)
+    try:
+        open_notebook(page, jupyter_lab, "views.ipynb")
+        run_cell(page, 0)
+
+        # 1. While it runs: the time left appears only once a tenth is done and 3 s have passed.
+        page.locator(".rx-progress").wait_for(timeout=90_000)
+        samples = []
+        deadline = time.monotonic() + 240
+        while page.locator(".rx-card").count() == 0 and time.monotonic() < deadline:
+            s = page.evaluate(PROGRESS)
+            if s and s["status"] == "running":
+                samples.append(s)
+            page.wait_for_timeout(150)
+        assert samples, "the progress view was never seen running"
+        for s in samples:
+            if s["frac"] < 0.1 or s["elapsed"] < 3:
+                assert s["eta"] is None, s
+            elif s["frac"] >= 0.11 and s["elapsed"] >= 3.1 and s["frac"] < 0.99:  # clear of the rounding of both
+                assert s["eta"] is not None, s
+            # the estimate reads elapsed x (1 - done) / done, rounded (5 s steps, minutes past 60 s)
+            if s["eta"] is not None:
+                m = re.fullmatch(r" · about (\d+(?:\.\d+)?) (s|min|h) left", s["eta"])
+                assert m, s
+                shown = float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+                want = s["elapsed"] * (1 - s["frac"]) / s["frac"]
+                # rounding of the text (5 s, 1 min, 0.1 h), of the bar's percent and of the elapsed figure
+                step = 5.0 if want < 60 else 60.0 if want < 3600 else 360.0
+                assert abs(shown - want) <= step / 2 + 2.5 + 0.06 * want, (s, want)
+        print("progress samples:", len(samples), "with the time left:", sum(s["eta"] is not None for s in samples))
+        page.locator(".rx-card").first.wait_for(timeout=240_000)
+        run_cell(page, 1)
+        exp = wait_file(root / "views_expected.json", 120)
+        cards = exp["cards"]
+        widget = page.locator(".rx-root").first
+
+        # 2. Sort by weight (the default), coverage, score gap.
+        assert _order(page) == _expected_order(cards, lambda c: abs(c["weight"]))
+        sort = page.locator(".rx-rule-sort")
+        sort.select_option("coverage")
+        assert _order(page) == _expected_order(cards, lambda c: c["coverage"])
+        sort.select_option("gap")
+        assert _order(page) == _expected_order(cards, lambda c: float("-inf") if c["mean_fires"] is None or c["mean_not"] is None
+                                               else round(c["mean_fires"] - c["mean_not"], 9))
+        sort.select_option("weight")
+
+        # 3. Filter by a statistic's words and by plain text; typed with the keyboard, focus kept.
+        word = cards[-1]["literals"][0]["words"].split()[0] if cards[-1]["literals"] else cards[-1]["text"].split()[1]
+        box = page.locator(".rx-rule-filter")
+        box.click()
+        page.keyboard.type(word)
+        want = [c["index"] for c in cards if _matches(c, word)]
+        assert want and _order(page) == want
+        assert page.evaluate("() => document.activeElement.classList.contains('rx-rule-filter')")
+        assert page.locator(".rx-rule-count").inner_text() == (
+            f"{len(cards)} rules" if len(want) == len(cards) else f"{len(want)} of {len(cards)} rules")
+        box.fill("no rule says zzqx")
+        assert page.locator(".rx-rules .rx-card").count() == 0 and page.locator(".rx-no-match").count() == 1
+        box.fill("")
+        assert len(_order(page)) == len(cards)
+
+        # 4. The compact table: one row per rule, weights and coverage as the kernel's.
+        page.locator(".rx-rule-compact").click()
+        rows = page.locator(".rx-rule-table tbody tr")
+        assert rows.count() == len(cards)
+        for k, c in enumerate(cards):
+            cells = rows.nth(k).locator("td").all_inner_texts()
+            assert cells[0] == str(c["index"] + 1) and cells[2] == c["text"]
+            assert cells[3] == f"{100 * c['coverage']:.1f}%"
+        shots(page, "views-light-rule-table", top=widget)
+        page.locator(".rx-rule-compact").click()
+        shots(page, "views-light-rules", top=widget)
+
+        # 5. A rule's statistic leads to its histogram, and back to the rule (keyboard: Enter).
+        with_lit = next(c for c in cards if c["literals"])
+        link = page.locator(f".rx-card[data-rule-index='{with_lit['index']}'] .rx-stat-link").first
+        column = int(link.get_attribute("data-column"))
+        link.focus()
+        page.keyboard.press("Enter")
+        page.locator(".rx-panel[data-tab='thresholds']").wait_for()
+        target = page.locator(".rx-threshold-block.rx-target")
+        assert target.count() == 1 and int(target.get_attribute("data-column")) == column
+        assert page.evaluate("() => document.activeElement.classList.contains('rx-target')")
+        assert with_lit["index"] in [int(x) for x in target.locator(".rx-rule-link").evaluate_all(
+            "els => els.map(e => e.dataset.ruleIndex)")]
+        shots(page, "views-light-rule-to-histogram", top=target)
+        target.locator(".rx-back-rule").click()
+        page.locator(".rx-panel[data-tab='rules']").wait_for()
+        back = page.locator(f".rx-card[data-rule-index='{with_lit['index']}']")
+        assert back.get_attribute("aria-expanded") == "true"
+        assert page.evaluate("i => document.activeElement.dataset.ruleIndex === String(i)", with_lit["index"])
+
+        # 6. The Thresholds view: most important first, thresholds labelled, thin bins greyed.
+        page.locator(".rx-tab[data-tab='thresholds']").click()
+        shown = [int(x) for x in page.locator(".rx-threshold-block").evaluate_all("els => els.map(e => e.dataset.column)")]
+        used = [t["column"] for t in exp["thresholds"] if t["importance"] > 0]
+        assert shown[:len(used)] == used
+        imps = [t["importance"] for t in exp["thresholds"] if t["importance"] > 0]
+        assert imps == sorted(imps, reverse=True)
+        assert page.locator("text.rx-threshold-label").count() > 0
+        for hist in page.locator(".rx-threshold-block svg.rx-hist").all():
+            bars = hist.locator("rect.rx-hist-bar").evaluate_all(
+                "els => els.map(e => [e.querySelector('title').textContent, e.classList.contains('rx-hist-thin')])")
+            counts = [int(t.split(": ")[1].split(" ")[0].replace(",", "")) for t, _ in bars]
+            total = sum(counts)
+            assert [thin for _, thin in bars] == [c < max(5, 0.02 * total) for c in counts]
+
+        # 7. From a user's drill-down: that user's values marked on the histograms.
+        page.locator(".rx-tab[data-tab='user']").click()
+        page.locator(".rx-top-users .rx-user-link").first.click()
+        page.locator(".rx-user").wait_for()
+        run_cell(page, 2)
+        user = wait_file(root / "views_user.json", 60)
+        page.locator(".rx-user-histograms").click()
+        page.locator(".rx-panel[data-tab='thresholds']").wait_for()
+        marks = page.locator(".rx-threshold-block").evaluate_all(
+            "els => els.map(e => [e.dataset.column, (e.querySelector('line.rx-hist-user') || {}).dataset?.value ?? null])")
+        marked = 0
+        for col, value in marks:
+            want_v = user["values"].get(col)
+            if want_v is None:
+                assert value is None, (col, value)
+            else:
+                assert value is not None and float(value) == pytest.approx(want_v, rel=1e-5, abs=1e-9), (col, value, want_v)
+                marked += 1
+        assert marked > 0
+        shots(page, "views-light-user-on-histograms", top=widget)
+
+        # 8. Downloads: the rules as CSV (rows against exp.rules) and JSON, a chart as SVG, the report.
+        name, data = _download(page, page.locator(".rx-export-csv"))
+        assert name.endswith(".csv")
+        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
+        assert len(rows) == len(exp["rules"])
+        for row in rows:
+            rule = exp["rules"][int(row["rule"]) - 1]
+            text = row["text"][1:] if row["text"].startswith("'") else row["text"]
+            assert text == rule["text"]
+            assert float(row["weight"]) == pytest.approx(rule["weight"], rel=1e-5)
+        assert [int(r["rule"]) - 1 for r in rows] == [c["index"] for c in cards]
+        name, data = _download(page, page.locator(".rx-export-json"))
+        got = json.loads(data)
+        assert [r["text"] for r in got["rules"]] == [c["text"] for c in cards] and got["audit"]["version"]
+        name, data = _download(page, page.locator(".rx-export-svg"))
+        assert name.endswith(".svg")
+        svg = ET.fromstring(data)
+        assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+        assert any("fill:" in (e.get("style") or "") for e in svg.iter("{http://www.w3.org/2000/svg}rect"))
+        name, data = _download(page, page.locator(".rx-export-report"), timeout=120_000)
+        assert name.endswith(".html") and b'class="rx-audit-head"' in data and b'id="rx-state"' in data
+
+        # 9. Terms explained: a title on hover, the same text beside a focused term.
+        terms = page.locator(".rx-summary .rx-term")
+        assert {t for t in terms.evaluate_all("els => els.map(e => e.dataset.term)")} >= {"fidelity", "held out", "literal"}
+        assert all(len(t) > 40 for t in terms.evaluate_all("els => els.map(e => e.title)"))
+        page.locator(".rx-summary .rx-term[data-term='fidelity']").first.focus()
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Tab")
+        after = page.evaluate("() => getComputedStyle(document.activeElement, '::after').content")
+        assert "pairs of users" in after
+
+        # 10. Printing shows every tab, expanded; the view comes back after.
+        page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+        assert page.locator(".rx-print-panel").count() == 5
+        page.emulate_media(media="print")
+        assert page.locator(".rx-tabs").first.evaluate("e => getComputedStyle(e).display") == "none"
+        page.emulate_media(media="screen")
+        page.evaluate("() => window.dispatchEvent(new Event('afterprint'))")
+        assert page.locator(".rx-print-panel").count() == 0
+
+        # 11. Dark theme: the new elements readable (WCAG >= 4.5), screenshots.
+        _theme(page, "JupyterLab Dark", light=False)
+        page.locator(".rx-tab[data-tab='rules']").click()
+        low = {}
+        for what, sel in {"rule tools": ".rx-rule-count, .rx-export-title, .rx-help",
+                          "statistic links": ".rx-stat-link", "terms": ".rx-term"}.items():
+            low[what] = _contrast_ok(page.locator(sel))
+        shots(page, "views-dark-rules", top=widget)
+        page.locator(".rx-rule-compact").click()
+        shots(page, "views-dark-rule-table", top=widget)
+        page.locator(".rx-rule-compact").click()
+        page.locator(".rx-tab[data-tab='thresholds']").click()
+        low["thresholds"] = _contrast_ok(page.locator(".rx-rule-link, .rx-importance, .rx-user-mark-note"))
+        shots(page, "views-dark-thresholds", top=widget)
+        assert all(v >= 4.5 for v in low.values()), low
+        assert not errors, errors
+    finally:
+        try:  # the theme is a saved setting: leave the session's JupyterLab light for the other tests
+            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
+                _theme(page, "JupyterLab Light", light=True)
+        finally:
+            page.close()
+
