@@ -287,3 +287,45 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
         finally:
             page.close()
 
+
+# ---------------------------------------------------------------- the standalone report, from file://
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory):
+    import rudi_explain as rx
+
+    demo = rx.datasets.make_payments(600, random_state=2)
+    exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background=False, n_stats=3,
+                     n_rules=8, n_simulations=30, student_params={"epochs": 20}, random_state=5)
+    path = tmp_path_factory.mktemp("views-report") / "report.html"
+    exp.to_html(path, n_users=5)
+    return path, [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules]
+
+
+def test_report_downloads_itself_and_its_rules_offline(chromium, shots, report_file, width=1100):
+    path, rules = report_file
+    page = chromium.new_page(viewport={"width": width, "height": 900}, accept_downloads=True)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(15_000)
+    try:
+        page.goto(path.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for()
+        # the audit header: the seed and the version, as text
+        head = dict(zip(page.locator(".rx-audit-head th").all_inner_texts(), page.locator(".rx-audit-head td").all_inner_texts()))
+        assert head["Seed"] == "5" and head["rudi-explain"] == __import__("rudi_explain").__version__
+        name, data = _download(page, page.locator(".rx-export-csv"))
+        got = list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
+        assert sorted(int(r["rule"]) for r in got) == list(range(1, len(rules) + 1))
+        for row in got:
+            want = rules[int(row["rule"]) - 1]
+            assert row["text"].lstrip("'") == want["text"] and float(row["weight"]) == pytest.approx(want["weight"], rel=1e-5)
+        # the report's "Report (HTML)" is a copy of this page, its drawing left out (it draws itself when opened)
+        name, data = _download(page, page.locator(".rx-export-report"))
+        assert name.endswith(".html") and b'class="rx-audit-head"' in data and b'<div id="rx-app"></div>' in data
+        shots(page, f"views-report-{width}")
+        assert all(u.startswith(("file:", "blob:", "data:")) for u in requests), requests
+        assert not errors, errors
+    finally:
+        page.close()
