@@ -22,7 +22,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close_light  # noqa: E402
 
 SETUP = """\
 import json, numpy as np, rudi_explain as rx
@@ -354,8 +354,4 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         print("\n".join(console[-40:]))
         raise
     finally:
-        try:  # the theme is a saved setting: leave the session's JupyterLab light for the other tests
-            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
-                _theme(page, "JupyterLab Light", light=True)
-        finally:
-            page.close()
+        close_light(page)

@@ -100,6 +100,16 @@ def _theme(page, name: str, light: bool) -> None:
     page.wait_for_timeout(300)  # let any transition settle
 
 
+def close_light(page) -> None:
+    """Close the page, first leaving the theme light: it is a saved setting that JupyterLab and
+    Notebook 7 share with the session's other tests."""
+    try:
+        if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
+            _theme(page, "JupyterLab Light", light=True)
+    finally:
+        page.close()
+
+
 def _contrasts(locator, what: str = "color") -> list[dict]:
     return locator.evaluate_all(f"(els, what) => els.map(e => ({CONTRAST})(e, what))", what)
 
@@ -311,11 +321,7 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
         print("\n".join(console[-40:]))
         raise
     finally:
-        try:  # the theme is a saved setting: leave the session's JupyterLab light for the other tests
-            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
-                _theme(page, "JupyterLab Light", light=True)
-        finally:
-            page.close()
+        close_light(page)
 
 
 TABS = ("rules", "effects", "thresholds", "user", "statistics")
@@ -388,8 +394,4 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         print("\n".join(console[-40:]))
         raise
     finally:
-        try:  # the theme is a saved setting shared with JupyterLab: leave it light
-            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
-                _theme(page, "JupyterLab Light", light=True)
-        finally:
-            page.close()
+        close_light(page)

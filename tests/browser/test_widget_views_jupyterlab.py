@@ -20,7 +20,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import CONTRAST, _theme  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _theme, close_light  # noqa: E402
 
 SETUP = """\
 import json, rudi_explain as rx
@@ -281,11 +281,7 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
         assert all(v >= 4.5 for v in low.values()), low
         assert not errors, errors
     finally:
-        try:  # the theme is a saved setting: leave the session's JupyterLab light for the other tests
-            if page.evaluate("() => document.body.dataset.jpThemeLight") == "false":
-                _theme(page, "JupyterLab Light", light=True)
-        finally:
-            page.close()
+        close_light(page)
 
 
 # ---------------------------------------------------------------- the standalone report, from file://
