@@ -842,21 +842,23 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
     return _torch_batch(teacher, seqs, idx, method, int(n_steps), batch_size, internal_batch_size)
 
 
-def _teacher_of(exp: Any, teacher: Any) -> Teacher:
-    """The teacher to ask: the one given, else the one the explanation's job queried."""
+def _teacher_of(exp: Any, teacher: Any, fix: str = "exp.user(uid).attribute(teacher=model)") -> Teacher:
+    """The teacher to ask: the one given, else the one the explanation's job queried.
+
+    Raises :class:`TeacherUnavailable` saying why there is none, and ``fix``.
+    """
     if teacher is not None:
         return as_teacher(teacher)
     job = getattr(exp, "_job_args", None)
     if job is None:
         raise TeacherUnavailable(
             "this explanation holds no model: it was loaded from a file (models are not saved with it: no "
-            "pickle) or built without explain(); pass the model, e.g. "
-            "exp.user(uid).attribute(teacher=model)")
+            f"pickle) or built without explain(); pass the model, e.g. {fix}")
     found = job[0]
     if found is None or isinstance(found, GivenScores):
         raise TeacherUnavailable(
-            "explain() was given the teacher's scores, not the model: there is no model to ask which events "
-            "it leaned on; pass the model, e.g. exp.user(uid).attribute(teacher=model)")
+            "explain() was given the teacher's scores, not the model: there is no model to ask; pass the "
+            f"model, e.g. {fix}")
     return found
 
 

@@ -544,18 +544,12 @@ def without_events(seqs: Any, index: int, drop: np.ndarray) -> Any:
 
 def _teacher(exp: Any, teacher: Any) -> tuple[Any, str]:
     """The model to ask (as :mod:`rudi_explain.attributions` finds it), or None and why not."""
-    from rudi_explain.teachers import GivenScores, as_teacher
+    from rudi_explain.attributions import TeacherUnavailable, _teacher_of
 
-    if teacher is not None:
-        return as_teacher(teacher), ""
-    job = getattr(exp, "_job_args", None)
-    if job is None:
-        return None, ("the model's score of the edited events is not given: this explanation holds no model (loaded "
-                      "from a file or built without explain()); pass teacher=model")
-    if job[0] is None or isinstance(job[0], GivenScores):
-        return None, ("the model's score of the edited events is not given: explain() was given scores, not the "
-                      "model; pass teacher=model")
-    return job[0], ""
+    try:
+        return _teacher_of(exp, teacher, fix="pass teacher=model"), ""
+    except TeacherUnavailable as why:
+        return None, f"the model's score of the edited events is not given: {why}"
 
 
 def _edit(exp: Any, index: int, changes: pd.DataFrame, target: float, past: Any, pct: Any,
