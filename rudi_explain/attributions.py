@@ -62,7 +62,7 @@ from rudi_explain.alignment import name_users
 from rudi_explain.teachers import GivenScores, Teacher, TeacherError, TorchTeacher, as_teacher
 
 __all__ = ["EventAttributions", "AgreementSummary", "METHODS", "attribute_events", "user_attributions",
-           "agreement_summary", "rule_event_mask", "agreement", "TeacherUnavailable"]
+           "agreement_summary", "rule_event_mask", "output_events", "agreement", "TeacherUnavailable"]
 
 #: Method names, for ``method=``.
 METHODS = ("integrated_gradients", "ablation", "occlusion")
@@ -317,25 +317,38 @@ def rule_event_mask(exp: Any, user_indices: np.ndarray, counted: bool = True) ->
     L = exp.literals
     for c in np.flatnonzero(used.any(axis=0)):  # a loop over statistic outputs, not users
         who = np.flatnonzero(used[:, c])
-        stat = exp.statistics[int(L.output_statistic[c])]
-        frame = EventFrame.batch(seqs, idx[who])
-        for op in stat.operators[1:-1]:
-            if isinstance(op, RowOperator):
-                frame = op.apply(frame)
-        kept, seg = frame.positions, frame.segment.astype(np.int64)
-        k = int(L.output_index[c])
-        q = len(seqs.vocabularies[stat.group]) if stat.group is not None else 1
-        if stat.group is not None and q and stat.n_outputs(seqs) % q == 0:
-            # Outputs run selected category first, then group: k = s * q + g.
-            keep = seqs.codes[stat.group][kept] == k % q
-            kept, seg = kept[keep], seg[keep]
-        if counted and stat.selected in seqs.codes and not stat.aggregation.ignores_selection:
-            # A one-hot output (Count ignores the selection): that category's events.
-            keep = seqs.codes[stat.selected][kept] == k // q
-            kept, seg = kept[keep], seg[keep]
+        kept, seg = output_events(exp, idx[who], int(c), counted=counted)
         users = idx[who][seg]
         mask[block_start[who][seg] + kept - seqs.offsets[users]] = True
     return mask
+
+
+def output_events(exp: Any, user_indices: np.ndarray, column: int, counted: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The events statistic output ``column`` reads for each of ``user_indices``.
+
+    Its row operators run on those users' events; a ``GroupBy`` output keeps
+    its group and, with ``counted``, a one-hot output its category (``Count``
+    ignores the selection). Returns the events' positions in ``exp.sequences``
+    and, for each, which of ``user_indices`` it belongs to.
+    """
+    seqs, L = exp.sequences, exp.literals
+    stat = exp.statistics[int(L.output_statistic[column])]
+    frame = EventFrame.batch(seqs, np.asarray(user_indices, dtype=np.int64))
+    for op in stat.operators[1:-1]:
+        if isinstance(op, RowOperator):
+            frame = op.apply(frame)
+    kept, seg = np.asarray(frame.positions, dtype=np.int64), frame.segment.astype(np.int64)
+    k = int(L.output_index[column])
+    q = len(seqs.vocabularies[stat.group]) if stat.group is not None else 1
+    if stat.group is not None and q and stat.n_outputs(seqs) % q == 0:
+        # Outputs run selected category first, then group: k = s * q + g.
+        keep = seqs.codes[stat.group][kept] == k % q
+        kept, seg = kept[keep], seg[keep]
+    if counted and stat.selected in seqs.codes and not stat.aggregation.ignores_selection:
+        keep = seqs.codes[stat.selected][kept] == k // q
+        kept, seg = kept[keep], seg[keep]
+    return kept, seg
 
 
 def agreement(abs_attribution: np.ndarray, feeds: np.ndarray, segment: np.ndarray, n_users: int,

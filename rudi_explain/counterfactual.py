@@ -47,9 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.attributions import TeacherUnavailable, _teacher_of, output_events
 from rudi_explain.rules import LinearTerm, Lit, format_threshold
-from rudi_explain.statistics.frame import EventFrame
-from rudi_explain.statistics.operators import RowOperator
 
 __all__ = ["Counterfactual", "EventEdit", "counterfactual", "DIRECTIONS", "MAX_CANDIDATES"]
 
@@ -511,20 +510,7 @@ def counted_events(exp: Any, index: int, column: int) -> np.ndarray:
     output keeps its group, a one-hot output its category. Sorted, so the
     last ones are the most recent.
     """
-    seqs = exp.sequences
-    L = exp.literals
-    stat = L.statistics[int(L.output_statistic[column])]
-    frame = EventFrame.batch(seqs, np.array([index], dtype=np.int64))
-    for op in stat.operators[1:-1]:
-        if isinstance(op, RowOperator):
-            frame = op.apply(frame)
-    kept = np.asarray(frame.positions, dtype=np.int64)
-    k = int(L.output_index[column])
-    q = len(seqs.vocabularies[stat.group]) if stat.group is not None else 1
-    if stat.group is not None:
-        kept = kept[seqs.codes[stat.group][kept] == k % q]
-    if stat.selected in seqs.codes and not stat.aggregation.ignores_selection:
-        kept = kept[seqs.codes[stat.selected][kept] == k // q]
+    kept, _ = output_events(exp, np.array([index], dtype=np.int64), column)
     return np.sort(kept)
 
 
@@ -544,8 +530,6 @@ def without_events(seqs: Any, index: int, drop: np.ndarray) -> Any:
 
 def _teacher(exp: Any, teacher: Any) -> tuple[Any, str]:
     """The model to ask (as :mod:`rudi_explain.attributions` finds it), or None and why not."""
-    from rudi_explain.attributions import TeacherUnavailable, _teacher_of
-
     try:
         return _teacher_of(exp, teacher, fix="pass teacher=model"), ""
     except TeacherUnavailable as why:
