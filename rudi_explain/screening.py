@@ -28,6 +28,7 @@ that edge there.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -46,6 +47,7 @@ __all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "Col
 #: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
 #: analyst computes first (the rest are reached by deepening).
 _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
+_BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles; one more bin holds the users where a value is undefined
 
 
@@ -387,39 +389,87 @@ class ColumnScreen:
 
     @classmethod
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
-              seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None) -> "ColumnScreen":
+              seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
+              max_columns: int | None = None, target: np.ndarray | None = None,
+              rows: np.ndarray | None = None) -> "ColumnScreen":
         """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
 
-        A column equal to one already kept (``seen``: the bytes of earlier
+        A column equal to one already kept (``seen``: digests of earlier
         columns) is dropped, so of equal-valued statistics the first (the
-        simplest, when ``stats`` comes simplest first) stays.
+        simplest, when ``stats`` comes simplest first) stays. Columns are
+        binned and standardized block by block, so memory holds about 9 bytes
+        per user and column kept (uint8 bins, two float32 lines) and never the
+        whole float64 catalog.
+
+        Parameters
+        ----------
+        max_columns : int or None
+            At most this many columns are kept. Beyond it, the columns that
+            explain the most of ``target`` alone on ``rows`` stay (screening by
+            marginal fit; ties to the earlier, simpler column), since a catalog
+            of six columns with 30 categories each can hold 140,000 outputs.
+        target, rows : ndarray
+            What ``max_columns`` ranks by: the target over the sample's users,
+            and the rows it is fitted on. Needed only with ``max_columns``.
         """
+        if max_columns is not None and target is None:
+            raise ValueError("ColumnScreen.build: max_columns needs the target to rank columns by")
         seen = set() if seen is None else seen
-        owners, columns = [], []
+        n = sample.n_users
+        if max_columns is not None and rows is None:
+            rows = np.arange(n)
+        total_var = float(target[rows].var()) or 1.0 if target is not None else 1.0
+        kept: list[ColumnScreen] = []  # finished blocks
+        merit: list[np.ndarray] = []  # with max_columns: each kept column's gain on the target
+        owners: list[tuple[Statistic, int]] = []
+        columns: list[np.ndarray] = []
+        held = 0
+
+        def close_block() -> None:
+            nonlocal owners, columns, held
+            if not columns:
+                return
+            X = np.column_stack(columns)
+            block = cls(owners, bin_columns(X), standardize(X))
+            kept.append(block)
+            held += len(block)
+            if max_columns is not None:
+                merit.append(block.gains(target[rows] - target[rows].mean(), rows, total_var))
+                if held > max_columns + max_columns // 2:  # trim now and then, not at every block
+                    held = _trim(kept, merit, max_columns)
+            owners, columns = [], []
+
         for i, stat in enumerate(stats):
             if cancel is not None and i % 50 == 0:
                 cancel()
-            values = stat.evaluate(sample)
-            values = values.reshape(sample.n_users, -1)
+            values = stat.evaluate(sample).reshape(n, -1)
             for j in range(values.shape[1]):
                 v = values[:, j]
                 finite = v[np.isfinite(v)]
                 if len(finite) < 2 or finite.min() == finite.max() and len(finite) == len(v):
                     continue
-                sig = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+                # A digest, not the bytes: 140,000 columns of 4,000 users held 4.5 GB of keys.
+                sig = hashlib.blake2b(np.where(np.isfinite(v), v, np.inf).round(9).tobytes(),
+                                      digest_size=16).digest()
                 if sig in seen:
                     continue
                 seen.add(sig)
                 owners.append((stat, j))
                 columns.append(v)
-        X = np.column_stack(columns) if columns else np.zeros((sample.n_users, 0))
-        return cls(owners, bin_columns(X), standardize(X))
+                if len(columns) == _BLOCK:
+                    close_block()
+        close_block()
+        if max_columns is not None and held > max_columns:
+            _trim(kept, merit, max_columns)
+        return _concatenate(kept, n)
 
     @classmethod
     def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
         """The columns of several screens side by side."""
         if not screens:
             return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
+        if len(screens) == 1:
+            return screens[0]
         return cls([o for sc in screens for o in sc.owners], np.hstack([sc.bins for sc in screens]),
                    np.hstack([sc.values for sc in screens]))
 
@@ -463,6 +513,41 @@ class ColumnScreen:
             straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
             out[start:start + k] = np.maximum(stepped, straight)
         return out * ss / n / total_var
+
+
+def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int) -> int:
+    """Keep, in place, the ``max_columns`` columns of ``blocks`` with the largest ``merit``
+    (ties to the earlier column), in their order; the number kept."""
+    gains = np.concatenate(merit)
+    order = np.lexsort((np.arange(len(gains)), -np.round(gains, 6)))
+    keep = np.zeros(len(gains), dtype=bool)
+    keep[order[:max_columns]] = True
+    start = 0
+    for b, block in enumerate(blocks):
+        mask = keep[start:start + len(block)]
+        start += len(block)
+        cols = np.flatnonzero(mask)
+        blocks[b] = ColumnScreen([block.owners[c] for c in cols], block.bins[:, cols], block.values[:, cols])
+        merit[b] = merit[b][cols]
+    return int(keep.sum())
+
+
+def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
+    """One screen of ``blocks``, emptying the list as it copies: the peak is the result and
+    one block, not twice the catalog."""
+    m = sum(len(b) for b in blocks)
+    bins = np.empty((n, m), dtype=np.uint8)
+    values = np.empty((n, m, 2), dtype=np.float32)
+    owners: list[tuple[Statistic, int]] = []
+    start = 0
+    blocks.reverse()
+    while blocks:
+        block = blocks.pop()
+        bins[:, start:start + len(block)] = block.bins
+        values[:, start:start + len(block)] = block.values
+        owners.extend(block.owners)
+        start += len(block)
+    return ColumnScreen(owners, bins, values)
 
 
 def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:

@@ -178,6 +178,13 @@ class StatisticsSearch:
         readable grammar, no with the paper's (its algorithm as published).
     screen_size : int, default=4000
         Users the catalog is evaluated on: half choose, half check.
+    screen_columns : int or None, default=50000
+        At most this many catalog outputs are held for choosing (about 36 kB
+        each at 4,000 users, so 1.8 GB). A catalog with more (six columns of
+        30 categories each give 140,000 outputs: every category's share under
+        every other category's filter) keeps those that explain the most of
+        the target alone on the choosing users; ``catalog_columns_`` and
+        ``catalog_outputs_`` say how many were held and found. None: no limit.
     min_gain : float, default=0.002
         A statistic is kept only if it explains at least this share of the
         target's variance more on the checking users, which it was not
@@ -208,6 +215,9 @@ class StatisticsSearch:
         deepening and checking ('select'), and in MCTS-SG ('mcts').
     screened_ : int
         Catalog statistics evaluated (0 without the catalog).
+    catalog_outputs_, catalog_columns_ : int
+        With the catalog: its distinct outputs that vary, and how many of them
+        were held for choosing (fewer only beyond ``screen_columns``).
     check_r2_ : float
         With the catalog: R^2 of the additive model of the kept statistics on
         the checking users.
@@ -218,7 +228,7 @@ class StatisticsSearch:
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
                  grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
-                 min_gain: float = 0.002, beam: int = 3) -> None:
+                 min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -237,6 +247,7 @@ class StatisticsSearch:
         self.screen_size = screen_size
         self.min_gain = min_gain
         self.beam = beam
+        self.screen_columns = screen_columns
 
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
@@ -248,6 +259,9 @@ class StatisticsSearch:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        value = self.screen_columns
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"screen_columns must be None or a whole number >= 1, got {value!r}")
         if self.commit not in ("mean", "max"):
             raise ValueError(f"commit must be 'mean' or 'max', got {self.commit!r}")
         check_grammar(self.grammar)
@@ -286,7 +300,7 @@ class StatisticsSearch:
         self.n_evaluations_ = 0
         self.tree_seconds_ = 0.0
         self._values: list[np.ndarray] = []
-        self.screened_ = 0
+        self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
         use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
         if self.method == "mcts" and use_catalog:
             self._fit_screened()
@@ -473,9 +487,11 @@ class StatisticsSearch:
         catalog = short_catalog(seqs, self.grammar, self.max_depth)
         seen: set[bytes] = set()
         sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
-        screen = ColumnScreen.build(catalog, sample, seen, cancel=tick)
+        screen = ColumnScreen.build(catalog, sample, seen, cancel=tick, max_columns=self.screen_columns,
+                                    target=ys, rows=fit_rows)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
+        self.catalog_outputs_ = len(seen)  # distinct varying outputs found, before any limit
         self.stage_seconds_ = {"catalog": time.perf_counter() - started, "select": 0.0, "mcts": 0.0}
         cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
         chosen = ColumnScreen.join([], len(users))  # the kept outputs

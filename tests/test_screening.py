@@ -77,3 +77,85 @@ def test_simpler_forms_drop_one_operator_or_take_a_plainer_aggregation():
         for simple in simpler_forms(stat, schema):
             assert simple.is_readable(seqs) and simple.depth <= stat.depth
             assert complexity(simple)[:2] < complexity(stat)[:2] and simple.key != stat.key
+
+
+def _wide():
+    """Three categorical columns of 9 categories: a short catalog of thousands of outputs."""
+    rng = np.random.default_rng(1)
+    n = 300
+    lengths = rng.integers(1, 30, n)
+    m = int(lengths.sum())
+    df = pd.DataFrame({"user_id": np.repeat(np.arange(n), lengths), "ts": np.arange(m),
+                       **{c: rng.choice([f"{c}{i}" for i in range(9)], m) for c in ("a", "b", "c")},
+                       "x": rng.lognormal(size=m)})
+    return rx.Sequences(df)
+
+
+def _plain_screen(stats, seqs):
+    """Reference: every output evaluated whole, the exact duplicates and constants dropped."""
+    from rudi_explain.screening import bin_columns, standardize
+
+    owners, columns, seen = [], [], set()
+    for stat in stats:
+        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
+                continue
+            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+            if key not in seen:
+                seen.add(key)
+                owners.append((stat, j))
+                columns.append(v)
+    X = np.column_stack(columns)
+    return owners, bin_columns(X), standardize(X)
+
+
+def test_the_catalog_built_block_by_block_equals_one_built_whole():
+    from rudi_explain.screening import ColumnScreen
+
+    seqs = _wide()
+    stats = short_catalog(seqs, max_depth=2)
+    owners, bins, values = _plain_screen(stats, seqs)
+    assert len(owners) > 1200  # crosses several blocks of 512 columns
+    screen = ColumnScreen.build(stats, seqs)
+    assert [(str(s), j) for s, j in screen.owners] == [(str(s), j) for s, j in owners]
+    np.testing.assert_array_equal(screen.bins, bins)
+    np.testing.assert_array_equal(screen.values, values)
+
+
+def test_a_column_limit_keeps_the_outputs_that_explain_most_alone():
+    from rudi_explain.screening import ColumnScreen
+
+    seqs = _wide()
+    stats = short_catalog(seqs, max_depth=2)
+    whole = ColumnScreen.build(stats, seqs)
+    rng = np.random.default_rng(2)
+    for trial in range(3):
+        # A target made of three outputs of the catalog, plus noise.
+        picks = rng.choice(len(whole), 3, replace=False)
+        y = whole.values[:, picks, 0].sum(axis=1) + rng.normal(scale=0.5, size=seqs.n_users)
+        rows = np.sort(rng.choice(seqs.n_users, seqs.n_users // 2, replace=False))
+        limit = 300 + 200 * trial  # trimmed several times while building
+        gains = whole.gains(y[rows] - y[rows].mean(), rows, float(y[rows].var()))
+        # Reference ranking: largest gain (to 6 decimals) first, ties to the earlier column.
+        ranked = sorted(range(len(whole)), key=lambda i: (-round(float(gains[i]), 6), i))[:limit]
+        expected = [whole.owners[i] for i in sorted(ranked)]
+        limited = ColumnScreen.build(stats, seqs, max_columns=limit, target=y, rows=rows)
+        assert len(limited) == limit
+        assert [(str(s), j) for s, j in limited.owners] == [(str(s), j) for s, j in expected]
+        kept = np.array(sorted(ranked))
+        np.testing.assert_array_equal(limited.bins, whole.bins[:, kept])
+        assert all((str(whole.owners[p][0]), whole.owners[p][1]) in {(str(s), j) for s, j in limited.owners}
+                   for p in picks)
+
+
+def test_a_column_limit_needs_a_target():
+    import pytest
+
+    from rudi_explain.screening import ColumnScreen
+
+    seqs = _wide()
+    with pytest.raises(ValueError, match="max_columns needs the target"):
+        ColumnScreen.build(short_catalog(seqs, max_depth=1), seqs, max_columns=10)

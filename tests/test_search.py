@@ -212,6 +212,7 @@ def test_single_aggregations_catalogue(payments):
     (dict(method="grid"), ValueError, "method must be one of"),
     (dict(reward="r2"), ValueError, "reward must be one of"),
     (dict(grammar="plain"), ValueError, "grammar must be one of"),
+    (dict(screen_columns=0), ValueError, "screen_columns must be None or a whole number >= 1"),
 ])
 def test_bad_arguments(kwargs, error, message, payments):
     demo, seqs = payments
@@ -275,3 +276,18 @@ def test_a_plain_statistic_beats_its_correlated_decoys(payments):
         hits += any(s.key == planted.key or corr(s.evaluate(seqs).reshape(len(values), -1)[:, 0], values) > 0.99
                     for s in found)
     assert hits >= 5, hits
+
+
+def test_a_catalog_beyond_its_column_limit_keeps_what_explains_the_target(payments):
+    # With room for 150 of the catalog's outputs only, the planted depth-2 statistic must still be
+    # among those held (it explains the target alone best) and be found: a rate over seeds.
+    _, seqs = payments
+    planted = rx.Statistic.parse("Select(amount) | RetainBy(channel=atm) | Sum")
+    values = planted.evaluate(seqs)
+    hits = 0
+    for seed in range(3):
+        target = values + np.random.default_rng(seed).normal(scale=values.std(), size=len(values))
+        search = StatisticsSearch(n_stats=1, max_depth=2, random_state=seed, screen_columns=150).fit(seqs, target)
+        assert search.catalog_columns_ == 150 < search.catalog_outputs_
+        hits += search.statistics_[0].key == planted.key or corr(search.statistics_[0].evaluate(seqs), values) > 0.99
+    assert hits >= 2, hits
