@@ -81,7 +81,22 @@ class _JobResult:
 
 
 class ExplanationCancelled(RuntimeError):
-    """The job was cancelled before it finished."""
+    """The job was cancelled before it finished.
+
+    Attributes
+    ----------
+    statistics : list of Statistic
+        The statistics the search had found (also ``exp.statistics``).
+    """
+
+    def __init__(self, message: str = "the explanation was cancelled", statistics: Any = ()) -> None:
+        super().__init__(message)
+        self.statistics = list(statistics)
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this instead of a traceback: a stop the user asked for is not a crash, and
+        # the job thread's 60 frames told them nothing.
+        return [f"{type(self).__name__}: {self}"]
 
 
 @dataclass(frozen=True)
@@ -281,6 +296,7 @@ class Explanation:
         self.progress: JobProgress | None = None
         self.history: list[JobProgress] = []
         self.error: BaseException | None = None
+        self._stop_message = "the explanation was cancelled"
         self.status = "pending"
         self._values: np.ndarray | None = None
         self._literal_matrix: np.ndarray | None = None
@@ -332,6 +348,7 @@ class Explanation:
                      "(exp.statistics)") if k else ""
             message = (f"cancelled during the {stage} stage{found}" if cancelled
                        else f"{type(err).__name__}: {err}")
+            self._stop_message = message
             self._emit(self.status, reached.step if reached else 0, reached.total if reached else 1, message,
                        reached=stage, found=[str(st) for st in self.statistics])
         finally:
@@ -457,9 +474,20 @@ class Explanation:
 
         Interrupting the wait (Ctrl-C, or the notebook's Interrupt) cancels
         the job too, so nothing runs on out of reach; it says so.
+
+        Raises
+        ------
+        ExplanationCancelled
+            When the job was cancelled: one line (in a notebook, no traceback)
+            saying at which stage, and that the statistics found are kept.
+        TimeoutError
+            When ``timeout`` seconds passed first; the job goes on.
         """
         if not self._wait_for_job(timeout):
             raise TimeoutError(f"the explanation is still running after {timeout} s")
+        if self.status == "cancelled":
+            # One line saying where it stopped and what is kept, not the job thread's traceback.
+            raise ExplanationCancelled(self._stop_message, self.statistics) from None
         if self.error is not None:
             raise self.error
         return self

@@ -133,3 +133,36 @@ def test_outside_a_kernel_nothing_changes():
     assert kernel_messages._subshell is None  # never asked for one
     w.close()
     assert views(exp) == []  # a closed widget is not served
+
+
+def test_a_cancelled_wait_says_one_line_in_the_notebook(kernel):
+    # Without a try: what the notebook shows is the kernel's error message. It must be the one
+    # line of where the job stopped and what is kept, not the job thread's traceback.
+    cell = """\
+import time, rudi_explain as rx
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+while exp.progress is None or exp.progress.stage != "search" or not exp.progress.numbers.get("found"):
+    time.sleep(0.05)
+exp.cancel()
+exp.wait(timeout=60)
+"""
+    msg_id = kernel.execute(cell)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        try:
+            msg = kernel.get_iopub_msg(timeout=1)
+        except Exception:  # queue.Empty
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "error":
+            content = msg["content"]
+            assert content["ename"] == "ExplanationCancelled", content
+            assert content["evalue"].startswith("cancelled during the search stage; the "), content
+            assert "found" in content["evalue"] and "kept (exp.statistics)" in content["evalue"], content
+            assert len(content["traceback"]) == 1, content["traceback"]
+            return
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            raise AssertionError("the cancelled wait() raised nothing")
+    raise AssertionError("the cell did not end")
