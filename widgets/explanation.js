@@ -96,9 +96,20 @@ const TERMS = {
     "during the search; the search keeps the statistics with the best reward.",
 };
 
+// A focused term's tip (CSS ::after) stays inside the widget: no wider than it, and shifted left when
+// the term sits near its right edge (a 640 px window leaves the widget 270 to 560 px).
+function placeTip(e) {
+  const t = e.currentTarget, root = t.closest(".rx-root");
+  if (!root) return;
+  const r = root.getBoundingClientRect(), b = t.getBoundingClientRect();
+  const width = Math.max(120, Math.min(300, r.width - 16));
+  t.style.setProperty("--rx-tip-width", `${width}px`);
+  t.style.setProperty("--rx-tip-left", `${Math.min(0, r.right - 8 - width - b.left)}px`);
+}
+
 function term(text, key) {
   const tip = TERMS[key || text];
-  return h("span", { class: "rx-term", title: tip, tabindex: "0", data: { tip, term: key || text } }, text);
+  return h("span", { class: "rx-term", title: tip, tabindex: "0", data: { tip, term: key || text }, on: { focus: placeTip } }, text);
 }
 
 // ------------------------------------------------------------------ export: downloads made in the page
