@@ -14,6 +14,17 @@ The same notebook in Notebook 7 (the ``/tree`` app of the ``notebook``
 package, served by the same server): contrast in its dark theme at full
 width, and contrast, the narrow layout and the keyboard in its light theme in
 a 640 px window. Screenshots go to test-output/screenshots/layout-*.png.
+
+Each app also covers what the other combinations leave (issue 14 asks for
+light and dark, 640 px and full width): every tab in the dark at 640 px
+(JupyterLab with its file browser closed, Notebook 7); the keyboard dark at
+640 px in JupyterLab and dark at full width in Notebook 7; the views to work
+with (test_widget_views_jupyterlab.check_views_fit: sort and filter against
+the kernel's ``ws.rule_cards``, the compact table, rule -> histogram -> rule,
+a focused term's help, contrast, nothing wider than the widget) in
+JupyterLab dark at 640 px and in Notebook 7 dark full width, light 640 px and
+dark 640 px (views-*.png). One widget, one kernel per app: the theme and the
+width change in the open page.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import KERNEL_IDLE, open_notebook, run_cell, write_notebook  # noqa: E402
+from lab import KERNEL_IDLE, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 SETUP = """\
 import rudi_explain as rx
@@ -91,11 +102,13 @@ TEXT_MIN, LARGE_MIN = 4.5, 3.0
 
 def _theme(page, name: str, light: bool) -> None:
     page.evaluate("t => window.jupyterapp.commands.execute('apputils:change-theme', {theme: t})", name)
-    # the widget's background follows once the theme's stylesheet is in (white, or Dark's #212121)
+    # the widget's background follows once the theme's stylesheet is in (white, or Dark's #212121);
+    # with no widget on the page yet, the theme's own mark is enough
     page.wait_for_function(
-        """light => document.body.dataset.jpThemeLight === String(light)
-           && getComputedStyle(document.querySelector('.rx-root')).backgroundColor
-              === (light ? 'rgb(255, 255, 255)' : 'rgb(33, 33, 33)')""",
+        """light => { const root = document.querySelector('.rx-root');
+           return document.body.dataset.jpThemeLight === String(light)
+             && (root === null || getComputedStyle(root).backgroundColor
+                                  === (light ? 'rgb(255, 255, 255)' : 'rgb(33, 33, 33)')); }""",
         arg=light, timeout=30_000)
     page.wait_for_timeout(300)  # let any transition settle
 
@@ -108,6 +121,31 @@ def close_light(page) -> None:
             _theme(page, "JupyterLab Light", light=True)
     finally:
         page.close()
+
+
+#: the text of the widget's running, stopped and finished views that a reader must read
+LOOKS_TEXT = (".rx-status, .rx-stage, .rx-message, .rx-error, .rx-found, .rx-found-item, .rx-button, .rx-summary-line, "
+              ".rx-figure-value, .rx-figure-label, .rx-card .rx-weight, .rx-card-figures, .rx-tab, .rx-help")
+
+
+def check_looks(page, widget, theme: str, width: int, shots=None, name: str | None = None, top=None) -> float:
+    """One widget, in a theme and a window width set here: its text readable (WCAG >= 4.5, whichever of
+    ``LOOKS_TEXT`` it shows) and nothing in it wider than it. A screenshot ``name`` when given.
+    Returns the worst contrast."""
+    if page.viewport_size["width"] != width:
+        page.set_viewport_size({"width": width, "height": page.viewport_size["height"]})
+        page.wait_for_function("w => window.innerWidth === w", arg=width)
+    _theme(page, {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}[theme], light=theme == "light")
+    got = widget.locator(LOOKS_TEXT).evaluate_all(
+        f"els => els.filter(e => e.getClientRects().length).map(e => ({{...({CONTRAST})(e, 'color'), cls: e.className}}))")
+    assert got, "nothing to measure"
+    worst = min(got, key=lambda c: c["ratio"])
+    fits = widget.evaluate(f"({OVERFLOW})")
+    if shots is not None and name:
+        shots(page, name, top=top if top is not None else widget)
+    assert worst["ratio"] >= TEXT_MIN, f"{theme} {width} px: too little contrast: {worst}"
+    assert fits["scrollWidth"] <= fits["clientWidth"] and not fits["out"], f"{theme} {width} px: wider than the widget: {fits}"
+    return worst["ratio"]
 
 
 def _contrasts(locator, what: str = "color") -> list[dict]:
@@ -195,7 +233,9 @@ def _keyboard(page, good) -> None:
     good.locator(".rx-tab[data-tab='rules']").click()
     card = good.locator(".rx-card").nth(1)
     key = card.get_attribute("data-key")
-    assert card.get_attribute("aria-expanded") == "false"
+    if card.get_attribute("aria-expanded") == "true":  # left open by an earlier pass over the same widget
+        card.locator(".rx-card-head").click()  # its middle may be a link (a histogram, a user)
+    assert good.locator(f".rx-card[data-key='{key}']").get_attribute("aria-expanded") == "false"
     card.focus()
     notebook = "() => { const nb = window.jupyterapp.shell.currentWidget.content; " \
                "return [nb.activeCellIndex, nb.mode, nb.node.querySelector('.jp-WindowedPanel-outer').scrollTop]; }"
@@ -265,8 +305,24 @@ def _keyboard(page, good) -> None:
     assert wrap.evaluate("e => e.scrollTop") == 40
 
 
+def _views(page, good, cards, label, shots=None) -> None:
+    from test_widget_views_jupyterlab import check_views_fit  # that module imports this one
+
+    worst = check_views_fit(page, good, cards, label, shots)
+    print(f"\nviews {label}: worst contrast {worst}")
+
+
+def _kernel_cards(page, root, name: str) -> list[dict]:
+    """Run the notebook's third cell (``CARDS_CELL``): the kernel's rule cards."""
+    (root / name).unlink(missing_ok=True)
+    run_cell(page, 2)
+    return wait_file(root / name, 120)
+
+
 def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
-    write_notebook(jupyter_lab.root / "layout.ipynb", [SETUP, BROKEN])
+    from test_widget_views_jupyterlab import CARDS_CELL
+
+    write_notebook(jupyter_lab.root / "layout.ipynb", [SETUP, BROKEN, CARDS_CELL.format(name="layout_cards.json")])
     page = chromium.new_page(viewport={"width": 1280, "height": 1200})
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
@@ -280,6 +336,7 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         assert "fails on purpose" in bad.locator(".rx-error").inner_text()
         good.locator(".rx-card").first.wait_for(timeout=180_000)
+        cards = _kernel_cards(page, jupyter_lab.root, "layout_cards.json")
 
         # 1. Contrast, light then dark.
         light = _measure(page, good, bad, "light", shots)
@@ -310,10 +367,17 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
                 if tab == "user":
                     good.locator(".rx-user").wait_for()  # the user opened in step 1 is still shown
                 _check_narrow(page, good, tab, shots if not sidebar else None)
+
+        # 3. The same 640 px window in the dark: every tab, the views to work with, the keyboard.
+        _theme(page, "JupyterLab Dark", light=False)
+        _every_tab(page, good, shots, "layout-dark-narrow")
+        _views(page, good, cards, "lab-dark-640", shots)
+        _keyboard(page, good)
+        _theme(page, "JupyterLab Light", light=True)
         page.evaluate("() => window.jupyterapp.shell.expandLeft()")
         page.set_viewport_size({"width": 1280, "height": 1200})
 
-        # 3. The keyboard.
+        # 4. The keyboard, light, full width.
         _keyboard(page, good)
         assert not console, console
     except BaseException:
@@ -349,8 +413,11 @@ def _notebook7_own(error) -> bool:
 
 
 def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
-    """Notebook 7: dark theme at full width, light theme in a 640 px window."""
-    write_notebook(jupyter_lab.root / "layout7.ipynb", [SETUP, BROKEN])
+    """Notebook 7: dark theme at full width, light theme in a 640 px window, then dark at 640 (the views
+    to work with in each; the keyboard dark full width and light 640)."""
+    from test_widget_views_jupyterlab import CARDS_CELL
+
+    write_notebook(jupyter_lab.root / "layout7.ipynb", [SETUP, BROKEN, CARDS_CELL.format(name="layout7_cards.json")])
     page = chromium.new_page(viewport={"width": 1280, "height": 1200})
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
@@ -365,6 +432,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         bad = page.locator(".jp-Cell").nth(1).locator(".rx-root")
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         good.locator(".rx-card").first.wait_for(timeout=180_000)
+        cards = _kernel_cards(page, jupyter_lab.root, "layout7_cards.json")
 
         # 1. Dark theme, full width (Notebook 7 centres the notebook: the widget gets ~980 px).
         _theme(page, "JupyterLab Dark", light=False)
@@ -373,6 +441,8 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         dark = _measure(page, good, bad, "nb7-dark", shots)
         _every_tab(page, good, None, "layout-nb7-dark")
         shots(page, "layout-nb7-dark-full", top=good)
+        _views(page, good, cards, "nb7-dark-full", shots)
+        _keyboard(page, good)
 
         # 2. Light theme in a 640 px window (no side panel in Notebook 7: the widget gets ~600 px).
         _theme(page, "JupyterLab Light", light=True)
@@ -383,6 +453,12 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         light = _measure(page, good, bad, "nb7-light-640", shots)
         _every_tab(page, good, shots, "layout-nb7-narrow")
         _keyboard(page, good)  # Notebook 7 binds Space, Enter and the arrows to notebook commands too
+        _views(page, good, cards, "nb7-light-640", shots)
+
+        # 3. Dark in the 640 px window: every tab, the views to work with.
+        _theme(page, "JupyterLab Dark", light=False)
+        _every_tab(page, good, shots, "layout-nb7-dark-narrow")
+        _views(page, good, cards, "nb7-dark-640", shots)
         print("\nNotebook 7 contrast (worst of each kind): light 640 px | dark full width")
         for k in light:
             print(f"  {k}: {light[k]['ratio']} | {dark[k]['ratio']}")

@@ -20,7 +20,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import CONTRAST, _theme, close_light  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close_light  # noqa: E402
 
 SETUP = """\
 import json, rudi_explain as rx
@@ -57,8 +57,9 @@ PROGRESS = """() => {
 }"""
 
 
-def _order(page) -> list[int]:
-    return [int(x) for x in page.locator(".rx-rules .rx-card").evaluate_all("els => els.map(e => e.dataset.ruleIndex)")]
+def _order(scope) -> list[int]:
+    """The rule indices of the cards shown, in order, in ``scope`` (a page or one widget)."""
+    return [int(x) for x in scope.locator(".rx-rules .rx-card").evaluate_all("els => els.map(e => e.dataset.ruleIndex)")]
 
 
 def _expected_order(cards: list[dict], key) -> list[int]:
@@ -72,6 +73,110 @@ def _matches(card: dict, query: str) -> bool:
         hay += [lit.get(k) or "" for k in ("words", "statistic_text", "sentence", "notation", "threshold_text")]
     text = " \n ".join(h for h in hay if h).lower()
     return all(w in text for w in query.lower().split())
+
+
+def _gap(card: dict) -> float:
+    if card["mean_fires"] is None or card["mean_not"] is None:
+        return float("-inf")
+    return round(card["mean_fires"] - card["mean_not"], 9)
+
+
+#: the kernel's rule cards, written by a cell of the layout tests' notebooks (``ws.rule_cards(exp)``)
+CARDS_CELL = """\
+import json
+from rudi_explain import widget_state as ws
+exp.wait(timeout=300)
+json.dump(ws.rule_cards(exp), open({name!r}, "w"))"""
+
+# A focused term's help (its ::after box): where it ends, against the widget's right edge.
+TERM_TIP = """(el) => { const root = el.closest('.rx-root').getBoundingClientRect(), b = el.getBoundingClientRect();
+  const tip = getComputedStyle(el, '::after'), px = (k) => parseFloat(tip[k]) || 0;
+  const extent = px('width') + (tip.boxSizing === 'border-box' ? 0
+    : px('paddingLeft') + px('paddingRight') + px('borderLeftWidth') + px('borderRightWidth'));
+  const left = b.left + px('left');
+  return { content: tip.content, left, right: left + extent, rootLeft: root.left, rootRight: root.right }; }"""
+
+
+def check_views_fit(page, good, cards: list[dict], label: str, shots=None) -> dict:
+    """The views to work with in one widget, in the page's current theme and width.
+
+    Sort and filter give the kernel's order (``cards`` is ``ws.rule_cards(exp)``); the rule tools, the
+    compact table, a rule's histogram (reached from the rule and back), the export bar and a focused
+    term's help stay inside the widget (tables scroll in their own boxes); their text is readable
+    (WCAG >= 4.5). Leaves the widget on its Rules tab, sorted by weight, unfiltered, as cards.
+    Screenshots ``views-{label}-rules``, ``-rule-table`` and ``-rule-to-histogram`` when ``shots``.
+    Returns the worst contrast of each kind, for the report.
+    """
+    good.locator(".rx-tab[data-tab='rules']").click()
+    good.locator(".rx-panel[data-tab='rules']").wait_for()
+    sort = good.locator(".rx-rule-sort")
+    for key, value in (("coverage", lambda c: c["coverage"]), ("gap", _gap), ("weight", lambda c: abs(c["weight"]))):
+        sort.select_option(key)
+        assert _order(good) == _expected_order(cards, value), (label, key)
+    # typed with the keyboard: the app's own shortcuts (Notebook 7 and JupyterLab bind letters) stay out
+    word = next((c["literals"][0]["words"].split()[0] for c in reversed(cards) if c["literals"]), "rule")
+    box = good.locator(".rx-rule-filter")
+    box.click()
+    page.keyboard.type(word)
+    want = [c["index"] for c in cards if _matches(c, word)]
+    assert want and _order(good) == want and box.input_value() == word, (label, word)
+    assert good.locator(".rx-rule-count").inner_text() == (
+        f"{len(cards)} rules" if len(want) == len(cards) else f"{len(want)} of {len(cards)} rules")
+    box.fill("")
+    assert len(_order(good)) == len(cards)
+    worst = {}
+
+    def readable(kind, sel, what="color"):
+        got = good.locator(sel).evaluate_all(f"(els, what) => els.map(e => ({CONTRAST})(e, what))", what)
+        assert got, (label, kind, "nothing to measure")
+        worst[kind] = min(g["ratio"] for g in got)
+
+    readable("rule tools", ".rx-rule-sort, .rx-rule-filter, .rx-rule-compact, .rx-rule-count, .rx-rules > .rx-help")
+    readable("export bar", ".rx-export-title, .rx-export .rx-button")
+    readable("statistic links", ".rx-stat-link")
+    readable("terms", ".rx-term")
+    _check_narrow(page, good, "rules", shots, prefix=f"views-{label}")
+
+    # a focused term's help shows beside it, inside the widget
+    term = good.locator(".rx-summary .rx-term").last
+    term.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")  # a keyboard focus: :focus-visible shows the help
+    tip = term.evaluate(TERM_TIP)
+    if shots is not None:
+        shots(page, f"views-{label}-term-help", top=good.locator(".rx-summary"))
+    assert len(tip["content"]) > 40, (label, tip)
+    assert tip["rootLeft"] - 0.5 <= tip["left"] and tip["right"] <= tip["rootRight"] + 0.5, \
+        (label, "a term's help pokes out of the widget", tip)
+
+    # the compact table: one row per rule, in the cards' order; it scrolls in its own box
+    good.locator(".rx-rule-compact").click()
+    rows = good.locator(".rx-rule-table tbody tr")
+    assert rows.count() == len(cards)
+    assert [int(r) for r in rows.evaluate_all("els => els.map(e => e.dataset.ruleIndex)")] == \
+        _expected_order(cards, lambda c: abs(c["weight"]))
+    readable("table weights", ".rx-rule-table .rx-weight")
+    _check_narrow(page, good, "rule-table", shots, prefix=f"views-{label}")
+    good.locator(".rx-rule-compact").click()
+
+    # a rule's statistic -> its histogram (marked, the rule listed) -> back to the rule, open
+    with_lit = next(c for c in cards if c["literals"])
+    link = good.locator(f".rx-card[data-rule-index='{with_lit['index']}'] .rx-stat-link").first
+    column = int(link.get_attribute("data-column"))
+    link.click()
+    target = good.locator(".rx-panel[data-tab='thresholds'] .rx-threshold-block.rx-target")
+    target.wait_for()
+    assert int(target.get_attribute("data-column")) == column
+    readable("histogram links", ".rx-rule-link, .rx-importance, .rx-back-rule")
+    readable("threshold labels", "text.rx-threshold-label", "fill")
+    _check_narrow(page, good, "rule-to-histogram", shots and (lambda p, n, top=None: shots(p, n, top=target)),
+                  prefix=f"views-{label}")
+    target.locator(".rx-back-rule").click()
+    good.locator(".rx-panel[data-tab='rules']").wait_for()
+    assert good.locator(f".rx-card[data-rule-index='{with_lit['index']}']").get_attribute("aria-expanded") == "true"
+    low = {k: v for k, v in worst.items() if v < 4.5}
+    assert not low, (label, "too little contrast", low)
+    return worst
 
 
 def _download(page, button, timeout=60_000) -> tuple[str, bytes]:
