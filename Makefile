@@ -32,7 +32,7 @@ demo: $(BASE)
 
 # RUDI_EXPLAIN_BLOCK: explain() finishes before returning in the notebooks that nbval runs.
 test: $(TEST)
-	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax
+	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax --durations=25
 
 bench: $(TEST)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
