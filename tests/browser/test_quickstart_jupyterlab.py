@@ -17,6 +17,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import APPS, open_notebook, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import _theme, check_looks, close_light  # noqa: E402
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -29,14 +30,19 @@ def quickstart() -> str:
 
 @pytest.mark.parametrize("app", APPS)
 def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots, app):
+    """JupyterLab runs it light at full width, then shows the result dark at 640 px; Notebook 7 runs it
+    dark at 640 px, then shows the result light at full width (readable, nothing wider than the widget)."""
     code = quickstart()
     assert "print(exp.rules)" in code and "display(exp)" in code
     name = f"quickstart-{app}.ipynb"  # one kernel session per app
     write_notebook(jupyter_lab.root / name, [code])
-    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    dark = app == "nb7"
+    page = chromium.new_page(viewport={"width": 640 if dark else 1280, "height": 1400})
     page.set_default_timeout(30_000)
     try:
         open_notebook(page, jupyter_lab, name, app)
+        if dark:
+            _theme(page, "JupyterLab Dark", light=False)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
         # the job runs in the background: the widget shows while the cell still waits in print(exp.rules)
         page.locator(".rx-root").wait_for(timeout=240_000)
@@ -59,9 +65,14 @@ def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots, app)
         # the static copy is there for kernel-less viewers, and hidden under the live widget
         static = page.locator(".rudi-explain-static")
         assert static.count() == 1 and not static.is_visible()
-        shots(page, "8-quickstart-one-cell" + ("" if app == "lab" else f"-{app}"), top=page.locator(".rx-root"))
+        widget = page.locator(".rx-root")
+        first = "dark-640" if dark else "light-full"
+        check_looks(page, widget, *(("dark", 640) if dark else ("light", 1280)), shots,
+                    f"8-quickstart-one-cell-{app}-{first}", top=page.locator(".jp-Cell").first)
+        then = ("light", 1280) if dark else ("dark", 640)
+        check_looks(page, widget, *then, shots, f"8-quickstart-one-cell-{app}-{then[0]}-{'full' if then[1] > 640 else 640}")
     except BaseException:
         shots(page, f"failure-quickstart-{app}")
         raise
     finally:
-        page.close()
+        close_light(page)

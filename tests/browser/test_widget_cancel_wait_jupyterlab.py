@@ -16,6 +16,22 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
 from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import _theme, check_looks, close_light  # noqa: E402
+
+# Notebook 7 runs each flow in the dark theme in a 640 px window, JupyterLab light at full width;
+# at the end each shows the stopped widget in the other theme and width (readable, nothing wider).
+LOOK = {"lab": (("light", 1280), ("dark", 640)), "nb7": (("dark", 640), ("light", 1280))}
+
+
+def _open(page, lab, name: str, app: str) -> None:
+    open_notebook(page, lab, name, app)
+    if LOOK[app][0][0] == "dark":
+        _theme(page, "JupyterLab Dark", light=False)
+
+
+def _looks(page, widget, app: str, shots, name: str) -> None:
+    for theme, width in LOOK[app]:
+        check_looks(page, widget, theme, width, shots, f"{name}-{app}-{theme}-{'full' if width > 640 else 640}")
 
 WAITING = """\
 import json, time, rudi_explain as rx
@@ -48,10 +64,10 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         (root / name).unlink(missing_ok=True)
     name = f"cancel_wait-{app}.ipynb"  # one kernel session per app
     write_notebook(root / name, [WAITING, AFTER])
-    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page = chromium.new_page(viewport={"width": LOOK[app][0][1], "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, name, app)
+        _open(page, jupyter_lab, name, app)
         start_cell(page, 0)
         cell = page.locator(".jp-Cell").nth(0)
         widget = cell.locator(".rx-root")
@@ -81,12 +97,12 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         run_cell(page, 1)  # the kernel answers the next cell
         after = wait_file(root / "cancel_wait_after.json", 30)
         assert after["after"] >= state["ended"]
-        shots(page, "cancel-while-waiting" + ("" if app == "lab" else f"-{app}"), top=widget)
+        _looks(page, widget, app, shots, "cancel-while-waiting")
     except BaseException:
         shots(page, f"failure-cancel-wait-{app}")
         raise
     finally:
-        page.close()
+        close_light(page)
 
 
 INTERRUPTED = """\
@@ -121,10 +137,10 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         (root / name).unlink(missing_ok=True)
     name = f"interrupt-{app}.ipynb"
     write_notebook(root / name, [INTERRUPTED, AGAIN, LISTED])
-    page = chromium.new_page(viewport={"width": 1280, "height": 1400})
+    page = chromium.new_page(viewport={"width": LOOK[app][0][1], "height": 1400})
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, name, app)
+        _open(page, jupyter_lab, name, app)
         start_cell(page, 0)
         cell = page.locator(".jp-Cell").nth(0)
         widget = cell.locator(".rx-root")
@@ -142,7 +158,6 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         page.wait_for_function(f"() => ({PROMPT})(0) !== null", timeout=30_000)
         said = "\n".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
         assert "interrupted: the explanation was cancelled" in said and "KeyboardInterrupt" in said
-        shots(page, "interrupt-while-waiting" + ("" if app == "lab" else f"-{app}"), top=widget)
 
         # The same cell run twice: the second run warns that the first job still runs.
         run_cell(page, 1)
@@ -153,13 +168,14 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         warning.first.wait_for(timeout=30_000)
         text = warning.first.inner_text()
         assert "1 other explanation still running" in text and "rx.running()" in text
-        shots(page, "rerun-warns" + ("" if app == "lab" else f"-{app}"), top=again)
+        shots(page, f"rerun-warns-{app}", top=again)
         run_cell(page, 2)
         listed = wait_file(root / "running.json", 60)
         assert listed == {"listed": ["running", "running"], "after": []}
         again.locator(".rx-status-cancelled").wait_for(timeout=30_000)  # the shown job, stopped from the list
+        _looks(page, widget, app, shots, "interrupt-while-waiting")
     except BaseException:
         shots(page, f"failure-interrupt-{app}")
         raise
     finally:
-        page.close()
+        close_light(page)
