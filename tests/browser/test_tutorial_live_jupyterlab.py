@@ -3,7 +3,7 @@
 
 The test opens notebooks/01_quickstart.ipynb itself (its outputs cleared, so any widget on screen is
 the live one) and runs its code cells, in order, up to the cell that starts ``rx.explain``. One cell
-is injected at the top: it shrinks the job (fewer demo users, one GRU epoch, fewer simulations) by
+is injected at the top: it shrinks the job (400 demo users, one GRU epoch, 3 statistics, 20 simulations) by
 wrapping the library's functions, so the tutorial's own cells run unchanged and the job ends in
 seconds. The cell that starts the job must end at once, and its own output must show the widget
 running, with its progress bar moving, before the same widget shows the rules.
@@ -37,7 +37,7 @@ if "_explain" not in globals():  # run again in the same kernel (Notebook 7 join
     _make, _train, _explain = rx.datasets.make_payments, rx.datasets.train_demo_gru, rx.explain
 rx.datasets.make_payments = lambda n, **kw: _make(min(n, 400), **kw)
 rx.datasets.train_demo_gru = lambda *a, **kw: _train(*a, **{**kw, "epochs": 1})
-rx.explain = lambda *a, **kw: _explain(*a, **{**kw, "n_simulations": 30, "student_params": {"epochs": 30}})"""
+rx.explain = lambda *a, **kw: _explain(*a, **{**kw, "n_stats": 3, "n_simulations": 20, "student_params": {"epochs": 30}})"""
 
 # The running view inside one cell: status, the bar's value, the stage.
 PROGRESS = """cell => {
