@@ -80,6 +80,15 @@ class _JobResult:
         exp.__dict__[self.private] = value
 
 
+class WaitInterrupted(KeyboardInterrupt):
+    """An interrupted ``wait()``: still a KeyboardInterrupt (a script stops), shown by IPython as
+    the one word a plain interrupt shows, not 50 lines of the waiting loop; the line before it
+    said what became of the job."""
+
+    def _render_traceback_(self) -> list[str]:
+        return ["KeyboardInterrupt"]
+
+
 class ExplanationCancelled(RuntimeError):
     """The job was cancelled before it finished.
 
@@ -506,7 +515,7 @@ class Explanation:
             stopped = self._finished.wait(CANCEL_GRACE)
             print("interrupted: the explanation was cancelled" + ("" if stopped else
                   " (it stops at its next check, within a second or so)"), file=sys.stderr, flush=True)
-            raise
+            raise WaitInterrupted("the wait was interrupted and the explanation cancelled") from None
         return True
 
     def _widget_messages(self) -> Any:

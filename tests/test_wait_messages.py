@@ -135,34 +135,57 @@ def test_outside_a_kernel_nothing_changes():
     assert views(exp) == []  # a closed widget is not served
 
 
-def test_a_cancelled_wait_says_one_line_in_the_notebook(kernel):
-    # Without a try: what the notebook shows is the kernel's error message. It must be the one
-    # line of where the job stopped and what is kept, not the job thread's traceback.
-    cell = """\
+STOPPED_CELL = """\
 import time, rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
 while exp.progress is None or exp.progress.stage != "search" or not exp.progress.numbers.get("found"):
     time.sleep(0.05)
-exp.cancel()
+{stop}
+print("WAITING", flush=True)
 exp.wait(timeout=60)
 """
-    msg_id = kernel.execute(cell)
+
+
+def _error_of(kc, cell: str, on_waiting=None) -> tuple[dict, list[str]]:
+    """Run ``cell`` with no try around it: the kernel's error message (what the notebook shows)
+    and the cell's printed lines."""
+    msg_id = kc.execute(cell)
+    lines: list[str] = []
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         try:
-            msg = kernel.get_iopub_msg(timeout=1)
+            msg = kc.get_iopub_msg(timeout=1)
         except Exception:  # queue.Empty
             continue
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
-        if msg["msg_type"] == "error":
-            content = msg["content"]
-            assert content["ename"] == "ExplanationCancelled", content
-            assert content["evalue"].startswith("cancelled during the search stage; the "), content
-            assert "found" in content["evalue"] and "kept (exp.statistics)" in content["evalue"], content
-            assert len(content["traceback"]) == 1, content["traceback"]
-            return
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            raise AssertionError("the cancelled wait() raised nothing")
+        if msg["msg_type"] == "stream":
+            lines += msg["content"]["text"].splitlines()
+            if "WAITING" in msg["content"]["text"] and on_waiting is not None:
+                time.sleep(0.5)  # in wait() by now
+                on_waiting()
+        elif msg["msg_type"] == "error":
+            return msg["content"], lines
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            raise AssertionError(f"the stopped wait() raised nothing: {lines}")
     raise AssertionError("the cell did not end")
+
+
+def test_a_cancelled_wait_says_one_line_in_the_notebook(kernel):
+    # The notebook shows the kernel's error message: it must be the one line of where the job
+    # stopped and what is kept, not the job thread's traceback.
+    content, _ = _error_of(kernel, STOPPED_CELL.format(stop="exp.cancel()"))
+    assert content["ename"] == "ExplanationCancelled", content
+    assert content["evalue"].startswith("cancelled during the search stage; the "), content
+    assert "found" in content["evalue"] and "kept (exp.statistics)" in content["evalue"], content
+    assert len(content["traceback"]) == 1, content["traceback"]
+
+
+def test_an_interrupted_wait_says_so_in_two_lines(kernel):
+    # The notebook's Interrupt during wait(): the job is cancelled, one line says so, and the
+    # interrupt shows as one word, not the waiting loop's frames.
+    content, lines = _error_of(kernel, STOPPED_CELL.format(stop=""),
+                               on_waiting=kernel.parent.interrupt_kernel)
+    assert content["ename"] == "WaitInterrupted" and content["traceback"] == ["KeyboardInterrupt"], content
+    assert any(line.startswith("interrupted: the explanation was cancelled") for line in lines), lines
