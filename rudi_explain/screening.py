@@ -48,7 +48,7 @@ __all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "Col
 #: analyst computes first (the rest are reached by deepening).
 _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
-_N_BINS = 10  # deciles; one more bin holds the users where a value is undefined
+_N_BINS = 10  # deciles
 
 
 def complexity(stat: Statistic) -> tuple[int, int, str]:
@@ -261,7 +261,12 @@ def distinct_statistics(variants: Iterable[list], keep: Callable[[Statistic], bo
 
 
 def bin_columns(X: np.ndarray) -> np.ndarray:
-    """Decile bin of every value (``_N_BINS`` for undefined).
+    """Decile bin of every value; undefined values in the lowest bin.
+
+    Undefined counts as below every threshold, as in the literals the rules are
+    made of (SEMANTICS.md): a bin of its own let the search keep a statistic
+    for *whether* it is defined (the largest [merchant = m] among a category's
+    events: "has any events of that category"), which no rule can then say.
 
     Parameters
     ----------
@@ -282,7 +287,7 @@ def bin_columns(X: np.ndarray) -> np.ndarray:
         at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
         edges = np.take_along_axis(ordered, at, axis=0)  # (9, chunk)
         b = (block[:, None, :] > edges[None, :, :]).sum(axis=1)
-        b[np.isnan(block)] = _N_BINS
+        b[np.isnan(block)] = 0
         bins[:, start:start + 512] = b
     return bins
 

@@ -159,3 +159,28 @@ def test_a_column_limit_needs_a_target():
     seqs = _wide()
     with pytest.raises(ValueError, match="max_columns needs the target"):
         ColumnScreen.build(short_catalog(seqs, max_depth=1), seqs, max_columns=10)
+
+
+def test_bins_put_undefined_users_below_every_cut_as_literals_do():
+    # A literal "value > t" is false where the value is undefined (SEMANTICS.md), so the
+    # screen's step model must not tell undefined users apart from the lowest values either:
+    # for every decile cut, the users above it by bin are those above it by value.
+    from rudi_explain.screening import bin_columns
+
+    rng = np.random.default_rng(3)
+    X = rng.lognormal(size=(500, 6))
+    X[:, 1] = rng.integers(0, 2, 500)  # 0/1 with undefined users: "any X among Y events"
+    X[:, 2] = rng.integers(0, 5, 500)
+    for j in range(6):
+        X[rng.random(500) < 0.1 + 0.1 * j, j] = np.nan
+    bins = bin_columns(X)
+    for j in range(X.shape[1]):
+        v = X[:, j]
+        for k in range(10):
+            above_by_bin = bins[:, j] > k
+            if not above_by_bin.any():
+                continue
+            # the cut between bin k and k+1: the largest value of bins <= k
+            cut = np.nanmax(np.where(bins[:, j] <= k, v, np.nan)) if (bins[:, j] <= k).any() else -np.inf
+            np.testing.assert_array_equal(above_by_bin, np.where(np.isfinite(v), v > cut, False))
+    assert (bins[np.isnan(X)] == 0).all()
