@@ -29,6 +29,9 @@ width change in the open page.
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
@@ -312,31 +315,91 @@ def _views(page, good, cards, label, shots=None) -> None:
     print(f"\nviews {label}: worst contrast {worst}")
 
 
-def _kernel_cards(page, root, name: str) -> list[dict]:
-    """Run the notebook's third cell (``CARDS_CELL``): the kernel's rule cards."""
+def _kernel_cards(page, root, name: str) -> dict:
+    """Run the notebook's third cell (``CARDS_CELL``): the kernel's rule cards and rules."""
     (root / name).unlink(missing_ok=True)
     run_cell(page, 2)
     return wait_file(root / name, 120)
 
 
-def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
-    from test_widget_views_jupyterlab import CARDS_CELL
+def _cells(stem: str) -> list[str]:
+    """The layout notebooks: a job, a failing job, the kernel's rule cards, the kernel's view of a user."""
+    from test_widget_views_jupyterlab import CARDS_CELL, user_cell
 
-    write_notebook(jupyter_lab.root / "layout.ipynb", [SETUP, BROKEN, CARDS_CELL.format(name="layout_cards.json")])
-    page = chromium.new_page(viewport={"width": 1280, "height": 1200})
+    return [SETUP, BROKEN, CARDS_CELL.format(name=f"{stem}_cards.json"), user_cell(f"{stem}_ask.json", f"{stem}_user.json")]
+
+
+def _time_left(page, index: int, label: str, shots=None) -> None:
+    """Sample the progress view of the widget in cell ``index`` while its job runs, in the page's
+    current theme and width (test_widget_views_jupyterlab.check_time_left: the time left said once a
+    tenth is done and 3 s have passed, its value against elapsed x (1 - done) / done). When the time
+    left first shows: its text readable (WCAG >= 4.5), the progress view no wider than the widget, a
+    screenshot ``progress-{label}-time-left``."""
+    from test_widget_views_jupyterlab import PROGRESS, check_time_left
+
+    cell = page.locator(".jp-Cell").nth(index)
+    # the finished view has no progress bar: then only its cards count
+    sample = f"cell => ({{...(({PROGRESS})(cell) || {{}}), cards: cell.querySelectorAll('.rx-card').length}})"
+    samples, first = [], None
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        s = cell.evaluate(sample)
+        if s["cards"] or s.get("status") in ("done", "failed", "cancelled"):
+            break
+        if "frac" in s:
+            samples.append(s)
+            if s["eta"] is not None and first is None:
+                widget = cell.locator(".rx-root")
+                first = {"contrast": _contrasts(widget.locator(".rx-eta, .rx-message")), "fits": widget.evaluate(f"({OVERFLOW})")}
+                if shots is not None:
+                    shots(page, f"progress-{label}-time-left", top=cell)
+                continue
+        page.wait_for_timeout(100)
+    shown = check_time_left(samples)
+    running = [s for s in samples if s["status"] == "running"]
+    print(f"\n{label}: {len(running)} running samples, {shown} with the time left, bar "
+          f"{sorted({round(100 * s['frac']) for s in running})}, elapsed up to {max(s['elapsed'] for s in running)} s")
+    assert shown and first is not None, f"{label}: the time left was never said: {running[-3:]}"
+    worst = min(first["contrast"], key=lambda c: c["ratio"])
+    assert worst["ratio"] >= TEXT_MIN, f"{label}: the time left is hard to read: {worst}"
+    fits = first["fits"]
+    assert fits["scrollWidth"] <= fits["clientWidth"] and not fits["out"], f"{label}: wider than the widget: {fits}"
+
+
+def _kernel_user(page, root, stem: str):
+    """``uid -> ws.user_detail`` values of that user, from the notebook's fourth cell (``_cells``)."""
+    def ask(uid: str) -> dict:
+        (root / f"{stem}_user.json").unlink(missing_ok=True)
+        (root / f"{stem}_ask.json").write_text(json.dumps({"user": uid}))
+        run_cell(page, 3)
+        return wait_file(root / f"{stem}_user.json", 60)
+    return ask
+
+
+def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
+    write_notebook(jupyter_lab.root / "layout.ipynb", _cells("layout"))
+    page = chromium.new_page(viewport={"width": 1280, "height": 1200}, accept_downloads=True)
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
     page.set_default_timeout(30_000)
     try:
         open_notebook(page, jupyter_lab, "layout.ipynb")
+        # 0. The job runs in the dark in a 640 px window beside the file browser (the widget ~270 px):
+        # the time left while it runs.
+        _theme(page, "JupyterLab Dark", light=False)
+        page.set_viewport_size({"width": 640, "height": 1200})
         run_cell(page, 0)
         run_cell(page, 1)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         bad = page.locator(".jp-Cell").nth(1).locator(".rx-root")
+        _time_left(page, 0, "lab-dark-640", shots)
+        page.set_viewport_size({"width": 1280, "height": 1200})
+        _theme(page, "JupyterLab Light", light=True)
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         assert "fails on purpose" in bad.locator(".rx-error").inner_text()
         good.locator(".rx-card").first.wait_for(timeout=180_000)
-        cards = _kernel_cards(page, jupyter_lab.root, "layout_cards.json")
+        kernel = _kernel_cards(page, jupyter_lab.root, "layout_cards.json")
+        cards = kernel["cards"]
 
         # 1. Contrast, light then dark.
         light = _measure(page, good, bad, "light", shots)
@@ -415,10 +478,10 @@ def _notebook7_own(error) -> bool:
 def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
     """Notebook 7: dark theme at full width, light theme in a 640 px window (the views to work with and
     the keyboard in both), then every tab dark at 640."""
-    from test_widget_views_jupyterlab import CARDS_CELL
+    from test_widget_views_jupyterlab import check_downloads, check_user_on_histograms
 
-    write_notebook(jupyter_lab.root / "layout7.ipynb", [SETUP, BROKEN, CARDS_CELL.format(name="layout7_cards.json")])
-    page = chromium.new_page(viewport={"width": 1280, "height": 1200})
+    write_notebook(jupyter_lab.root / "layout7.ipynb", _cells("layout7"))
+    page = chromium.new_page(viewport={"width": 1280, "height": 1200}, accept_downloads=True)
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
     page.set_default_timeout(30_000)
@@ -426,13 +489,19 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         page.goto(jupyter_lab.notebook7_url("layout7.ipynb"), timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"  # not JupyterLab
+        # 0. The job runs in the dark in a 640 px window (the widget ~600 px): the time left while it runs.
+        _theme(page, "JupyterLab Dark", light=False)
+        page.set_viewport_size({"width": 640, "height": 1200})
         run_cell(page, 0)
         run_cell(page, 1)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
         bad = page.locator(".jp-Cell").nth(1).locator(".rx-root")
+        _time_left(page, 0, "nb7-dark-640", shots)
+        page.set_viewport_size({"width": 1280, "height": 1200})
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         good.locator(".rx-card").first.wait_for(timeout=180_000)
-        cards = _kernel_cards(page, jupyter_lab.root, "layout7_cards.json")
+        kernel = _kernel_cards(page, jupyter_lab.root, "layout7_cards.json")
+        cards = kernel["cards"]
 
         # 1. Dark theme, full width (Notebook 7 centres the notebook: the widget gets ~980 px).
         _theme(page, "JupyterLab Dark", light=False)
@@ -455,9 +524,15 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         _keyboard(page, good)  # Notebook 7 binds Space, Enter and the arrows to notebook commands too
         _views(page, good, cards, "nb7-light-640", shots)
 
-        # 3. Dark in the 640 px window: every tab (the views to work with dark at 640: JupyterLab's test).
+        # 3. Dark in the 640 px window: every tab (the views to work with dark at 640: JupyterLab's test);
+        # a user's values marked on the histograms (against ws.user_detail) and the downloads themselves
+        # (CSV and JSON against exp.rules, the chart's SVG, the report).
         _theme(page, "JupyterLab Dark", light=False)
         _every_tab(page, good, shots, "layout-nb7-dark-narrow")
+        marked = check_user_on_histograms(page, good, _kernel_user(page, jupyter_lab.root, "layout7"), "nb7-dark-640",
+                                          shots, nth=2)
+        print(f"\nNotebook 7 dark 640: {marked} histograms marked with the user's values")
+        check_downloads(page, good, kernel, "nb7-dark-640")
         print("\nNotebook 7 contrast (worst of each kind): light 640 px | dark full width")
         for k in light:
             print(f"  {k}: {light[k]['ratio']} | {dark[k]['ratio']}")

@@ -38,23 +38,40 @@ json.dump({"cards": ws.rule_cards(exp), "rules": [{"text": str(r.text), "weight"
           open("views_expected.json", "w"))
 print("EXPECTED", len(exp.rules))"""
 
+# one user's value of each statistic output, by output column, as the drill-down (``d``) has it
+USER_VALUES = """json.dump({"user": uid, "values": {str(int(exp.literals.column[l["literal"]])): l["value"] for l in d["literals"]}},
+          open(%r, "w"))"""
+
 USER = """\
 uid = w.selected_user
 d = ws.user_detail(exp, uid)
-json.dump({"user": uid, "values": {str(int(exp.literals.column[l["literal"]])): l["value"] for l in d["literals"]}},
-          open("views_user.json", "w"))
+""" + USER_VALUES % "views_user.json" + """
 print("USER", uid)"""
 
-# the progress bar's state: overall share done, elapsed seconds, and the time-left text if shown
-PROGRESS = """() => {
-  const bar = document.querySelector('.rx-progress .rx-bar');
+#: a cell of the layout tests' notebooks: the kernel's values for the user the test names in the file ``ask``
+USER_CELL = """\
+import json
+from rudi_explain import widget_state as ws
+uid = json.load(open(%r))["user"]
+d = ws.user_detail(exp, uid)
+"""
+
+# the progress bar's state in ``scope`` (a cell, a widget, the document): overall share done, elapsed
+# seconds, the status, and the time-left text if shown
+PROGRESS = """scope => {
+  const bar = scope.querySelector('.rx-progress .rx-bar');
   if (!bar) return null;
-  const el = document.querySelector('.rx-progress .rx-elapsed');
-  const eta = document.querySelector('.rx-progress .rx-eta');
+  const el = scope.querySelector('.rx-progress .rx-elapsed');
+  const eta = scope.querySelector('.rx-progress .rx-eta');
   return { frac: Number(bar.getAttribute('aria-valuenow')) / 100,
            elapsed: Number((el ? el.textContent : '').replace(/[^0-9.]/g, '')),
-           status: document.querySelector('.rx-status').textContent, eta: eta ? eta.textContent : null };
+           status: scope.querySelector('.rx-status').textContent, eta: eta ? eta.textContent : null };
 }"""
+
+
+def user_cell(ask: str, name: str) -> str:
+    """The cell writing ``ws.user_detail`` values of the user named in ``ask`` to ``name``."""
+    return USER_CELL % ask + USER_VALUES % name
 
 
 def _order(scope) -> list[int]:
@@ -81,12 +98,14 @@ def _gap(card: dict) -> float:
     return round(card["mean_fires"] - card["mean_not"], 9)
 
 
-#: the kernel's rule cards, written by a cell of the layout tests' notebooks (``ws.rule_cards(exp)``)
+#: the kernel's rule cards (``ws.rule_cards(exp)``) and rules (``exp.rules``: text, weight), written by a cell
+#: of the layout tests' notebooks
 CARDS_CELL = """\
 import json
 from rudi_explain import widget_state as ws
 exp.wait(timeout=300)
-json.dump(ws.rule_cards(exp), open({name!r}, "w"))"""
+json.dump({{"cards": ws.rule_cards(exp), "rules": [{{"text": str(r.text), "weight": float(r.weight)}} for r in exp.rules]}},
+          open({name!r}, "w"))"""
 
 # A focused term's help (its ::after box): where it ends, against the widget's right edge.
 TERM_TIP = """(el) => { const root = el.closest('.rx-root').getBoundingClientRect(), b = el.getBoundingClientRect();
@@ -180,6 +199,174 @@ def check_views_fit(page, good, cards: list[dict], label: str, shots=None) -> di
     return worst
 
 
+def check_time_left(samples: list[dict]) -> int:
+    """The time left said while a job runs (``samples`` of :data:`PROGRESS`, taken while it ran).
+
+    Shown only once a tenth is done and 3 s have passed, and then always until the end; it reads
+    elapsed x (1 - done) / done, within the rounding of the text, of the bar's percent and of the
+    elapsed figure. Returns how many running samples showed it (the caller asks for some).
+    """
+    running = [s for s in samples if s and s["status"] == "running"]
+    assert running, "the progress view was never seen running"
+    for s in running:
+        if s["frac"] < 0.1 or s["elapsed"] < 3:
+            assert s["eta"] is None, s
+        elif s["frac"] >= 0.11 and s["elapsed"] >= 3.1 and s["frac"] < 0.99:  # clear of the rounding of both
+            assert s["eta"] is not None, s
+        if s["eta"] is not None:
+            m = re.fullmatch(r" · about (\d+(?:\.\d+)?) (s|min|h) left", s["eta"])
+            assert m, s
+            shown = float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+            want = s["elapsed"] * (1 - s["frac"]) / s["frac"]
+            # rounding of the text (5 s, 1 min, 0.1 h), of the bar's percent and of the elapsed figure
+            step = 5.0 if want < 60 else 60.0 if want < 3600 else 360.0
+            assert abs(shown - want) <= step / 2 + 2.5 + 0.06 * want, (s, want)
+    return sum(s["eta"] is not None for s in running)
+
+
+def check_user_on_histograms(page, good, kernel_user, label: str, shots=None, nth: int = 0) -> int:
+    """From a user's drill-down to the histograms: that user's values marked, as the kernel has them.
+
+    Opens the ``nth`` top user of ``good``'s "User" tab; ``kernel_user(uid)`` gives the kernel's
+    ``{"user", "values"}`` for it (``ws.user_detail``: the value of each statistic output, by output
+    column). Every histogram of a column the user has a value for carries a mark at that value and
+    a "User ...: value" line; one the statistic is undefined for (None) says so, unmarked; the others
+    show neither; the note and the values are readable (WCAG >= 4.5, the mark
+    >= 3) and nothing is wider than the widget. A screenshot ``views-{label}-user-on-histograms``
+    when ``shots``. Returns how many histograms are marked.
+    """
+    good.locator(".rx-tab[data-tab='user']").click()
+    link = good.locator(".rx-top-users .rx-user-link").nth(nth)
+    uid = link.get_attribute("data-user")
+    link.click()
+    good.locator(f".rx-user[data-user='{uid}']").wait_for()
+    good.locator(".rx-user .rx-cf:not(.rx-loading)").wait_for()  # its redraw comes after the user's
+    user = kernel_user(uid)
+    assert str(user["user"]) == uid, (label, user["user"], uid)
+    good.locator(".rx-user-histograms").click()
+    good.locator(".rx-panel[data-tab='thresholds']").wait_for()
+    marks = good.locator(".rx-threshold-block").evaluate_all(
+        "els => els.map(e => [e.dataset.column, (e.querySelector('line.rx-hist-user') || {}).dataset?.value ?? null,"
+        " (e.querySelector('.rx-user-value') || {}).textContent ?? null])")
+    marked = 0
+    for col, value, said in marks:
+        want_v = user["values"].get(col)
+        if col not in user["values"]:  # no literal of the user's on this statistic
+            assert value is None and said is None, (label, col, value, said)
+        elif want_v is None:  # the statistic is undefined for this user (NaN): said, not marked
+            assert value is None and said == f"User {uid}: undefined", (label, col, value, said)
+        else:
+            assert value is not None and float(value) == pytest.approx(want_v, rel=1e-5, abs=1e-9), (label, col, value, want_v)
+            assert said and said.startswith(f"User {uid}: "), (label, col, said)
+            marked += 1
+    assert marked > 0, (label, "no histogram of this user's statistics is shown", marks)
+    assert f"user {uid}'s values are marked" in good.locator(".rx-user-mark-note").inner_text()
+    text = _contrast_ok(good.locator(".rx-user-mark-note, .rx-user-mark-note .rx-button, .rx-user-value"))
+    mark = _contrast_ok(good.locator("line.rx-hist-user"), "stroke")
+    assert text >= 4.5 and mark >= 3, (label, "too little contrast", text, mark)
+    _check_narrow(page, good, "user-on-histograms",
+                  shots and (lambda p, n, top=None: shots(p, n, top=good.locator(".rx-user-mark-note"))),
+                  prefix=f"views-{label}")
+    return marked
+
+
+def _rgb(text: str) -> tuple[float, ...]:
+    """A colour as the browser computes it (``rgb(..)``, ``rgba(..)``) or ``#rrggbb``: r, g, b, alpha."""
+    text = text.strip()
+    if text.startswith("#"):
+        h = text[1:]
+        h = "".join(c * 2 for c in h) if len(h) == 3 else h
+        return tuple(int(h[i:i + 2], 16) for i in (0, 2, 4)) + (1.0,)
+    v = [float(x) for x in re.findall(r"[\d.]+", text)]
+    assert text.startswith("rgb") and len(v) in (3, 4), text
+    return tuple(v[:3]) + ((v[3],) if len(v) > 3 else (1.0,))
+
+
+def _ratio(fg: tuple[float, ...], bg: tuple[float, ...]) -> float:
+    """WCAG 2 contrast of ``fg`` (its alpha composited) on the opaque ``bg``."""
+    a = fg[3]
+    fg = tuple(fg[i] * a + bg[i] * (1 - a) for i in range(3))
+
+    def lum(c):
+        c = [x / 255 for x in c]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(fg), lum(bg[:3])), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def check_downloads(page, good, kernel: dict, label: str) -> dict:
+    """The export bar's downloads, from ``good`` in the page's current theme and width.
+
+    ``kernel`` is ``{"cards": ws.rule_cards(exp), "rules": exp.rules as text and weight}``. The rules
+    as CSV (one row per rule, text and weight as ``exp.rules``, in the cards' order) and as JSON (the
+    cards' texts, the audit header); the first chart of the Thresholds tab as SVG (parsed: the chart
+    shown, drawn with fills, on the widget's own background, its text readable on it: WCAG >= 4.5);
+    the report as HTML (the audit header, the state it draws from). Returns the seconds each took.
+    """
+    SVGNS = "{http://www.w3.org/2000/svg}"
+    took = {}
+
+    def fetch(kind, timeout=60_000):
+        t0 = time.monotonic()
+        name, data = _download(page, good.locator(f".rx-export-{kind}"), timeout)
+        took[kind] = round(time.monotonic() - t0, 2)
+        return name, data
+
+    rules, cards = kernel["rules"], kernel["cards"]
+    name, data = fetch("csv")
+    assert name.endswith(".csv"), name
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
+    assert len(rows) == len(rules), (label, len(rows), len(rules))
+    for row in rows:
+        rule = rules[int(row["rule"]) - 1]
+        text = row["text"][1:] if row["text"].startswith("'") else row["text"]
+        assert text == rule["text"], (label, row, rule)
+        assert float(row["weight"]) == pytest.approx(rule["weight"], rel=1e-5), (label, row, rule)
+    assert [int(r["rule"]) - 1 for r in rows] == [c["index"] for c in cards]
+    name, data = fetch("json")
+    got = json.loads(data)
+    assert name.endswith(".json") and [r["text"] for r in got["rules"]] == [c["text"] for c in cards], label
+    assert got["audit"]["version"], label
+
+    good.locator(".rx-tab[data-tab='thresholds']").click()
+    chart = good.locator(".rx-panel svg.rx-svg").first
+    shown = chart.get_attribute("aria-label")
+    # the widget's background as the export writes it (a CSS colour: "white", "#212121") and as rgb()
+    bg, bg_rgb = good.evaluate("""e => { const bg = getComputedStyle(e).getPropertyValue('--rx-bg').trim();
+      const d = document.createElement('span'); d.style.color = bg; e.appendChild(d);
+      const rgb = getComputedStyle(d).color; d.remove(); return [bg, rgb]; }""")
+    name, data = fetch("svg")
+    assert name.endswith(".svg"), name
+    svg = ET.fromstring(data)
+    assert svg.tag == f"{SVGNS}svg" and svg.get("aria-label") == shown, (label, svg.get("aria-label"), shown)
+    assert f"({shown})" in good.locator(".rx-export-note").inner_text()
+    rects = list(svg.iter(f"{SVGNS}rect"))
+    assert rects[0].get("fill") == bg and _rgb(bg_rgb)[3] == 1, (label, rects[0].attrib, bg, bg_rgb)  # its own background
+    assert any("fill:" in (e.get("style") or "") for e in rects[1:]), label
+
+    def style(e):
+        return dict(kv.split(":", 1) for kv in (e.get("style") or "").split(";") if ":" in kv)
+
+    texts = [(t.text, style(t)) for t in svg.iter(f"{SVGNS}text") if (t.text or "").strip()]
+    assert texts, label
+    ratios = []
+    for text, st in texts:
+        if st.get("visibility") == "hidden":
+            continue
+        fg = _rgb(st["fill"])
+        alpha = fg[3] * float(st.get("fill-opacity", 1)) * float(st.get("opacity", 1))
+        ratios.append((round(_ratio(fg[:3] + (alpha,), _rgb(bg_rgb)), 2), text))
+    worst = min(ratios)
+    assert worst[0] >= 4.5, (label, "the chart's text is hard to read on its background", worst, bg)
+
+    name, data = fetch("report", timeout=120_000)
+    assert name.endswith(".html") and b'class="rx-audit-head"' in data and b'id="rx-state"' in data, label
+    print(f"\ndownloads {label}: {took} s; the chart's worst text contrast {worst[0]} on {bg}")
+    return took
+
+
 def _download(page, button, timeout=60_000) -> tuple[str, bytes]:
     with page.expect_download(timeout=timeout) as info:
         button.click()
@@ -211,26 +398,11 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
         samples = []
         deadline = time.monotonic() + 240
         while page.locator(".rx-card").count() == 0 and time.monotonic() < deadline:
-            s = page.evaluate(PROGRESS)
-            if s and s["status"] == "running":
-                samples.append(s)
+            samples.append(page.evaluate(f"() => ({PROGRESS})(document)"))
             page.wait_for_timeout(150)
-        assert samples, "the progress view was never seen running"
-        for s in samples:
-            if s["frac"] < 0.1 or s["elapsed"] < 3:
-                assert s["eta"] is None, s
-            elif s["frac"] >= 0.11 and s["elapsed"] >= 3.1 and s["frac"] < 0.99:  # clear of the rounding of both
-                assert s["eta"] is not None, s
-            # the estimate reads elapsed x (1 - done) / done, rounded (5 s steps, minutes past 60 s)
-            if s["eta"] is not None:
-                m = re.fullmatch(r" · about (\d+(?:\.\d+)?) (s|min|h) left", s["eta"])
-                assert m, s
-                shown = float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
-                want = s["elapsed"] * (1 - s["frac"]) / s["frac"]
-                # rounding of the text (5 s, 1 min, 0.1 h), of the bar's percent and of the elapsed figure
-                step = 5.0 if want < 60 else 60.0 if want < 3600 else 360.0
-                assert abs(shown - want) <= step / 2 + 2.5 + 0.06 * want, (s, want)
-        print("progress samples:", len(samples), "with the time left:", sum(s["eta"] is not None for s in samples))
+        shown = check_time_left(samples)
+        print("progress samples:", len(samples), "with the time left:", shown)
+        assert shown, "the time left was never said"
         page.locator(".rx-card").first.wait_for(timeout=240_000)
         run_cell(page, 1)
         exp = wait_file(root / "views_expected.json", 120)
@@ -308,48 +480,15 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
             total = sum(counts)
             assert [thin for _, thin in bars] == [c < max(5, 0.02 * total) for c in counts]
 
-        # 7. From a user's drill-down: that user's values marked on the histograms.
-        page.locator(".rx-tab[data-tab='user']").click()
-        page.locator(".rx-top-users .rx-user-link").first.click()
-        page.locator(".rx-user").wait_for()
-        run_cell(page, 2)
-        user = wait_file(root / "views_user.json", 60)
-        page.locator(".rx-user-histograms").click()
-        page.locator(".rx-panel[data-tab='thresholds']").wait_for()
-        marks = page.locator(".rx-threshold-block").evaluate_all(
-            "els => els.map(e => [e.dataset.column, (e.querySelector('line.rx-hist-user') || {}).dataset?.value ?? null])")
-        marked = 0
-        for col, value in marks:
-            want_v = user["values"].get(col)
-            if want_v is None:
-                assert value is None, (col, value)
-            else:
-                assert value is not None and float(value) == pytest.approx(want_v, rel=1e-5, abs=1e-9), (col, value, want_v)
-                marked += 1
-        assert marked > 0
-        shots(page, "views-light-user-on-histograms", top=widget)
+        # 7. From a user's drill-down: that user's values marked on the histograms (against ws.user_detail).
+        def kernel_user(uid):
+            run_cell(page, 2)  # the widget's selected user, as the kernel has it
+            return wait_file(root / "views_user.json", 60)
+
+        check_user_on_histograms(page, widget, kernel_user, "light", shots)
 
         # 8. Downloads: the rules as CSV (rows against exp.rules) and JSON, a chart as SVG, the report.
-        name, data = _download(page, page.locator(".rx-export-csv"))
-        assert name.endswith(".csv")
-        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
-        assert len(rows) == len(exp["rules"])
-        for row in rows:
-            rule = exp["rules"][int(row["rule"]) - 1]
-            text = row["text"][1:] if row["text"].startswith("'") else row["text"]
-            assert text == rule["text"]
-            assert float(row["weight"]) == pytest.approx(rule["weight"], rel=1e-5)
-        assert [int(r["rule"]) - 1 for r in rows] == [c["index"] for c in cards]
-        name, data = _download(page, page.locator(".rx-export-json"))
-        got = json.loads(data)
-        assert [r["text"] for r in got["rules"]] == [c["text"] for c in cards] and got["audit"]["version"]
-        name, data = _download(page, page.locator(".rx-export-svg"))
-        assert name.endswith(".svg")
-        svg = ET.fromstring(data)
-        assert svg.tag == "{http://www.w3.org/2000/svg}svg"
-        assert any("fill:" in (e.get("style") or "") for e in svg.iter("{http://www.w3.org/2000/svg}rect"))
-        name, data = _download(page, page.locator(".rx-export-report"), timeout=120_000)
-        assert name.endswith(".html") and b'class="rx-audit-head"' in data and b'id="rx-state"' in data
+        check_downloads(page, widget, exp, "light")
 
         # 9. Terms explained: a title on hover, the same text beside a focused term.
         terms = page.locator(".rx-summary .rx-term")
