@@ -424,6 +424,7 @@ class ColumnScreen:
         if max_columns is not None and rows is None:
             rows = np.arange(n)
         total_var = float(target[rows].var()) or 1.0 if target is not None else 1.0
+        centred = target[rows] - target[rows].mean() if target is not None else None
         kept: list[ColumnScreen] = []  # finished blocks
         merit: list[np.ndarray] = []  # with max_columns: each kept column's gain on the target
         owners: list[tuple[Statistic, int]] = []
@@ -439,7 +440,7 @@ class ColumnScreen:
             kept.append(block)
             held += len(block)
             if max_columns is not None:
-                merit.append(block.gains(target[rows] - target[rows].mean(), rows, total_var))
+                merit.append(block.gains(centred, rows, total_var))
                 if held > max_columns + max_columns // 2:  # trim now and then, not at every block
                     held = _trim(kept, merit, max_columns)
             owners, columns = [], []
@@ -496,7 +497,7 @@ class ColumnScreen:
         ss = float(r @ r)
         if ss <= 0:
             return np.zeros(m)
-        width = _N_BINS + 1
+        width = _N_BINS  # undefined values share the lowest bin
         out = np.empty(m)
         for start in range(0, m, 1024):
             block = self.bins[rows, start:start + 1024].astype(np.int64)
