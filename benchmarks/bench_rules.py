@@ -42,6 +42,7 @@ import pandas as pd
 import rudi_explain as rx
 from rudi_explain.metrics import auc, fidelity
 from rudi_explain.refine import prune_and_refine, refine_thresholds
+from rudi_explain.swap import swap_path
 
 # Statistics of depth 1 to 4 on the payments data: the four planted ones and
 # sixteen plausible others (what a search might return).
@@ -181,7 +182,10 @@ def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), 
         student = rx.GSNLN(n_rules=20, random_state=seed, **params).fit(Z_train[~is_valid], y_train[~is_valid])
         fitted = student.rules(lits)
         refined = refine_thresholds(fitted, V[train_idx], y_train, is_valid)
-        path = prune_and_refine(fitted, V[train_idx], y_train, is_valid)  # explain()'s stage 2, as it runs
+        # explain()'s stage 2, as it runs: prune_and_refine(..., swap=True) is these two steps
+        path = prune_and_refine(fitted, V[train_idx], y_train, is_valid, swap=False)
+        unswapped = path.default_rules
+        path = swap_path(path, unswapped.literals.transform_values(V[train_idx]), y_train, is_valid)
         default = path.default_rules
         table = default.literals
         k = len(default)
@@ -189,6 +193,7 @@ def pruning_table(n_users: int = 5000, n_test: int = 1000, seeds: tuple = (0,), 
         results = [("GS-NLN R=20, as fitted", fidelity(y_test, fitted.score(Z_test)), len(fitted)),
                    ("GS-NLN, refined", fidelity(y_test, refined.score(refined.literals.transform_values(V[test_idx]))),
                     len(refined)),
+                   ("pruned, no swaps", fidelity(y_test, unswapped.score(Zr_test)), len(unswapped)),
                    ("pruned default", fidelity(y_test, default.score(Zr_test)), k)]
         for leaves in (20, k):
             cart = rx.CARTRules(n_rules=leaves, random_state=seed).fit(Z_train, y_train).rules(lits)

@@ -33,6 +33,7 @@ from rudi_explain.literals import MOVE_TOLERANCE, Literals, _round_threshold
 from rudi_explain.metrics import fidelity
 from rudi_explain.pruning import PruningPath, _refit, prune_rules
 from rudi_explain.rules import And, Const, Formula, Lit, RuleSet, evaluate_formula, formula_literals
+from rudi_explain.swap import swap_path
 
 __all__ = ["refine_thresholds", "refine_default", "prune_and_refine", "N_CANDIDATES", "N_GLOBAL"]
 
@@ -359,7 +360,7 @@ def refine_default(path: PruningPath, V: np.ndarray, y: np.ndarray, is_valid: np
 
 
 def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, max_rules: int = 10,
-                     max_literals: int = 4, refine: bool = True,
+                     max_literals: int = 4, refine: bool = True, swap: bool = True,
                      should_stop: Callable[[], bool] | None = None) -> PruningPath:
     """explain()'s stage 2 after the student: thresholds refined, rules pruned, the better path kept.
 
@@ -370,7 +371,11 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     :func:`rudi_explain.pruning.prune_rules` and its default point refined
     again (:func:`refine_default`): one from the refined rules, one from the
     rules as fitted. The one whose default point fits the validation users
-    better is returned (the refined one on a tie).
+    better is kept (the refined one on a tie). Last, at every point of at
+    most ``max_rules`` rules, a rule is swapped for a better one- or
+    two-literal rule where the validation users agree
+    (:func:`rudi_explain.swap.swap_path`): pruning only removes rules, and
+    the few that remain were chosen beside many others.
 
     Parameters
     ----------
@@ -382,7 +387,11 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     max_rules, max_literals : int
         As for :func:`rudi_explain.pruning.prune_rules`.
     refine : bool, default=True
-        False: :func:`rudi_explain.pruning.prune_rules` alone.
+        False: :func:`rudi_explain.pruning.prune_rules` alone (and the swaps).
+    swap : bool, default=True
+        At every point of at most ``max_rules`` rules, swap rules for better
+        short ones where the validation users agree
+        (:func:`rudi_explain.swap.swap_path`).
     should_stop : callable, optional
         As for :func:`refine_thresholds`.
 
@@ -398,12 +407,19 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
         return prune_rules(start, start.literals.transform_values(V), y, is_valid, max_rules=max_rules,
                            max_literals=max_literals)
 
+    def swapped(path: PruningPath) -> PruningPath:
+        if not swap or not isinstance(path.default_rules.literals, Literals):
+            return path
+        table = path.default_rules.literals
+        return swap_path(path, table.transform_values(V), y, is_valid, max_rules=max_rules,
+                         should_stop=should_stop)
+
     if not refine or not isinstance(literals, Literals):
-        return path_of(rules)
+        return swapped(path_of(rules))
     refined = refine_thresholds(rules, V, y, is_valid, should_stop=should_stop)
     best = refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop)
     if refined is not rules:
         other = refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop)
         if other.fidelity_valid[other.default] > best.fidelity_valid[best.default]:  # a tie keeps the refined
             best = other
-    return best
+    return swapped(best)
