@@ -23,7 +23,7 @@ and rule counts, as means over the cases.
 
 Run: .venv/bin/python benchmarks/bench_rules.py [--users 30000] [--stats fixed|search] [--quick]
      .venv/bin/python benchmarks/bench_rules.py --stage2 [--cases 5] [--stage2-users 25000] [--quick]
-     .venv/bin/python benchmarks/bench_rules.py --pruning [--seeds 3] [--planted 10] [--quick]
+     .venv/bin/python benchmarks/bench_rules.py --pruning [--seeds 3] [--planted 20] [--quick]
 
 The pruning table (``--pruning``, issue 12): explain()'s stage 2 (GS-NLN,
 refined thresholds, the pruned default) against CART, FIGS and RuleFit on the
