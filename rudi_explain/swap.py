@@ -136,9 +136,10 @@ def swap_rules(
     Zb = Z[fit_rows]
     Zf = Zb.astype(np.float64)
     # standard units: scores of any size must not overflow a sum of squares
-    yf = y[fit_rows]
-    scale = float(np.std(yf)) or 1.0
-    yf = (yf - float(np.mean(yf))) / scale
+    center = float(np.median(y[fit_rows]))
+    spread = float(np.max(np.abs(y[fit_rows] - center))) or 1.0
+    scale = spread * (float(np.std((y[fit_rows] - center) / spread)) or 1.0)
+    yf = (y[fit_rows] - center) / scale
     formulas = [r.formula for r in rules]
     F = np.column_stack([_fires(f, Zb) for f in formulas])
     intercept, weights = _refit(F, yf)
@@ -168,8 +169,8 @@ def swap_rules(
     # the final weights on every fitting user, in the teacher's units
     rows = np.flatnonzero(~is_valid)
     F_all = np.column_stack([_fires(f, Z[rows]) for f in formulas])
-    b, w = _refit(F_all, y[rows])
-    swapped = RuleSet.from_formulas(formulas, w, b, literals=rules.literals if rules.literals is not None
+    b, w = _refit(F_all, (y[rows] - center) / scale)
+    swapped = RuleSet.from_formulas(formulas, w * scale, b * scale + center, literals=rules.literals if rules.literals is not None
                                     else rules.info)
     if len(swapped) != len(rules):
         return rules
