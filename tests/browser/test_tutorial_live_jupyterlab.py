@@ -50,6 +50,17 @@ PROGRESS = """cell => {
            cards: root.querySelectorAll('.rx-card').length };
 }"""
 
+# Width and text contrast of the running view, read in one synchronous call so the view cannot swap
+# to the finished one half-way (two calls raced it: CI saw detached elements with no colour).
+RUNNING_VIEW = f"""cell => {{
+  const root = cell.querySelector('.rx-root');
+  const status = root && root.querySelector('.rx-status');
+  if (!status || status.textContent !== 'running') return null;
+  const texts = [...root.querySelectorAll('.rx-status, .rx-message, .rx-stage, .rx-cancel')]
+    .filter(e => e.getClientRects().length);
+  return {{ overflow: ({OVERFLOW})(root), contrast: texts.map(e => ({CONTRAST})(e, 'color').ratio) }};
+}}"""
+
 COUNT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.executionCount"
 
 
@@ -99,10 +110,7 @@ def test_tutorial_shows_live_progress_in_the_cell_that_starts_the_job(jupyter_la
                 if s["status"] == "done" and s["cards"]:
                     break
                 if s["status"] == "running" and s["now"] is not None and seen_running is None:
-                    widget = cell.locator(".rx-root")
-                    seen_running = {"overflow": widget.evaluate(f"({OVERFLOW})"), "contrast": widget.locator(
-                        ".rx-status, .rx-message, .rx-stage, .rx-cancel").evaluate_all(
-                        f"els => els.map(e => ({CONTRAST})(e, 'color').ratio)")}
+                    seen_running = cell.evaluate(RUNNING_VIEW)  # null if the view changed since the sample
                     shots(page, f"tutorial-01-{app}-{'dark-640' if dark else 'light-full'}-running", top=cell)
                     continue  # sample again at once: the job may be short
             page.wait_for_timeout(100)
@@ -115,6 +123,7 @@ def test_tutorial_shows_live_progress_in_the_cell_that_starts_the_job(jupyter_la
         assert len(set(nows)) >= 2, f"the progress bar did not move while shown: {nows}"
         assert samples[-1]["status"] == "done" and samples[-1]["cards"] > 0, samples[-1]
         assert page.locator(".rx-root").count() == 1  # shown in that cell, not later in another
+        assert seen_running is not None, "the running view was never read whole"
         got = seen_running["overflow"]
         assert got["scrollWidth"] <= got["clientWidth"] and not got["out"], got
         if dark:
