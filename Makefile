@@ -33,7 +33,7 @@ demo: $(BASE)
 # RUDI_EXPLAIN_BLOCK: explain() finishes before returning in the notebooks that nbval runs.
 # Two workers, one a core: the browser tests on one, the other files on the other (tests/conftest.py).
 test: $(TEST)
-	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax --durations=25 -n 2 --dist loadgroup
+	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
 
 bench: $(TEST)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -3,26 +3,30 @@
 The models in these tests are small; on a 2-core machine shared with other
 work, waking a second thread costs more than it saves, many times over.
 
-``make test`` runs two pytest-xdist workers with ``--dist loadgroup``. Each test
-file is one unit of work, so its module fixtures are built once, and a
-notebook's cells (nbval) run in order in one kernel. The browser tests are one
-unit together: one JupyterLab server and one Chromium, and never two browser
-jobs competing for the two cores.
+``make test`` runs two pytest-xdist workers with ``--dist loadscope`` (in collection order, the browser tests first: the longest unit), and the
+scheduler below makes each test file one unit of work, so its module fixtures
+are built once and a notebook's cells (nbval) run in order in one kernel. The
+browser tests are one unit together: one JupyterLab server and one Chromium,
+and never two browser jobs competing for the two cores. (xdist's own
+``loadgroup`` marks do nothing under pytest 9, which no longer reads the node
+id xdist rewrites.)
 """
-
-from pathlib import Path
 
 import pytest
 
-BROWSER = Path(__file__).resolve().parent / "browser"
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        group = "browser" if path.is_relative_to(BROWSER) else str(path)
-        item.add_marker(pytest.mark.xdist_group(group))
+    class ByFileBrowserTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/browser" if path.startswith("tests/browser/") else path
+
+    return ByFileBrowserTogether(config, log)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -28,9 +28,9 @@ from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _notebook7_ow
 
 SETUP = """\
 import rudi_explain as rx
-demo = rx.datasets.make_payments(800, random_state=0)
+demo = rx.datasets.make_payments(400, random_state=0)  # small: the job runs twice per app
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread",
-                 n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
+                 n_stats=3, n_rules=6, n_simulations=20, student_params={"epochs": 30})
 exp"""
 
 TEXTS = """\
