@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.pruning import PruningPath, _fires, _refit
+from rudi_explain.pruning import PruningPath, _fires, _refit, fold_bands
 from rudi_explain.rules import FALSE, TRUE, And, Lit, RuleSet, literal_info, simplify
 
 __all__ = ["swap_rules", "swap_path", "N_PAIRS", "MAX_USERS"]
@@ -81,6 +81,34 @@ def _best_condition(r: np.ndarray, Zf: np.ndarray, n_pairs: int) -> tuple[float,
     return best
 
 
+def _as_bands(formulas: list, Z: np.ndarray, y: np.ndarray, n_max: int, literals) -> RuleSet:
+    """The rules refitted on ``Z``, ``y``, their bands on one statistic made disjoint, at most ``n_max`` rules.
+
+    A swapped-in band can overlap a band on the same statistic output that is
+    already there; the reader would have to add the two up. Folding them
+    (:func:`~rudi_explain.pruning.fold_bands`, the same scores) can take one
+    rule more: then the rule whose loss costs the least squared error goes,
+    and the weights are refitted.
+    """
+    b, w = _refit(np.column_stack([_fires(f, Z) for f in formulas]), y)
+    folded = fold_bands(RuleSet.from_formulas(formulas, w, b, literals=literals), Z)
+    kept = [r.formula for r in folded]
+    if len(kept) == len(formulas) and kept == list(formulas):
+        return folded
+    F = np.column_stack([_fires(f, Z) for f in kept])
+    while len(kept) > n_max:
+        sse = []
+        for k in range(len(kept)):
+            rest = np.delete(F, k, axis=1)
+            b, w = _refit(rest, y)
+            sse.append(float(np.sum((y - b - rest @ w) ** 2)))
+        k = int(np.argmin(sse))  # the first of equals: deterministic
+        kept.pop(k)
+        F = np.delete(F, k, axis=1)
+    b, w = _refit(F, y)
+    return RuleSet.from_formulas(kept, w, b, literals=literals)
+
+
 def swap_rules(
     rules: RuleSet,
     Z: np.ndarray,
@@ -114,8 +142,9 @@ def swap_rules(
     Returns
     -------
     RuleSet
-        Over the same literals, with as many rules; ``rules`` itself when no
-        swap helps the validation users.
+        Over the same literals, with as many rules or fewer (rules on one
+        statistic output alone are folded into disjoint bands, as pruning
+        leaves them); ``rules`` itself when no swap helps the validation users.
     """
     if rules.linear or len(rules) < 1 or type(rules) is not RuleSet:
         return rules
@@ -166,14 +195,12 @@ def swap_rules(
             break
     if not changed_any:
         return rules
-    # the final weights on every fitting user, in the teacher's units
+    # the final weights on every fitting user, in the teacher's units, as disjoint bands
     rows = np.flatnonzero(~is_valid)
-    F_all = np.column_stack([_fires(f, Z[rows]) for f in formulas])
-    b, w = _refit(F_all, (y[rows] - center) / scale)
-    swapped = RuleSet.from_formulas(formulas, w * scale, b * scale + center, literals=rules.literals if rules.literals is not None
-                                    else rules.info)
-    if len(swapped) != len(rules):
-        return rules
+    literals = rules.literals if rules.literals is not None else rules.info
+    swapped = _as_bands(formulas, Z[rows], (y[rows] - center) / scale, len(rules), literals)
+    swapped = RuleSet.from_formulas([r.formula for r in swapped], swapped.weights * scale,
+                                    swapped.intercept * scale + center, literals=literals)
     valid = np.flatnonzero(is_valid)
     before = fidelity(y[valid], rules.score(Z[valid]))
     after = fidelity(y[valid], swapped.score(Z[valid]))
@@ -205,14 +232,16 @@ def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndar
     Returns
     -------
     PruningPath
-        ``path`` itself, changed in place: its rule sets and validation
-        fidelities; the default point stays where it was.
+        ``path`` itself, changed in place: its rule sets, their numbers of
+        rules (folding bands may merge two) and validation fidelities; the
+        default point stays where it was.
     """
     Z = np.asarray(Z, dtype=bool)
     y = np.asarray(y, dtype=np.float64)
     valid = np.asarray(is_valid, dtype=bool)
     rule_sets = list(path.rule_sets)
     fids = np.asarray(path.fidelity_valid, dtype=np.float64).copy()
+    n_rules = np.asarray(path.n_rules).copy()
     for i, before in enumerate(rule_sets):
         if path.n_rules[i] > max_rules:
             continue
@@ -222,5 +251,6 @@ def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndar
         if after is not before:
             rule_sets[i] = after
             fids[i] = fidelity(y[valid], after.score(Z[valid]))
-    path.rule_sets, path.fidelity_valid = rule_sets, fids
+            n_rules[i] = len(after)  # folded bands can merge: fewer rules, never more
+    path.rule_sets, path.fidelity_valid, path.n_rules = rule_sets, fids, n_rules
     return path

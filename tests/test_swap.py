@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import And, Lit, RuleSet, evaluate_formula
+from rudi_explain.literals import Literals
+from rudi_explain.rules import And, Lit, RuleSet, evaluate_formula, formula_literals
 from rudi_explain.pruning import prune_rules
 from rudi_explain.swap import _best_condition, swap_path, swap_rules
 
@@ -121,3 +122,38 @@ def test_every_point_up_to_the_cap_is_swapped_and_its_fidelity_is_its_rule_sets(
             assert rs is before[i]
     # the planted pair reaches the small points
     assert any(planted in {r.formula for r in rs} for rs, k in zip(path.rule_sets, path.n_rules) if k <= 4)
+
+
+def _overlapping_bands(rules: RuleSet, Z: np.ndarray, column: np.ndarray) -> int:
+    """Users for whom two rules that each use one statistic output alone, the same one, both fire."""
+    fires = rules.fires(Z)
+    by_column: dict[int, list[int]] = {}
+    for k, r in enumerate(rules):
+        cols = {int(column[x.index]) for x in formula_literals(r.formula)}
+        if len(cols) == 1:
+            by_column.setdefault(cols.pop(), []).append(k)
+    return sum(int((fires[:, ks].sum(axis=1) > 1).sum()) for ks in by_column.values() if len(ks) > 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_swapped_points_read_as_disjoint_bands_with_the_same_scores(seed):
+    # The score is a smooth step in one statistic: swaps bring in bands on it, which must not
+    # overlap the bands already there (a reader would have to add them up).
+    rng = np.random.default_rng(seed)
+    n = 3000
+    V = np.column_stack([rng.lognormal(3, 1, n), rng.poisson(4, n), rng.normal(size=n)])
+    lits = Literals.from_values(V, n_quantiles=10)
+    Z = lits.transform_values(V)
+    y = np.log1p(V[:, 0]) + 0.3 * (V[:, 1] > 5) + rng.normal(0, 0.2, n)
+    is_valid = rng.random(n) < 0.25
+    col0 = np.flatnonzero(lits.column == 0)
+    formulas = [Lit(int(i)) for i in col0[::3]] + [Lit(int(i)) for i in np.flatnonzero(lits.column == 2)[:3]]
+    start = RuleSet.from_formulas(formulas, np.linspace(0.5, 0.1, len(formulas)), 0.0, literals=lits)
+    path = prune_rules(start, Z, y, is_valid, max_rules=8)
+    unswapped = [fidelity(y[is_valid], rs.score(Z[is_valid])) for rs in path.rule_sets]
+    counts = path.n_rules.copy()
+    swap_path(path, Z, y, is_valid, max_rules=8)
+    for rs, k, before in zip(path.rule_sets, counts, unswapped):
+        assert len(rs) <= k
+        assert _overlapping_bands(rs, Z, lits.column) == 0
+        assert fidelity(y[is_valid], rs.score(Z[is_valid])) >= before - 1e-12
