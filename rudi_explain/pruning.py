@@ -274,6 +274,17 @@ def _fires(f: Formula, Z: np.ndarray) -> np.ndarray:
     return evaluate_formula(f, Z)
 
 
+def _standard_units(y: np.ndarray) -> tuple[float, float]:
+    """A center and scale for ``y`` such that ``(y - center) / scale`` has unit spread.
+
+    Median and largest deviation first, then the standard deviation of the
+    scaled values: scores of any size (1e300) never overflow a sum of squares.
+    """
+    center = float(np.median(y))
+    spread = float(np.max(np.abs(y - center))) or 1.0
+    return center, spread * (float(np.std((y - center) / spread)) or 1.0)
+
+
 def _refit(F: np.ndarray, y: np.ndarray, ridge: float = 1e-6) -> tuple[float, np.ndarray]:
     """Least-squares intercept and weights of the firing matrix ``F`` for the scores ``y``."""
     A = np.column_stack([np.ones(len(y)), F.astype(np.float64)])

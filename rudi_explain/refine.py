@@ -31,7 +31,7 @@ import numpy as np
 
 from rudi_explain.literals import MOVE_TOLERANCE, Literals, _round_threshold
 from rudi_explain.metrics import fidelity
-from rudi_explain.pruning import PruningPath, _refit, prune_rules
+from rudi_explain.pruning import PruningPath, _refit, _standard_units, prune_rules
 from rudi_explain.rules import And, Const, Formula, Lit, RuleSet, evaluate_formula, formula_literals
 from rudi_explain.swap import swap_path
 
@@ -260,9 +260,7 @@ def refine_thresholds(
     grid = _Grid(literals, V, int(n_candidates), int(n_global), move_tolerance)
     formulas = [r.formula for r in rules]
     # work in standard units: scores of any size (1e300) must not overflow a sum of squares
-    center = float(np.median(y[fit_rows]))
-    spread = float(np.max(np.abs(y[fit_rows] - center))) or 1.0
-    scale = spread * (float(np.std((y[fit_rows] - center) / spread)) or 1.0)
+    center, scale = _standard_units(y[fit_rows])
     weights = rules.weights.astype(np.float64) / scale
     intercept = (float(rules.intercept) - center) / scale
     y_fit = (y[fit_rows] - center) / scale

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.pruning import PruningPath, _fires, _refit, fold_bands
+from rudi_explain.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
 from rudi_explain.rules import FALSE, TRUE, And, Lit, RuleSet, literal_info, simplify
 
 __all__ = ["swap_rules", "swap_path", "N_PAIRS", "MAX_USERS"]
@@ -92,9 +92,9 @@ def _as_bands(formulas: list, Z: np.ndarray, y: np.ndarray, n_max: int, literals
     """
     b, w = _refit(np.column_stack([_fires(f, Z) for f in formulas]), y)
     folded = fold_bands(RuleSet.from_formulas(formulas, w, b, literals=literals), Z)
+    if len(folded) <= n_max:
+        return folded  # the refitted weights, folded: the same scores
     kept = [r.formula for r in folded]
-    if len(kept) == len(formulas) and kept == list(formulas):
-        return folded
     F = np.column_stack([_fires(f, Z) for f in kept])
     while len(kept) > n_max:
         sse = []
@@ -165,9 +165,7 @@ def swap_rules(
     Zb = Z[fit_rows]
     Zf = Zb.astype(np.float64)
     # standard units: scores of any size must not overflow a sum of squares
-    center = float(np.median(y[fit_rows]))
-    spread = float(np.max(np.abs(y[fit_rows] - center))) or 1.0
-    scale = spread * (float(np.std((y[fit_rows] - center) / spread)) or 1.0)
+    center, scale = _standard_units(y[fit_rows])
     yf = (y[fit_rows] - center) / scale
     formulas = [r.formula for r in rules]
     F = np.column_stack([_fires(f, Zb) for f in formulas])

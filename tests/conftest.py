@@ -3,13 +3,13 @@
 The models in these tests are small; on a 2-core machine shared with other
 work, waking a second thread costs more than it saves, many times over.
 
-``make test`` runs two pytest-xdist workers with ``--dist loadscope`` (in collection order, the browser tests first: the longest unit), and the
-scheduler below makes each test file one unit of work, so its module fixtures
-are built once and a notebook's cells (nbval) run in order in one kernel. The
-browser tests are one unit together: one JupyterLab server and one Chromium,
-and never two browser jobs competing for the two cores. (xdist's own
-``loadgroup`` marks do nothing under pytest 9, which no longer reads the node
-id xdist rewrites.)
+``make test`` runs two pytest-xdist workers with ``--dist loadscope`` in
+collection order (the browser tests first: the longest unit). The scheduler
+below makes each test file one unit of work, so its module fixtures are built
+once and a notebook's cells (nbval) run in order in one kernel. The browser
+tests are one unit together: one JupyterLab server and one Chromium, and never
+two browser jobs competing for the two cores. (xdist's own ``loadgroup`` marks
+do nothing under pytest 9, which no longer reads the node id xdist rewrites.)
 """
 
 import pytest
