@@ -29,9 +29,9 @@ import numpy as np
 import torch
 
 import rudi_explain as rx
-from rudi_explain.attributions import attribute_events
-from rudi_explain.demo_teachers import train_demo_gru
-from rudi_explain.teachers import as_teacher
+from rudi_explain.audit.attributions import attribute_events
+from rudi_explain.teachers.demo_gru import train_demo_gru
+from rudi_explain.teachers.adapters import as_teacher
 
 
 def _timed(fn):
@@ -78,7 +78,7 @@ def run(gru, seqs, idx, device: str, steps: int, batch_size: int | None, methods
 
 def agreement(gru, seqs, n_users: int) -> None:
     """Explain the GRU over all users, then the agreement of held-out users for IG and occlusion."""
-    from rudi_explain.attributions import agreement_summary
+    from rudi_explain.audit.attributions import agreement_summary
 
     start = time.perf_counter()
     exp = rx.explain(gru, seqs, background=False, progress=lambda e: None, random_state=0)

@@ -41,8 +41,8 @@ import pandas as pd
 
 import rudi_explain as rx
 from rudi_explain.metrics import auc, fidelity
-from rudi_explain.refine import prune_and_refine, refine_thresholds
-from rudi_explain.swap import swap_path
+from rudi_explain.rules.refine import prune_and_refine, refine_thresholds
+from rudi_explain.rules.swap import swap_path
 
 # Statistics of depth 1 to 4 on the payments data: the four planted ones and
 # sixteen plausible others (what a search might return).
@@ -294,7 +294,7 @@ def planted_case(seed: int, n_users: int, n_distractors: int = 0, noise: float =
 PEERS_SCRIPT = """
 import sys, numpy as np
 from imodels import FIGSRegressor, RuleFitRegressor
-from rudi_explain.literals import _data_kind, _round_threshold
+from rudi_explain.rules.literals import _data_kind, _round_threshold
 d = np.load(sys.argv[1], allow_pickle=False)
 V = d["V_train"]
 out = {}
@@ -385,7 +385,7 @@ def stage2(cases: int, n_users: int, n_quantiles: int | None = None) -> None:
                 rules = student.rules(lits)
                 rows.setdefault(name, []).append((fidelity(y[te], rules.score(X_te)), len(rules), tm.cpu))
             # explain()'s own stage 2: the student on all but a validation fifth of the training users,
-            # thresholds refined (rudi_explain.refine), then folded and pruned to at most 10 rules
+            # thresholds refined (rudi_explain.rules.refine), then folded and pruned to at most 10 rules
             n_tr = n_users - n_test
             is_valid = np.zeros(n_tr, dtype=bool)
             is_valid[np.random.default_rng(seed).permutation(n_tr)[: n_tr // 5]] = True
@@ -497,7 +497,7 @@ def main() -> None:
     train = seqs.subset(train_idx)
     test = seqs.subset(test_idx)
     if args.stats == "search":
-        from rudi_explain.search import search_statistics
+        from rudi_explain.search.statistics_search import search_statistics
 
         stats = search_statistics(train, teacher[train_idx], n_stats=20, random_state=0)
     else:

@@ -30,7 +30,7 @@ import numpy as np
 
 from rudi_explain.correlation import multiple_correlation
 from rudi_explain.datasets import make_payments
-from rudi_explain.search import StatisticsSearch
+from rudi_explain.search.statistics_search import StatisticsSearch
 
 
 def columns(values: np.ndarray) -> np.ndarray:

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.statistics.sql import statistics_sql
-from rudi_explain.warehouse import EventTable
+from rudi_explain.sql.statistics import statistics_sql
+from rudi_explain.sql.warehouse import EventTable
 
 STATISTICS = [
     "Select(*) | Count", "Select(amount) | Sum", "Select(amount) | Mean", "Select(amount) | Max",
@@ -151,7 +151,7 @@ def out_of_core(args: argparse.Namespace) -> dict:
     seconds["rule scores, every user"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     # The sample's rule scores from DuckDB against the engine's on the same users: equal, since sums
-    # are added in the engine's event order (rudi_explain.statistics.sql.ordered_values); a count
+    # are added in the engine's event order (rudi_explain.sql.statistics.ordered_values); a count
     # above 0 would be a defect. Ties in time within a user need event_order= to be exact.
     check = scored["score"].reindex(sample.users).to_numpy()
     differ = int(np.sum(check != rules.score(sample)))

@@ -17,7 +17,7 @@ import os
 import time
 
 from rudi_explain.datasets import make_payments
-from rudi_explain.search import StatisticsSearch
+from rudi_explain.search.statistics_search import StatisticsSearch
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--demo-users", type=int, default=2000, help="users of the notebook's explanation")
     args = parser.parse_args()
 
-    from rudi_explain.widget import ExplanationWidget
+    from rudi_explain.views.widget import ExplanationWidget
 
     demo = rx.datasets.make_payments(2000, random_state=0)
     small = rx.explain(None, demo.events, scores=demo.risk, background=False, progress=lambda e: None,
@@ -179,7 +179,7 @@ def notebook_sizes(n_users: int) -> None:
 
 def first_progress(n_users: int, repeats: int) -> None:
     """Seconds from calling rx.explain to the first job stage in the widget's state."""
-    from rudi_explain.widget import ExplanationWidget
+    from rudi_explain.views.widget import ExplanationWidget
 
     demo = rx.datasets.make_payments(n_users, random_state=0)
     in_process = []

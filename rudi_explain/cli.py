@@ -114,7 +114,7 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import rudi_explain as rx
-    from rudi_explain.demo_teachers import train_demo_gru
+    from rudi_explain.teachers.demo_gru import train_demo_gru
 
     _check_out(Path(args.out))
     t0 = time.perf_counter()
@@ -190,7 +190,7 @@ def _read_events(args: argparse.Namespace) -> Any:
         return _read_table(path)
     if not path.exists() and not any(ch in str(path) for ch in "*?["):
         raise SystemExit(f"rudi-explain: {path} does not exist")
-    from rudi_explain.warehouse import DEFAULT_SAMPLE_USERS, EventTable
+    from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
 
     return EventTable(str(path), user=args.user, time=args.time, table=args.table,
                       n_users=args.sample_users or DEFAULT_SAMPLE_USERS)
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     common(run, "out/run", n_stats=20, simulations=500)
     run.set_defaults(func=_run)
 
-    from rudi_explain.statistics.sql import DIALECTS
+    from rudi_explain.sql.statistics import DIALECTS
 
     sql = sub.add_parser("sql", help="write the rules of a saved explanation as one SQL query scoring every user")
     sql.add_argument("explanation", help="a saved explanation (explanation.rudi)")

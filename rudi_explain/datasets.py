@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rudi_explain.sequences import Sequences
+from rudi_explain.data.sequences import Sequences
 from rudi_explain.statistics import Statistic
 
 __all__ = ["DemoData", "make_payments", "make_edits", "train_demo_gru", "make_demo_pipeline"]
@@ -261,14 +261,14 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
 
 
 def train_demo_gru(*args, **kwargs):
-    """The demo PyTorch teacher; see :func:`rudi_explain.demo_teachers.train_demo_gru`."""
-    from rudi_explain.demo_teachers import train_demo_gru as train
+    """The demo PyTorch teacher; see :func:`rudi_explain.teachers.demo_gru.train_demo_gru`."""
+    from rudi_explain.teachers.demo_gru import train_demo_gru as train
 
     return train(*args, **kwargs)
 
 
 def make_demo_pipeline(*args, **kwargs):
-    """The demo scikit-learn teacher; see :func:`rudi_explain.demo_teachers.make_demo_pipeline`."""
-    from rudi_explain.demo_teachers import make_demo_pipeline as make
+    """The demo scikit-learn teacher; see :func:`rudi_explain.teachers.demo_gru.make_demo_pipeline`."""
+    from rudi_explain.teachers.demo_gru import make_demo_pipeline as make
 
     return make(*args, **kwargs)

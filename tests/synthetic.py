@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.explanation import Explanation
+from rudi_explain.explanation._explanation import Explanation
 
 
 def scaled_explanation(exp: Explanation, n_users: int, events_per_user: int = 2, seed: int = 0,

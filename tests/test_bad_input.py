@@ -13,7 +13,7 @@ import pytest
 import rudi_explain as rx
 
 from html_parts import ReportParts
-from rudi_explain.report import report_html
+from rudi_explain.views.report import report_html
 
 from tiny import tiny_explanation  # noqa: E402
 
@@ -85,7 +85,7 @@ def test_whole_float_ids_become_integers_and_work_end_to_end(tmp_path):
     exp = tiny_explanation(seqs, demo.risk.rename(index=lambda u: int(codes[u])))
     html = report_html(exp, n_users=8)  # the old code raised KeyError: "user '182.5' ..."
     assert "rx-users" in html
-    from rudi_explain import widget_state as ws
+    from rudi_explain.views import payloads as ws
 
     detail = ws.user_detail(exp, ws.resolve_user(exp, "7"))
     assert detail["id"] in (7, "7")
@@ -151,17 +151,17 @@ def test_many_categories_are_lumped_by_frequency_against_a_reference():
     with pytest.warns(UserWarning, match=r"'merchant' has 1,\d{3} categories, more than max_categories=1,000"):
         seqs = rx.Sequences(events, time=None, max_categories=bound)
     vocab = seqs.categories("merchant")
-    assert len(vocab) == bound and rx.sequences.OTHER_CATEGORY in vocab
+    assert len(vocab) == bound and rx.data.sequences.OTHER_CATEGORY in vocab
     # Reference: pandas counts, most frequent kept (ties in sorted order), the rest become "<other>".
     counts = events["merchant"].value_counts()
     order = sorted(counts.index, key=lambda v: (-counts[v], v))
     kept = set(order[: bound - 1])
-    expected = events["merchant"].where(events["merchant"].isin(kept), rx.sequences.OTHER_CATEGORY)
+    expected = events["merchant"].where(events["merchant"].isin(kept), rx.data.sequences.OTHER_CATEGORY)
     decoded = seqs.to_frame().set_index(seqs.input_row).sort_index()["merchant"]
     assert (decoded.to_numpy() == expected.to_numpy()).all()
     # New data: a lumped or unknown merchant joins "<other>", as in training.
     new = rx.Sequences(events.assign(merchant="never-seen"), time=None, vocabularies=seqs.vocabularies)
-    assert set(np.asarray(vocab)[new.codes["merchant"]]) == {rx.sequences.OTHER_CATEGORY}
+    assert set(np.asarray(vocab)[new.codes["merchant"]]) == {rx.data.sequences.OTHER_CATEGORY}
 
 
 # ------------------------------------------------------------ item 11: small ones at the boundary
@@ -213,7 +213,7 @@ def test_report_warns_when_held_out_users_are_few():
     r = exp.report()
     assert r["n_test"] == 15 and r["fidelity_test_ci"][0] <= r["fidelity_test"] <= r["fidelity_test_ci"][1]
     assert any("only 15 held-out users" in w for w in r["warnings"])
-    from rudi_explain import widget_state as ws
+    from rudi_explain.views import payloads as ws
 
     summary = ws.summary(exp)
     assert summary["warnings"] == r["warnings"] and len(summary["fidelity_test_ci"]) == 2
@@ -233,7 +233,7 @@ def test_report_warns_when_scores_are_mostly_tied():
 
 
 def test_scores_of_any_size_give_the_same_rules_in_their_own_units():
-    from rudi_explain.explanation import _in_teacher_units, _standardize
+    from rudi_explain.explanation._explanation import _in_teacher_units, _standardize
 
     demo = payments(150)
     y = demo.risk.to_numpy()
@@ -263,7 +263,7 @@ def test_explain_trains_on_standardized_scores():
 
 # ------------------------------------------------------------ item 10: labels and scores by user id
 def test_bare_arrays_are_refused_unless_said_to_be_in_users_order():
-    from rudi_explain.teachers import as_teacher, given_scores
+    from rudi_explain.teachers.adapters import as_teacher, given_scores
 
     demo = payments(150)
     natural = demo.events.drop_duplicates("user_id")["user_id"]
@@ -280,7 +280,7 @@ def test_bare_arrays_are_refused_unless_said_to_be_in_users_order():
     np.testing.assert_array_equal(as_teacher(scores, in_users_order=True).score(seqs), demo.risk.to_numpy())
     # Series in any order are aligned by id.
     shuffled = demo.labels.sample(frac=1.0, random_state=0)
-    from rudi_explain.explanation import _labels_array
+    from rudi_explain.explanation._explanation import _labels_array
 
     np.testing.assert_array_equal(_labels_array(shuffled, seqs), demo.labels.reindex(seqs.users).to_numpy())
 
@@ -296,7 +296,7 @@ def test_auc_says_which_users_it_covers():
 def test_drill_down_highlights_the_group_even_when_its_name_has_commas():
     from types import SimpleNamespace
 
-    from rudi_explain import widget_state as ws
+    from rudi_explain.views import payloads as ws
     from rudi_explain.statistics import Statistic
 
     demo = payments(120)
@@ -345,7 +345,7 @@ def test_parsing_a_long_statistic_text_is_linear():
 
 
 def test_invalid_student_params_fail_before_any_work(monkeypatch):
-    import rudi_explain.explanation as explanation
+    import rudi_explain.explanation._explanation as explanation
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")

@@ -141,7 +141,7 @@ def test_missing_label_column_and_zero_epochs_are_named(files, tmp_path, monkeyp
 
 
 def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, monkeypatch, capsys):
-    import rudi_explain.explanation as explanation
+    import rudi_explain.explanation._explanation as explanation
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.explanation import Explanation
-from rudi_explain.literals import Literals
+from rudi_explain.explanation._explanation import Explanation
+from rudi_explain.rules.literals import Literals
 from rudi_explain.statistics import Statistic
 from rudi_explain.students import LassoLiterals
 

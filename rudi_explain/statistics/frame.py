@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rudi_explain.sequences import Sequences
+from rudi_explain.data.sequences import Sequences
 
 __all__ = ["EventFrame"]
 

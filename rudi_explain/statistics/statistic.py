@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from rudi_explain.sequences import Sequences
+from rudi_explain.data.sequences import Sequences
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
@@ -264,12 +264,12 @@ class Statistic:
 
         One row per user (sorted), the user column then one column per
         output (:meth:`output_names`), NULL where undefined. See
-        :func:`rudi_explain.statistics.sql.statistic_sql` for the parameters
+        :func:`rudi_explain.sql.statistics.statistic_sql` for the parameters
         (``vocabularies=seqs.vocabularies`` for one-hot and GroupBy outputs,
         ``event_order=`` for ties in time, ``exact_sums=True`` for sums equal
         to the engine's to the bit).
         """
-        from rudi_explain.statistics.sql import statistic_sql
+        from rudi_explain.sql.statistics import statistic_sql
 
         return statistic_sql(self, table=table, user=user, time=time, dialect=dialect, vocabularies=vocabularies,
                              reference_time=reference_time, event_order=event_order, time_unit=time_unit,

@@ -30,7 +30,7 @@ from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import Aggregation, RowOperator, register_operator
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rudi_explain.sequences import Sequences
+    from rudi_explain.data.sequences import Sequences
     from rudi_explain.statistics.statistic import Statistic
 
 __all__ = [

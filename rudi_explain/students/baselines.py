@@ -21,7 +21,8 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rudi_explain.rules import And, Lit, LinearTerm, RuleSet, TRUE, literal_info
+from rudi_explain.rules.formula import And, Lit, TRUE, literal_info
+from rudi_explain.rules.ruleset import LinearTerm, RuleSet
 from rudi_explain.students.base import (
     FitProgress,
     RuleStudent,

@@ -35,22 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from rudi_explain.rules import (
-    And,
-    Formula,
-    Lit,
-    Or,
-    Rule,
-    RuleSet,
-    FALSE,
-    TRUE,
-    formula_literals,
-    formula_to_json,
-    formula_from_json,
-    literal_info,
-    render,
-    simplify,
-)
+from rudi_explain.rules.formula import And, Formula, Lit, Or, FALSE, TRUE, formula_literals, formula_to_json, formula_from_json, literal_info, render, simplify
+from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import frequent_itemsets, item_matrix, pack_rows
 

@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import FALSE, TRUE, And, Formula, Lit, Or, RuleSet, literal_info
+from rudi_explain.rules.formula import FALSE, TRUE, And, Formula, Lit, Or, literal_info
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 
 __all__ = ["GSNLN", "FitProgress"]

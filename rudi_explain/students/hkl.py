@@ -61,7 +61,8 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rudi_explain.rules import And, Lit, RuleSet, literal_info
+from rudi_explain.rules.formula import And, Lit, literal_info
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import item_matrix
 

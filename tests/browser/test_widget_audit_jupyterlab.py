@@ -26,7 +26,7 @@ from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close
 
 SETUP = """\
 import json, numpy as np, rudi_explain as rx
-from rudi_explain import widget_state as ws
+from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(600, random_state=0)
 history = rx.datasets.make_payments(600, random_state=1)
 gru = rx.datasets.train_demo_gru(history.sequences(), history.labels, hidden_size=16, epochs=2, random_state=0)

@@ -23,7 +23,7 @@ EVIL = "<img src=x onerror=alert(1)>"
 
 SETUP = f"""\
 import json, rudi_explain as rx
-from rudi_explain import widget_state as ws
+from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(1500, random_state=0)
 events = demo.events.copy()
 events["merchant_category"] = events["merchant_category"].cat.rename_categories({{"gambling": {EVIL!r}}})

@@ -24,7 +24,7 @@ from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close
 
 SETUP = """\
 import json, rudi_explain as rx
-from rudi_explain import widget_state as ws
+from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
                  n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
@@ -51,7 +51,7 @@ print("USER", uid)"""
 #: a cell of the layout tests' notebooks: the kernel's values for the user the test names in the file ``ask``
 USER_CELL = """\
 import json
-from rudi_explain import widget_state as ws
+from rudi_explain.views import payloads as ws
 uid = json.load(open(%r))["user"]
 d = ws.user_detail(exp, uid)
 """
@@ -102,7 +102,7 @@ def _gap(card: dict) -> float:
 #: of the layout tests' notebooks
 CARDS_CELL = """\
 import json
-from rudi_explain import widget_state as ws
+from rudi_explain.views import payloads as ws
 exp.wait(timeout=300)
 json.dump({{"cards": ws.rule_cards(exp), "rules": [{{"text": str(r.text), "weight": float(r.weight)}} for r in exp.rules]}},
           open({name!r}, "w"))"""

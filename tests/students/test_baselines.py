@@ -3,7 +3,8 @@ import pytest
 from sklearn.linear_model import Lasso
 
 import rudi_explain as rx
-from rudi_explain.rules import Lit, LinearTerm
+from rudi_explain.rules.formula import Lit
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.students import CARTRules, LassoLiterals, LassoStatistics, NotFittedError
 
 
@@ -72,7 +73,7 @@ def test_cart_paths_merge_thresholds_of_one_statistic(data):
 
 
 def _lits(f):
-    from rudi_explain.rules import formula_literals
+    from rudi_explain.rules.formula import formula_literals
 
     return formula_literals(f)
 

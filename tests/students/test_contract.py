@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.rules import RuleSet
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students import FitProgress, NotFittedError
 
 

@@ -4,7 +4,7 @@ import torch
 
 import rudi_explain as rx
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import evaluate_formula, formula_literals
+from rudi_explain.rules.formula import evaluate_formula, formula_literals
 from rudi_explain.students import GSNLN, FitProgress, NotFittedError
 from rudi_explain.students.gsnln import _loss_and_grads
 

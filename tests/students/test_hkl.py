@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.rules import And, Lit, RuleSet
+from rudi_explain.rules.formula import And, Lit
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students import HKLRuleEnsemble, NotFittedError
 
 
@@ -41,7 +42,7 @@ def test_finds_the_conjunctions_without_enumerating_the_lattice(fitted, conjunct
 
 
 def _lits(f):
-    from rudi_explain.rules import formula_literals
+    from rudi_explain.rules.formula import formula_literals
 
     return formula_literals(f)
 

@@ -6,7 +6,7 @@ from sklearn.tree import DecisionTreeRegressor
 
 import rudi_explain as rx
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules import formula_literals
+from rudi_explain.rules.formula import formula_literals
 from rudi_explain.students import CARTRules, NotFittedError, SumOfTrees
 
 
@@ -199,7 +199,7 @@ def test_unfitted_and_mismatched():
 
 
 def test_explain_knows_the_trees_student():
-    from rudi_explain.explanation import STUDENTS, _student
+    from rudi_explain.explanation._explanation import STUDENTS, _student
 
     assert "trees" in STUDENTS
     s = _student("trees", 12, 3, {"max_depth": 2})

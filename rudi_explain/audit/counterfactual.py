@@ -1,0 +1,569 @@
+"""Counterfactuals in the rules' language: the smallest change that moves one user's rule score.
+
+``exp.user(uid).counterfactual(target_percentile=50, direction="below")``
+searches changes to the values of the statistic outputs the rules read, for
+the one that moves the user's rule score below (or above) that percentile of
+the training users' rule scores, and says it in the literals' own words.
+
+What "smallest" means
+---------------------
+A statistic output matters to the rules only through the literals on it, so
+its possible values fall into *bands* between the thresholds the rules use;
+moving the value to another band flips every rule literal in between. A
+candidate change moves some outputs to other bands. The search takes, in
+order: the fewest rule literals flipped; then the smallest distance, the
+sum over the changed outputs of how far the value moves in that output's
+own training distribution (the difference of its empirical quantiles, 0 to
+1); then the largest margin past the target. It is exhaustive up to
+``max_literals`` flips: every combination of band moves of that total cost is
+scored at once (vectorized: candidates are rows of a value matrix), level by
+level, stopping at the first level that reaches the target.
+
+The value each changed output needs is the nearest one in its new band:
+the threshold itself when the value must come down ("at most 14"); when it
+must go up, the next whole number for a count and otherwise the smallest
+training value in the band ("more than 14" reads 15 for a count).
+
+Events
+------
+Where a changed output counts events (``Count``, or ``Sum`` of a categorical
+one-hot), the change is also said in events ("2 fewer events where channel
+is online"). When every change is "fewer events", the change is carried out
+(:class:`EventEdit`): the most recent matching events are dropped from the
+user's sequence, the statistics and the rule score are evaluated again on
+what is left (other statistics may move too: the edit is real, not the
+literal change), and when the explanation holds its model, the teacher
+scores the edited events.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain.audit.attributions import TeacherUnavailable, _teacher_of, output_events
+from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.formula import Lit, format_threshold
+
+__all__ = ["Counterfactual", "EventEdit", "counterfactual", "DIRECTIONS", "MAX_CANDIDATES"]
+
+DIRECTIONS = ("below", "above")
+#: Candidate changes scored at most; beyond, the search stops and says so.
+MAX_CANDIDATES = 2_000_000
+#: Candidates scored in one block (bounds memory: a block is a value matrix).
+CHUNK = 20_000
+
+
+@dataclass
+class EventEdit:
+    """A counterfactual carried out on the events: the most recent matching events dropped.
+
+    Attributes
+    ----------
+    dropped : DataFrame
+        The events dropped, as ``exp.user(uid).events`` shows them.
+    values : DataFrame
+        Per changed statistic output: ``value_now``, ``value_needed`` and
+        ``value_after`` (evaluated on the edited events).
+    score : float
+        The rule score of the edited events.
+    percentile : float
+        Its percentile among the training users' rule scores.
+    reaches_target : bool
+        Whether the edited events' rule score is past the target.
+    teacher_score, teacher_percentile : float or None
+        The model's score of the edited events (and its percentile among the
+        training users' teacher scores); None when no model can be asked
+        (``note`` says why).
+    teacher_score_before, teacher_percentile_before : float
+        The model's score of the user as is.
+    note : str
+    """
+
+    dropped: pd.DataFrame
+    values: pd.DataFrame
+    score: float
+    percentile: float
+    reaches_target: bool
+    teacher_score: float | None
+    teacher_percentile: float | None
+    teacher_score_before: float
+    teacher_percentile_before: float
+    note: str = ""
+
+    @property
+    def n_dropped(self) -> int:
+        return len(self.dropped)
+
+
+@dataclass
+class Counterfactual:
+    """The smallest change of literal values that moves one user's rule score past a percentile.
+
+    Attributes
+    ----------
+    user_id : object
+    direction : {"below", "above"}
+    target_percentile : float
+    target_score : float
+        That percentile of the training users' rule scores; the new score
+        must be strictly below (above) it.
+    score, percentile : float
+        The user's rule score now, and its percentile among training users
+        (the share of them with a lower score, in percent).
+    found : bool
+        Whether a change of at most ``max_literals`` literals reaches the
+        target (True with no change when the score already is past it).
+    new_score, new_percentile : float or None
+        The rule score with the change, and its percentile.
+    n_literals : int
+        Rule literals flipped.
+    distance : float
+        Sum over the changed outputs of the move in their training quantiles.
+    changes : DataFrame
+        One row per statistic output changed: ``output`` (its column),
+        ``words``, ``statistic``, ``kind``, ``value_now``, ``value_needed``,
+        ``condition`` (the literal sentence the value must meet), ``quantile_now``,
+        ``quantile_needed``, ``n_literals`` (flipped on it), ``events`` (the
+        change in events, for a count; else None), ``event_change`` (signed
+        number of events, or None).
+    flipped : DataFrame
+        One row per literal flipped: ``literal`` (index), ``now`` and
+        ``after`` (the literal as it holds now and after, as sentences),
+        ``rules`` (indices of the rules that read it).
+    edit : EventEdit or None
+        The change carried out on the events, when every change is "fewer
+        events" of a count.
+    message : str
+        A sentence: what was found, or why nothing was.
+    n_candidates : int
+        Candidate changes scored.
+    """
+
+    user_id: Any
+    direction: str
+    target_percentile: float
+    target_score: float
+    score: float
+    percentile: float
+    found: bool
+    new_score: float | None
+    new_percentile: float | None
+    n_literals: int
+    distance: float
+    changes: pd.DataFrame
+    flipped: pd.DataFrame
+    edit: EventEdit | None
+    message: str
+    n_candidates: int = 0
+    max_literals: int = 0
+
+    def summary(self) -> str:
+        """The counterfactual in a few lines of text."""
+        lines = [self.message]
+        for r in self.changes.itertuples():
+            line = f"- {r.words}: {_value_text(r.value_now)} -> {_value_text(r.value_needed)} ({r.condition})"
+            if isinstance(r.events, str):
+                line += f"; that is {r.events}"
+            lines.append(line)
+        if self.found and len(self.changes):
+            lines.append(f"rule score {self.score:.4g} ({_ordinal(self.percentile)} percentile) -> {self.new_score:.4g} "
+                         f"({_ordinal(self.new_percentile)} percentile); target: {self.direction} "
+                         f"{self.target_score:.4g} (the {_ordinal(self.target_percentile)} percentile)")
+        e = self.edit
+        if e is not None:
+            lines.append(f"on the events: the {e.n_dropped} most recent matching event{'s' if e.n_dropped != 1 else ''} "
+                         f"dropped: rule score {e.score:.4g} ({_ordinal(e.percentile)} percentile), "
+                         f"{'past' if e.reaches_target else 'not past'} the target")
+            if e.teacher_score is not None:
+                lines.append(f"the model: {e.teacher_score_before:.4g} ({_ordinal(e.teacher_percentile_before)} "
+                             f"percentile) -> {e.teacher_score:.4g} ({_ordinal(e.teacher_percentile)} percentile) on "
+                             "the edited events")
+            elif e.note:
+                lines.append(e.note)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (floats rounded; NaN as None), for the widget."""
+        from rudi_explain.views.payloads import _num
+
+        def cell(v: Any) -> Any:
+            if isinstance(v, (list, tuple, np.ndarray)):
+                return [int(x) for x in v]
+            if v is None or v is pd.NA:
+                return None
+            if isinstance(v, (float, np.floating)):
+                return _num(v)
+            return int(v) if isinstance(v, np.integer) else v
+
+        def rows(frame: pd.DataFrame) -> list[dict]:
+            return [{k: cell(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
+
+        e = self.edit
+        return {
+            "user": str(self.user_id), "direction": self.direction, "target_percentile": _num(self.target_percentile),
+            "target_score": _num(self.target_score), "score": _num(self.score), "percentile": _num(self.percentile),
+            "found": bool(self.found), "new_score": _num(self.new_score), "new_percentile": _num(self.new_percentile),
+            "n_literals": int(self.n_literals), "distance": _num(self.distance, 4), "message": self.message,
+            "changes": rows(self.changes), "flipped": rows(self.flipped),
+            "edit": None if e is None else {
+                "n_dropped": e.n_dropped, "score": _num(e.score), "percentile": _num(e.percentile),
+                "reaches_target": bool(e.reaches_target), "teacher_score": _num(e.teacher_score),
+                "teacher_percentile": _num(e.teacher_percentile), "teacher_score_before": _num(e.teacher_score_before),
+                "teacher_percentile_before": _num(e.teacher_percentile_before), "note": e.note,
+                "values": rows(e.values)},
+        }
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.summary())}</pre>"
+
+
+def _value_text(x: float) -> str:
+    """A statistic value for people: 4 significant digits, "undefined" for NaN."""
+    if math.isnan(x):
+        return "undefined"
+    return format_threshold(x) if float(f"{x:.4g}") == x else f"{x:.4g}"
+
+
+def _ordinal(p: float) -> str:
+    """A percentile as an ordinal: 1st, 22nd, 91st, 50th."""
+    k = int(round(p))
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+# ------------------------------------------------------------------ the search
+def _quantile(sorted_values: np.ndarray, x: float) -> float:
+    """Mid-rank empirical quantile of ``x`` among the sorted defined training values (0 when undefined)."""
+    if math.isnan(x) or not sorted_values.size:
+        return 0.0
+    lo = np.searchsorted(sorted_values, x, side="left")
+    hi = np.searchsorted(sorted_values, x, side="right")
+    return float((lo + hi) / 2 / sorted_values.size)
+
+
+def _is_event_count(stat: Any, seqs: Any) -> bool:
+    """Whether a statistic counts events: Count, or Sum of a categorical one-hot."""
+    agg = stat.aggregation.name
+    return agg == "Count" or (agg == "Sum" and stat.selected in seqs.vocabularies)
+
+
+def _events_words(words: str, delta: int) -> str:
+    """"2 fewer events where channel is online" from "number of events where channel is online"."""
+    what = words
+    for prefix in ("number of ", "count of "):
+        if what.startswith(prefix):
+            what = what[len(prefix):]
+            break
+    else:
+        what = f"events counted in: {words}"
+    if abs(delta) == 1 and what.startswith("events"):
+        what = "event" + what[len("events"):]
+    return f"{abs(delta)} {'fewer' if delta < 0 else 'more'} {what}"
+
+
+@dataclass
+class _Moves:
+    """Every band move of every output the rules read (one entry per move)."""
+
+    column: list = field(default_factory=list)
+    needed: list = field(default_factory=list)
+    cost: list = field(default_factory=list)
+    distance: list = field(default_factory=list)
+    flipped: list = field(default_factory=list)
+    condition: list = field(default_factory=list)
+
+
+def _band_moves(exp: Any, index: int, used: np.ndarray) -> _Moves:
+    """For each output the rules read, the user's move to each other band between its rule thresholds."""
+    L = exp.literals
+    info = exp.rules.info
+    train = ~exp.is_test
+    v_user = exp._values[index]
+    moves = _Moves()
+    for c in np.unique(L.column[used]):  # a loop over statistic outputs, not users
+        lits = used[L.column[used] == c]
+        t_lits = L.thresholds[lits]
+        T = np.unique(t_lits)
+        x = float(v_user[c])
+        b0 = 0 if math.isnan(x) else int(np.searchsorted(T, x, side="left"))  # thresholds strictly below x
+        tv = exp._values[train, c]
+        tv = np.sort(tv[~np.isnan(tv)])
+        q_now = _quantile(tv, x)
+        kind = L.output_kind[c]
+        with np.errstate(invalid="ignore"):
+            now = x > t_lits
+        for b in range(len(T) + 1):
+            if b == b0:
+                continue
+            if b < b0:  # down: the band's top, the threshold itself ("at most T[b]")
+                needed = float(np.floor(T[b])) if kind == "count" else float(T[b])
+                at = lits[t_lits == T[b]][0]
+                condition = info.render_literal(Lit(int(at), True))
+            else:  # up: the smallest value above T[b-1] in the band
+                lo, hi = float(T[b - 1]), float(T[b]) if b < len(T) else math.inf
+                if kind == "binary":
+                    needed = 1.0
+                elif kind == "count":
+                    needed = float(np.floor(lo) + 1)
+                else:
+                    inside = tv[(tv > lo) & (tv <= hi)]
+                    needed = float(inside[0]) if inside.size else float(np.nextafter(lo, math.inf))
+                at = lits[t_lits == T[b - 1]][0]
+                condition = info.render_literal(Lit(int(at), False))
+            flips = lits[now != (needed > t_lits)]
+            moves.column.append(int(c))
+            moves.needed.append(needed)
+            moves.cost.append(len(flips))
+            moves.distance.append(abs(_quantile(tv, needed) - q_now))
+            moves.flipped.append(flips)
+            moves.condition.append(condition)
+    return moves
+
+
+def _level(moves: _Moves, level: int, limit: int) -> tuple[np.ndarray, bool]:
+    """Every combination of moves on distinct outputs whose costs add up to ``level``.
+
+    Returns an int array (n_candidates, level) of move indices, padded with
+    -1, and whether ``limit`` cut the list short.
+    """
+    cost = np.asarray(moves.cost)
+    column = np.asarray(moves.column)
+    ids = np.flatnonzero((cost >= 1) & (cost <= level))
+    out: list[tuple] = []
+    cut = False
+    for k in range(1, level + 1):  # a loop over combination sizes; the combinations are of moves, not users
+        for combo in combinations(ids.tolist(), k):
+            if cost[list(combo)].sum() != level or len(set(column[list(combo)].tolist())) < k:
+                continue
+            out.append(combo + (-1,) * (level - k))
+            if len(out) >= limit:
+                cut = True
+                break
+        if cut:
+            break
+    return (np.asarray(out, dtype=np.int64).reshape(-1, level), cut)
+
+
+def _score_candidates(exp: Any, index: int, moves: _Moves, cand: np.ndarray) -> np.ndarray:
+    """Rule scores of the user's values with each candidate's moves applied (vectorized over candidates)."""
+    L = exp.literals
+    v_user = exp._values[index]
+    column = np.asarray(moves.column)
+    needed = np.asarray(moves.needed, dtype=np.float64)
+    out = np.empty(len(cand))
+    for start in range(0, len(cand), CHUNK):
+        block = cand[start:start + CHUNK]
+        V = np.repeat(v_user[None, :], len(block), axis=0)
+        for j in range(block.shape[1]):  # at most max_literals slots
+            m = block[:, j]
+            ok = m >= 0
+            V[np.flatnonzero(ok), column[m[ok]]] = needed[m[ok]]
+        out[start:start + len(block)] = exp.rules.score(L.transform_values(V))
+    return out
+
+
+def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direction: str = "below",
+                   max_literals: int = 3, *, teacher: Any = None, edit_events: bool = True,
+                   max_candidates: int = MAX_CANDIDATES) -> Counterfactual:
+    """The smallest change of literal values that moves user ``index``'s rule score past a percentile.
+
+    See :meth:`rudi_explain.explanation.UserView.counterfactual` and the
+    module's notes for what "smallest" means.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    try:
+        p = float(target_percentile)
+    except (TypeError, ValueError):
+        p = math.nan
+    if isinstance(target_percentile, (bool, np.bool_)) or not 0 <= p <= 100:
+        raise ValueError(f"target_percentile must be a number from 0 to 100, got {target_percentile!r}")
+    if isinstance(max_literals, (bool, np.bool_)) or not isinstance(max_literals, (int, np.integer)) \
+            or max_literals < 1:
+        raise ValueError(f"max_literals must be a whole number >= 1, got {max_literals!r}")
+    rules = exp.rules
+    if rules.linear or any(isinstance(r, LinearTerm) for r in rules):
+        raise ValueError("these rules are linear terms of statistic values, not rules over literals: a "
+                         "counterfactual is a change of literals (explain with a rule student)")
+    from rudi_explain.audit.what_if import rules_using
+
+    L = exp.literals
+    seqs = exp.sequences
+    uid = seqs.users[index]
+    train = ~exp.is_test
+    s_train = exp.student_scores.to_numpy(dtype=np.float64)[train]
+    target = float(np.percentile(s_train, p))
+    s0 = float(exp.student_scores.iloc[index])
+
+    def past(s: np.ndarray) -> np.ndarray:
+        return s < target if direction == "below" else s > target
+
+    def pct(s: float) -> float:
+        return float(100.0 * (s_train < s).mean())
+
+    empty_changes = pd.DataFrame(columns=["output", "words", "statistic", "kind", "value_now", "value_needed",
+                                          "condition", "quantile_now", "quantile_needed", "n_literals", "events",
+                                          "event_change"])
+    empty_flips = pd.DataFrame(columns=["literal", "now", "after", "rules"])
+    base = dict(user_id=uid, direction=direction, target_percentile=p, target_score=target, score=s0,
+                percentile=pct(s0), max_literals=int(max_literals))
+    where = f"{direction} the {p:g}th percentile of training rule scores ({target:.4g})"
+    if past(np.array([s0]))[0]:
+        return Counterfactual(**base, found=True, new_score=s0, new_percentile=pct(s0), n_literals=0, distance=0.0,
+                              changes=empty_changes, flipped=empty_flips, edit=None,
+                              message=f"user {uid!r}: the rule score {s0:.4g} is already {where}: nothing to change")
+    reads = rules_using(rules, L.n_literals)
+    used = np.flatnonzero(reads.any(axis=1))
+    moves = _band_moves(exp, index, used)
+    best, n_scored, cut = None, 0, False
+    for level in range(1, int(max_literals) + 1):  # fewest flips first: stop at the first level that works
+        if n_scored >= max_candidates:
+            cut = True
+            break
+        cand, cut = _level(moves, level, max_candidates - n_scored)
+        if not len(cand):
+            if cut:
+                break
+            continue
+        scores = _score_candidates(exp, index, moves, cand)
+        n_scored += len(cand)
+        ok = np.flatnonzero(past(scores))
+        if ok.size:
+            dist = np.where(cand[ok] >= 0, np.asarray(moves.distance)[np.maximum(cand[ok], 0)], 0.0).sum(axis=1)
+            margin = np.abs(scores[ok] - target)
+            pick = ok[np.lexsort((-margin, dist))[0]]
+            best = (level, cand[pick][cand[pick] >= 0], float(scores[pick]))
+            break
+        if cut or n_scored >= max_candidates:
+            cut = True
+            break
+    if best is None:
+        why = (f"the search stopped after {n_scored:,} candidate changes (max_candidates)" if cut else
+               f"no change of at most {max_literals} literal{'s' if max_literals > 1 else ''} does it")
+        return Counterfactual(**base, found=False, new_score=None, new_percentile=None, n_literals=0,
+                              distance=math.nan, changes=empty_changes, flipped=empty_flips, edit=None,
+                              n_candidates=n_scored,
+                              message=f"user {uid!r}: no counterfactual found to move the rule score {s0:.4g} "
+                                      f"{where}: {why}")
+    level, chosen, new_score = best
+    changes, flips = _describe(exp, index, moves, chosen, reads)
+    edit = None
+    if edit_events and len(changes) and changes["event_change"].notna().all() and \
+            (changes["event_change"] < 0).all():
+        edit = _edit(exp, index, changes, target, past, pct, teacher)
+    n_out = len(changes)
+    message = (f"user {uid!r}: flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic "
+               f"output{'s' if n_out > 1 else ''} to move the rule score {s0:.4g} {where}")
+    return Counterfactual(**base, found=True, new_score=new_score, new_percentile=pct(new_score), n_literals=level,
+                          distance=float(np.asarray(moves.distance)[chosen].sum()), changes=changes, flipped=flips,
+                          edit=edit, message=message, n_candidates=n_scored)
+
+
+def _describe(exp: Any, index: int, moves: _Moves, chosen: np.ndarray,
+              reads: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The chosen moves as tidy tables: outputs changed, literals flipped."""
+    L = exp.literals
+    seqs = exp.sequences
+    info = exp.rules.info
+    train = ~exp.is_test
+    rows, flips = [], []
+    for m in chosen.tolist():  # the few chosen moves
+        c = moves.column[m]
+        x = float(exp._values[index, c])
+        needed = moves.needed[m]
+        tv = exp._values[train, c]
+        tv = np.sort(tv[~np.isnan(tv)])
+        stat = L.statistics[int(L.output_statistic[c])] if L.statistics is not None else None
+        counts = stat is not None and _is_event_count(stat, seqs)
+        delta = int(round(needed - (0.0 if math.isnan(x) else x))) if counts else None
+        rows.append({
+            "output": c, "words": L.output_descriptions[c], "statistic": L._pipeline_text(c),
+            "kind": L.output_kind[c], "value_now": x, "value_needed": needed, "condition": moves.condition[m],
+            "quantile_now": _quantile(tv, x), "quantile_needed": _quantile(tv, needed),
+            "n_literals": moves.cost[m],
+            "events": _events_words(L.output_descriptions[c], delta) if counts and delta else None,
+            "event_change": delta,
+        })
+        for i in moves.flipped[m].tolist():
+            holds = bool(exp._literal_matrix[index, i])
+            flips.append({"literal": int(i), "now": info.render_literal(Lit(int(i), not holds)),
+                          "after": info.render_literal(Lit(int(i), holds)),
+                          "rules": np.flatnonzero(reads[i]).tolist()})
+    changes = pd.DataFrame(rows).astype({"event_change": "Int64"})  # whole events, or <NA> for other outputs
+    return changes, pd.DataFrame(flips, columns=["literal", "now", "after", "rules"])
+
+
+# ------------------------------------------------------------------ carrying it out on the events
+def counted_events(exp: Any, index: int, column: int) -> np.ndarray:
+    """Event positions (in ``exp.sequences``) of user ``index`` that statistic output ``column`` counts.
+
+    The statistic's row operators run on the user's events; a ``GroupBy``
+    output keeps its group, a one-hot output its category. Sorted, so the
+    last ones are the most recent.
+    """
+    kept, _ = output_events(exp, np.array([index], dtype=np.int64), column)
+    return np.sort(kept)
+
+
+def without_events(seqs: Any, index: int, drop: np.ndarray) -> Any:
+    """User ``index`` alone, without the events at positions ``drop`` (same vocabularies, reference time)."""
+    one = seqs.subset(np.array([index]))
+    keep = ~np.isin(np.arange(seqs.offsets[index], seqs.offsets[index + 1]), drop)
+    one.event_user = one.event_user[keep]
+    one.offsets = np.array([0, int(keep.sum())], dtype=np.int64)
+    one.times = None if one.times is None else one.times[keep]
+    one.input_row = one.input_row[keep]
+    one.codes = {k: v[keep] for k, v in one.codes.items()}
+    one.values = {k: v[keep] for k, v in one.values.items()}
+    one._cache = {}
+    return one
+
+
+def _teacher(exp: Any, teacher: Any) -> tuple[Any, str]:
+    """The model to ask (as :mod:`rudi_explain.audit.attributions` finds it), or None and why not."""
+    try:
+        return _teacher_of(exp, teacher, fix="pass teacher=model"), ""
+    except TeacherUnavailable as why:
+        return None, f"the model's score of the edited events is not given: {why}"
+
+
+def _edit(exp: Any, index: int, changes: pd.DataFrame, target: float, past: Any, pct: Any,
+          teacher: Any) -> EventEdit:
+    """Drop the most recent counted events of every "fewer events" change; evaluate again."""
+    seqs = exp.sequences
+    L = exp.literals
+    parts = [np.zeros(0, dtype=np.int64)]
+    for r in changes.itertuples():  # the few changed outputs
+        counted = counted_events(exp, index, int(r.output))
+        n = min(-int(r.event_change), len(counted))
+        parts.append(counted[len(counted) - n:])  # the most recent n
+    drop = np.unique(np.concatenate(parts))
+    edited = without_events(seqs, index, drop)
+    values = L.values(edited)
+    score = float(exp.rules.score(L.transform_values(values))[0])
+    table = changes[["output", "words", "value_now", "value_needed"]].copy()
+    table["value_after"] = values[0, changes["output"].to_numpy(dtype=np.int64)]
+    dropped = seqs.events(seqs.users[index]).iloc[drop - seqs.offsets[index]].reset_index(drop=True)
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    y_train = y[~exp.is_test]
+    before = float(y[index])
+    model, note = _teacher(exp, teacher)
+    after = None
+    if model is not None:
+        # The model scores the user as is too: a model passed here may not be the one explain() asked.
+        before = float(model.score(seqs.subset(np.array([index])), allow_constant=True)[0])
+        after = float(model.score(edited, allow_constant=True)[0])
+    return EventEdit(
+        dropped=dropped, values=table, score=score, percentile=pct(score), reaches_target=bool(past(np.array([score]))[0]),
+        teacher_score=after, teacher_percentile=None if after is None else float(100.0 * (y_train < after).mean()),
+        teacher_score_before=before, teacher_percentile_before=float(100.0 * (y_train < before).mean()), note=note)

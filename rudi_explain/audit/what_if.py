@@ -1,0 +1,333 @@
+"""What-if thresholds: move one literal's threshold and see what the explanation becomes.
+
+:func:`moved_threshold` (``exp.with_threshold(literal, value)``) returns a new
+:class:`~rudi_explain.explanation.Explanation` in which one literal reads
+``output > value``: its truth column, the rules that use it (their text,
+coverage and scores), the held-out fidelity and the fidelity curve are
+recomputed; the statistics' values, the teacher and the split are shared and
+the original explanation is untouched. :func:`what_if` gives the same figures
+as a small JSON-ready dict, for live feedback while a threshold is dragged.
+
+Only the threshold moves: the rules keep their literals and weights (they
+are not refitted), so a moved threshold can leave a rule that never fires
+(an interval whose ends crossed); :func:`what_if` says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain import metrics
+from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
+
+__all__ = ["moved_threshold", "what_if", "resolve_literal", "rules_using"]
+
+
+def resolve_literal(exp: Any, literal: Any) -> int:
+    """The index of a literal of ``exp.literals``, from an index, a name or a statistic output.
+
+    Parameters
+    ----------
+    exp : Explanation
+    literal : int, Lit or str
+        An index into ``exp.literals``; a literal's name (``exp.literals.names``,
+        "words > t") or its pipeline notation ("Select(amount) | Count > 14");
+        or a statistic output (the statistic's text, its output name or its
+        words), which names a literal when the rules use exactly one literal
+        on that output (otherwise the message lists them).
+
+    Raises
+    ------
+    ValueError
+        No such literal, or the text names several (the message lists them).
+    TypeError
+        Not an int, Lit or str.
+    """
+    L = exp.literals
+    n = L.n_literals
+    if isinstance(literal, Lit):
+        literal = literal.index
+    if isinstance(literal, (bool, np.bool_)):
+        raise TypeError(f"a literal is an index, a name or a statistic output, got {literal!r}")
+    if isinstance(literal, (int, np.integer)):
+        i = int(literal)
+        if not 0 <= i < n:
+            raise ValueError(f"literal {i} does not exist: the explanation has {n} literals (0 to {n - 1})")
+        return i
+    if not isinstance(literal, str):
+        raise TypeError(f"a literal is an index, a name or a statistic output, got {type(literal).__name__}")
+    text = literal.strip()
+    used = rules_using(exp.rules, n)
+    in_rules = set(np.flatnonzero(used.any(axis=1)).tolist())
+    notation = [f"{L._pipeline_text(int(c))} > {t}" for c, t in zip(L.column, L.threshold_text)]
+    named = [i for i in range(n) if text in (L.names[i], notation[i])]
+    if named:  # a name used twice (a refined copy of a literal): the one the rules use
+        return min(named, key=lambda i: (i not in in_rules, i))
+    stats = L.statistics
+    outputs = [c for c in range(L.n_outputs) if text in (L.output_names[c], L.output_descriptions[c],
+                                                         L._pipeline_text(c))
+               or (stats is not None and text == str(stats[int(L.output_statistic[c])]))]
+    if not outputs:
+        raise ValueError(f"no literal or statistic output is called {literal!r}: pass a literal's index, its name "
+                         "(exp.literals.names) or a statistic's text")
+    on = [i for i in range(n) if int(L.column[i]) in outputs]
+    ruled = [i for i in on if i in in_rules]
+    pick = ruled if ruled else on
+    if len(pick) == 1:
+        return pick[0]
+    listed = "; ".join(f"{i}: {L.names[i]}" for i in pick[:8])
+    raise ValueError(f"{literal!r} has {len(pick)} literals{' the rules use' if ruled else ''}; pass one by "
+                     f"index or name ({listed}{'; ...' if len(pick) > 8 else ''})")
+
+
+def rules_using(rules: Any, n_literals: int) -> np.ndarray:
+    """Bool matrix (n_literals, n_rules): whether rule k reads literal i."""
+    out = np.zeros((n_literals, len(rules)), dtype=bool)
+    for k, rule in enumerate(rules):  # a loop over rules, not users
+        if not isinstance(rule, LinearTerm):
+            for lit in formula_literals(getattr(rule, "formula", getattr(rule, "antecedent", None))):
+                out[lit.index, k] = True
+    return out
+
+
+def _finite(exp: Any, i: int, value: Any) -> float:
+    """``value`` as a finite float, or a ValueError naming the literal and the value."""
+    name = exp.literals.names[i]
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the threshold of literal {i} ({name}) must be a number, got {value!r}") from None
+    if isinstance(value, (bool, np.bool_)) or not math.isfinite(v):
+        raise ValueError(f"the threshold of literal {i} ({name}) must be a finite number, got {value!r}")
+    return v
+
+
+def _with_thresholds(literals: Any, thresholds: np.ndarray) -> Any:
+    """The literal table with new thresholds: the same outputs and metadata, new names and text."""
+    L = literals
+    return type(L)(
+        L.column.copy(), thresholds, L.output_names, L.output_descriptions, L.output_statistic, L.output_index,
+        L.output_undefined, statistics=L.statistics, vocabularies=L.vocabularies, output_kind=L.output_kind,
+        output_undefined_words=L.output_undefined_words, output_min=L.output_min, output_unit=L.output_unit,
+    )
+
+
+def _rebind(rules: Any, literals: Any) -> Any:
+    """The same rules (formulas, weights, order, intercept) over another literal table.
+
+    Works for a rule list too (whose constructor differs from RuleSet's), so
+    it copies the object rather than building a new one.
+    """
+    if rules is None:
+        return None
+    info = literals.literal_info()
+    out = copy.copy(rules)
+    out.literals, out.info = literals, info
+    out.rules = [dataclasses.replace(r, info=info) if dataclasses.is_dataclass(r) and hasattr(r, "info") else r
+                 for r in rules.rules]
+    return out
+
+
+def _column(exp: Any, i: int, value: float) -> np.ndarray:
+    """Literal ``i``'s truth with threshold ``value``, for every user (false where undefined)."""
+    with np.errstate(invalid="ignore"):
+        return exp._values[:, int(exp.literals.column[i])] > value
+
+
+def moved_threshold(exp: Any, literal: Any, value: Any) -> Any:
+    """A new explanation in which one literal's threshold is ``value`` (``exp.with_threshold``).
+
+    Parameters
+    ----------
+    exp : Explanation
+    literal : int, Lit or str
+        See :func:`resolve_literal`.
+    value : float
+        The new threshold, used exactly as given (not rounded).
+
+    Returns
+    -------
+    Explanation
+        Sharing the data, statistics' values, teacher scores and split; with
+        the new literal table, the rules (and every point of the pruning
+        path) over it, their firings and scores. ``report()`` and
+        ``fidelity_curve`` are computed afresh from these; the curve's
+        validation fidelity is NaN (the validation users are not kept, so it
+        cannot be recomputed). ``params["moved_thresholds"]`` lists every move
+        (literal, from, to). ``exp`` itself is unchanged.
+
+    Raises
+    ------
+    ValueError
+        No such literal, or a value that is not a finite number.
+    """
+    exp._ready("exp.with_threshold()")
+    i = resolve_literal(exp, literal)
+    v = _finite(exp, i, value)
+    L = exp.literals
+    thresholds = L.thresholds.copy()
+    old = float(thresholds[i])
+    thresholds[i] = v
+    new = _with_thresholds(L, thresholds)
+    other = copy.copy(exp)
+    other.params = {**exp.params, "moved_thresholds": [*exp.params.get("moved_thresholds", []),
+                                                       {"literal": i, "from": old, "to": v}]}
+    other.literals = new
+    Z = exp._literal_matrix.copy()
+    Z[:, i] = _column(exp, i, v)
+    other._literal_matrix = Z
+    other.rules = _rebind(exp.rules, new)
+    other.unpruned_rules = _rebind(exp.unpruned_rules, new)
+    if exp.pruning is not None:
+        other.pruning = dataclasses.replace(
+            exp.pruning, unpruned=_rebind(exp.pruning.unpruned, new),
+            rule_sets=[_rebind(rs, new) for rs in exp.pruning.rule_sets],
+            fidelity_valid=np.full(len(exp.pruning.fidelity_valid), np.nan))
+    other._fires = other.rules.fires(Z)
+    other.student_scores = pd.Series(other.rules.score(Z), index=exp.teacher_scores.index, name="student")
+    other._listeners = []
+    other._ci_cache = (None,)
+    return other
+
+
+def _num(x: Any, digits: int = 6) -> float | None:
+    """A JSON-safe float (None for NaN), as the widget's payloads have them."""
+    from rudi_explain.views.payloads import _num as num
+
+    return num(x, digits)
+
+
+class _Swapped:
+    """A literal matrix with column ``i`` replaced, without copying it: what a formula reads (``Z[:, j]``)."""
+
+    def __init__(self, Z: np.ndarray, i: int, column: np.ndarray) -> None:
+        self.Z, self.i, self.column, self.shape = Z, i, column, Z.shape
+
+    def __getitem__(self, key: tuple) -> np.ndarray:
+        _, j = key
+        return self.column if j == self.i else self.Z[:, j]
+
+
+def _rescore(exp: Any, fires_new: dict, i: int, column: np.ndarray) -> np.ndarray:
+    """Rule scores with the rules in ``fires_new`` firing anew; the others' firings are the cached ones.
+
+    A plain rule set adds weights in rule order, as :meth:`RuleSet.score` does, so the
+    scores equal a fresh computation to the bit; any other kind is scored afresh.
+    """
+    from rudi_explain.rules.ruleset import RuleSet
+
+    rules = exp.rules
+    if type(rules) is not RuleSet or rules.linear:
+        Z = exp._literal_matrix.copy()
+        Z[:, i] = column
+        return rules.score(Z)
+    s = np.full(len(column), rules.intercept, dtype=np.float64)
+    for k, rule in enumerate(rules):  # a loop over rules, vectorized over users
+        s[fires_new[k] if k in fires_new else exp._fires[:, k]] += rule.weight
+    return s
+
+
+def _fidelity_now(exp: Any, who: np.ndarray) -> float:
+    """The explanation's fidelity on ``who``, computed once per set of rule scores (a slider asks every step)."""
+    s = exp.student_scores
+    key = (id(s), float(s.to_numpy()[who].sum()), who.tobytes())
+    cache = exp.__dict__.setdefault("_what_if_fidelity", {})
+    if cache.get(key[2], (None,))[0] != key:
+        y = exp.teacher_scores.to_numpy(dtype=np.float64)[who]
+        cache[key[2]] = (key, metrics.fidelity(y, s.to_numpy(dtype=np.float64)[who]))
+    return cache[key[2]][1]
+
+
+def what_if(exp: Any, literal: Any, value: Any) -> dict:
+    """Live feedback for a moved threshold: coverage of the rules that use it and held-out fidelity.
+
+    Computed over all users at once (one truth column, the rule scores,
+    two fidelities), without building a new explanation: fast enough to run
+    on every step of a dragged slider.
+
+    Parameters
+    ----------
+    exp : Explanation
+    literal : int, Lit or str
+        See :func:`resolve_literal`.
+    value : float
+        The proposed threshold.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``literal``, ``words``, ``threshold`` (now) and ``value``
+        (proposed) with their text, ``share_above`` (training and held-out
+        users, now and proposed), ``rules`` (one entry per rule using the
+        literal: its text now and moved, weight, coverage on training and
+        held-out users now and moved, ``can_fire``), ``fidelity_test`` and
+        ``fidelity_test_moved`` (held out), ``fidelity_train`` and
+        ``fidelity_train_moved``, ``n_changed`` (users whose rule score
+        changes), ``warnings``. The fidelities now are computed once per
+        explanation; the moved ones, exactly, on every call (on a million
+        users the training one is most of the time).
+    """
+    exp._ready("what_if()")
+    i = resolve_literal(exp, literal)
+    v = _finite(exp, i, value)
+    L = exp.literals
+    c = int(L.column[i])
+    Z = exp._literal_matrix
+    new_column = _column(exp, i, v)
+    using = np.flatnonzero(rules_using(exp.rules, L.n_literals)[i])
+    thresholds = L.thresholds.copy()
+    thresholds[i] = v
+    moved_info = _with_thresholds(L, thresholds).literal_info()
+    s_now = exp.student_scores.to_numpy(dtype=np.float64)
+    fires_new = {int(k): exp.rules[k].fires(_Swapped(Z, i, new_column)) for k in using}
+    s_new = _rescore(exp, fires_new, i, new_column)
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    test, train = exp.is_test, ~exp.is_test
+    n_of = {id(train): int(train.sum()), id(test): int(test.sum())}
+
+    def share(col: np.ndarray, who: np.ndarray) -> float | None:
+        n = n_of[id(who)]
+        return _num(np.count_nonzero(col & who) / n, 4) if n else None
+
+    rules, warnings = [], []
+    for k in using:  # a loop over the rules that read this literal
+        rule = exp.rules[k]
+        now = exp._fires[:, k]
+        after = fires_new[int(k)]
+        moved = dataclasses.replace(rule, info=moved_info)
+        can_fire = bool(after.any())
+        if not can_fire:
+            warnings.append(f"rule {k} fires for no user at this threshold")
+        rules.append({
+            "index": int(k), "text": str(rule.text), "text_moved": str(moved.text), "weight": _num(rule.weight),
+            "coverage_train": share(now, train), "coverage_train_moved": share(after, train),
+            "coverage_test": share(now, test), "coverage_test_moved": share(after, test),
+            "n_fires": int(now.sum()), "n_fires_moved": int(after.sum()), "can_fire": can_fire,
+        })
+    if not len(using):
+        warnings.append("no rule uses this literal: moving it changes no score")
+    return {
+        "literal": i,
+        "name": L.names[i],
+        "words": L.output_descriptions[c],
+        "threshold": _num(L.thresholds[i], 17),
+        "threshold_text": L.threshold_text[i],
+        "value": _num(v, 17),
+        "value_text": format_threshold(v),
+        "share_above": {"train": share(Z[:, i], train), "train_moved": share(new_column, train),
+                        "test": share(Z[:, i], test), "test_moved": share(new_column, test)},
+        "rules": rules,
+        "fidelity_test": _num(_fidelity_now(exp, test), 6),
+        "fidelity_test_moved": _num(metrics.fidelity(y[test], s_new[test]), 6),
+        "fidelity_train": _num(_fidelity_now(exp, train), 6),
+        "fidelity_train_moved": _num(metrics.fidelity(y[train], s_new[train]), 6),
+        "n_changed": int((s_new != s_now).sum()),
+        "warnings": warnings,
+    }

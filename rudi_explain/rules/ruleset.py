@@ -1,0 +1,422 @@
+"""Weighted AND/OR rules over literals: structure, simplification, scoring.
+
+A rule is a formula tree (:class:`Lit`, :class:`And`, :class:`Or`) over the
+literals of a :class:`~rudi_explain.rules.literals.Literals` table (or over plain
+named binary columns), with a real weight. A :class:`RuleSet` scores a user
+as its intercept plus the weights of the rules that fire. Rules are kept as
+structures: text and JSON are rendered from them, never parsed back to be
+applied. Scoring is numpy only.
+
+Negation lives on the literals (the formulas are in negation normal form),
+which is what a GS-NLN reads off: its input layer holds every literal and its
+complement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence as SequenceT
+
+import numpy as np
+
+from rudi_explain.rules.formula import (
+    FALSE,
+    TRUE,
+    Formula,
+    LiteralInfo,
+    _sort_key,
+    evaluate_formula,
+    format_threshold,
+    format_weight,
+    formula_from_json,
+    formula_literals,
+    formula_to_json,
+    literal_info,
+    render,
+    simplify,
+)
+
+__all__ = ["Rule", "LinearTerm", "RuleSet"]
+
+# --------------------------------------------------------------------------
+# rules and rule sets
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One weighted rule: a formula over literals.
+
+    Attributes
+    ----------
+    formula : Formula
+    weight : float
+        Added to a user's score when the rule fires.
+    literals : tuple of str
+        Names of the literals the rule uses (see also ``negated`` and
+        ``conditions``).
+    n_literals : int
+        Number of literal occurrences in the rule.
+    text : str
+        The rule as people read it.
+    """
+
+    formula: Formula
+    weight: float
+    info: LiteralInfo = field(repr=False, compare=False)
+
+    @property
+    def literals(self) -> tuple:
+        """Names of the literals the rule uses, as in ``Literals.names``."""
+        return tuple(self.info.names[lit.index] for lit in formula_literals(self.formula))
+
+    @property
+    def negated(self) -> tuple:
+        """Per entry of :attr:`literals`, whether the rule uses its negation."""
+        return tuple(lit.negated for lit in formula_literals(self.formula))
+
+    @property
+    def conditions(self) -> tuple:
+        """Each literal as the rule uses it, in words (see :meth:`LiteralInfo.sentence`)."""
+        return tuple(self.info.render_literal(lit) for lit in formula_literals(self.formula))
+
+    @property
+    def n_literals(self) -> int:
+        return len(formula_literals(self.formula))
+
+    @property
+    def text(self) -> str:
+        """The rule in words (sentences where the literal table knows its outputs)."""
+        return render(self.formula, self.info)
+
+    @property
+    def notation(self) -> str:
+        """The rule in the pipeline notation (``words > t``), for hover text and tables."""
+        return render(self.formula, self.info, words=False)
+
+    def fires(self, Z: np.ndarray) -> np.ndarray:
+        return evaluate_formula(self.formula, Z)
+
+    def __str__(self) -> str:
+        return f"{format_weight(self.weight)}  {self.text}"
+
+
+@dataclass(frozen=True)
+class LinearTerm:
+    """A linear term ``weight * value`` of one statistic output.
+
+    What a Lasso on raw statistics learns: not a rule, but shown and scored
+    beside rules. An undefined (NaN) value counts as ``fill``.
+
+    Attributes
+    ----------
+    column : int
+        Index of the statistic output (a column of ``Literals.values``).
+    weight : float
+        Per unit of the value.
+    fill : float
+        Value used where the statistic is undefined.
+    name : str
+        Text of the statistic output.
+    """
+
+    column: int
+    weight: float
+    fill: float
+    name: str
+    can_be_undefined: bool = True
+
+    @property
+    def literals(self) -> tuple:
+        return (self.name,)
+
+    @property
+    def n_literals(self) -> int:
+        return 1
+
+    @property
+    def text(self) -> str:
+        if not self.can_be_undefined:
+            return f"× {self.name}"
+        return f"× {self.name} (undefined counts as {format_threshold(self.fill)})"
+
+    def value(self, V: np.ndarray) -> np.ndarray:
+        v = V[:, self.column]
+        return np.where(np.isnan(v), self.fill, v)
+
+    def __str__(self) -> str:
+        return f"{format_weight(self.weight)}  {self.text}"
+
+
+class RuleSet:
+    """A weighted set of rules over literals, and an intercept.
+
+    A user's score is ``intercept + sum of the weights of the rules that
+    fire``. Build one with :meth:`from_formulas` (which simplifies) or get it
+    from a student's ``rules(literals)``.
+
+    Parameters
+    ----------
+    rules : list of Rule or LinearTerm
+        Kept in the order given (``from_formulas`` sorts by |weight|).
+    intercept : float
+    literals : Literals, LiteralInfo, list of str or None
+        The literal table the rules refer to. A
+        :class:`~rudi_explain.rules.literals.Literals` table lets :meth:`score`
+        take :class:`~rudi_explain.Sequences` directly.
+    n_literals : int, optional
+        Number of literals when ``literals`` is None.
+    """
+
+    def __init__(
+        self,
+        rules: SequenceT[Rule | LinearTerm],
+        intercept: float = 0.0,
+        literals: Any = None,
+        n_literals: int | None = None,
+    ):
+        self.literals = literals if _is_literals_table(literals) else None
+        self.info = literal_info(literals, n_literals)
+        self.rules = list(rules)
+        self.intercept = float(intercept)
+        self.linear = any(isinstance(r, LinearTerm) for r in self.rules)
+        if self.linear and not all(isinstance(r, LinearTerm) for r in self.rules):
+            raise ValueError("a RuleSet holds either rules or linear terms, not both")
+
+    # -- construction -------------------------------------------------------
+
+    @classmethod
+    def from_formulas(
+        cls,
+        formulas: SequenceT[Formula],
+        weights: SequenceT[float] | np.ndarray,
+        intercept: float = 0.0,
+        literals: Any = None,
+        n_literals: int | None = None,
+    ) -> "RuleSet":
+        """Simplify weighted formulas into a rule set that scores the same.
+
+        Each formula is simplified (:func:`simplify`); constant ones move into
+        the intercept (true) or vanish (false); equal formulas are merged by
+        adding their weights; rules whose weight is zero are dropped. Rules
+        are sorted by decreasing |weight|.
+
+        Parameters
+        ----------
+        formulas : sequence of Formula, length n_rules
+        weights : array-like of shape (n_rules,)
+        intercept : float
+        literals : Literals, list of str or None
+        n_literals : int, optional
+
+        Returns
+        -------
+        RuleSet
+        """
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if len(formulas) != weights.size:
+            raise ValueError(f"{len(formulas)} formulas but {weights.size} weights")
+        info = literal_info(literals, n_literals)
+        total: dict[Formula, float] = {}
+        b = float(intercept)
+        for f, w in zip(formulas, weights):
+            s = simplify(f, info)
+            if s == TRUE:
+                b += float(w)
+            elif s == FALSE:
+                continue
+            else:
+                total[s] = total.get(s, 0.0) + float(w)
+        rules = [Rule(f, w, info) for f, w in total.items() if w != 0.0]
+        rules.sort(key=lambda r: (-abs(r.weight), _sort_key(r.formula)))
+        out = cls(rules, b, literals if literals is not None else info, n_literals)
+        return out
+
+    def with_literals(self, literals: Any) -> "RuleSet":
+        """The same rules over another literal table that keeps their literals' indices.
+
+        For a table extended with more literals (as threshold refinement
+        does): scores over its literal matrix equal this rule set's over the
+        old one.
+
+        Raises
+        ------
+        ValueError
+            If a rule refers to a literal the table does not have.
+        """
+        info = literal_info(literals)
+        for r in self.rules:
+            if isinstance(r, Rule):
+                bad = [lit.index for lit in formula_literals(r.formula) if lit.index >= info.n_literals]
+                if bad:
+                    raise ValueError(f"a rule refers to literal {bad[0]}, the table has {info.n_literals}")
+        rules = [Rule(r.formula, r.weight, info) if isinstance(r, Rule) else r for r in self.rules]
+        return type(self)(rules, self.intercept, literals)
+
+    # -- inspection ---------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __getitem__(self, i: int) -> Rule | LinearTerm:
+        return self.rules[i]
+
+    def __iter__(self) -> Iterator[Rule | LinearTerm]:
+        return iter(self.rules)
+
+    @property
+    def n_literals(self) -> list[int]:
+        """Literal occurrences per rule."""
+        return [r.n_literals for r in self.rules]
+
+    @property
+    def max_literals(self) -> int:
+        return max(self.n_literals, default=0)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.array([r.weight for r in self.rules], dtype=np.float64)
+
+    def __str__(self) -> str:
+        order = sorted(range(len(self.rules)), key=lambda i: -abs(self.rules[i].weight))
+        lines = [str(self.rules[i]) for i in order]
+        lines.append(f"{format_weight(self.intercept)}  (intercept)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<RuleSet: {len(self)} rules, max {self.max_literals} literals per rule>"
+
+    # -- scoring ------------------------------------------------------------
+
+    def _matrix(self, data: Any) -> np.ndarray:
+        """Literal matrix (rules) or value matrix (linear terms) for ``data``."""
+        if not isinstance(data, np.ndarray) and hasattr(data, "n_users"):
+            if self.literals is None:
+                raise ValueError(
+                    "this RuleSet was built without a Literals table; pass the literal matrix"
+                )
+            values = self.literals.values(data)
+            return values if self.linear else self.literals.transform_values(values)
+        X = np.asarray(data)
+        if X.ndim != 2:
+            raise ValueError(f"expected a 2-D matrix, got shape {X.shape}")
+        if self.linear:
+            return X.astype(np.float64, copy=False)
+        if X.shape[1] != self.info.n_literals:
+            raise ValueError(
+                f"the literal matrix has {X.shape[1]} columns, the rules use {self.info.n_literals} literals"
+            )
+        if X.dtype != bool:
+            if np.isnan(X.astype(np.float64)).any() or not np.isin(X, (0, 1)).all():
+                raise ValueError("the literal matrix must be binary (bool or 0/1)")
+            X = X.astype(bool)
+        return X
+
+    def fires(self, data: Any) -> np.ndarray:
+        """Which rules fire for which users.
+
+        Parameters
+        ----------
+        data : Sequences or ndarray of shape (n_users, n_literals)
+            Users, or their literal matrix (for linear terms: the value matrix
+            of shape (n_users, n_outputs)). A linear term "fires" where it adds
+            a nonzero amount.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_users, n_rules)
+        """
+        M = self._matrix(data)
+        out = np.zeros((M.shape[0], len(self.rules)), dtype=bool)
+        for k, r in enumerate(self.rules):
+            out[:, k] = r.value(M) != 0 if isinstance(r, LinearTerm) else r.fires(M)
+        return out
+
+    def score(self, data: Any) -> np.ndarray:
+        """Rule scores: intercept plus the weights of the rules that fire.
+
+        Parameters
+        ----------
+        data : Sequences or ndarray of shape (n_users, n_literals)
+            As for :meth:`fires`.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        M = self._matrix(data)
+        s = np.full(M.shape[0], self.intercept, dtype=np.float64)
+        for r in self.rules:
+            if isinstance(r, LinearTerm):
+                s += r.weight * r.value(M)
+            else:
+                s[r.fires(M)] += r.weight
+        return s
+
+    # -- persistence --------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; :meth:`from_dict` reads it back."""
+        if self.literals is not None:
+            lit = {"literals": self.literals.to_dict()}
+        else:
+            lit = {"names": list(self.info.names)}
+        rules = []
+        for r in self.rules:
+            if isinstance(r, LinearTerm):
+                rules.append({"linear": r.column, "weight": r.weight, "fill": r.fill,
+                              "name": r.name, "can_be_undefined": r.can_be_undefined})
+            else:
+                rules.append({"formula": formula_to_json(r.formula), "weight": r.weight})
+        return {"format": "rudi-explain/ruleset", "version": 1, "intercept": self.intercept,
+                "rules": rules, **lit}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The rule set as JSON text (no pickle)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def to_sql(self, table: Any = "events", user: str = "user_id", time: str | None = "ts",
+               dialect: str = "duckdb", literals: Any = None, include_literals: bool = False,
+               **options: Any) -> str:
+        """One SELECT giving every user's statistic values, rule firings and score.
+
+        Columns: the user, each statistic output the rules use, ``score``
+        (as :meth:`score`), ``rule_1`` ... (0/1, as :meth:`fires`) and, with
+        ``include_literals``, each literal's truth (0/1). See
+        :func:`rudi_explain.sql.statistics.ruleset_sql` for ``options``
+        (``vocabularies``, ``reference_time``, ``event_order``, ``time_unit``,
+        ``schema``).
+        """
+        from rudi_explain.sql.ruleset import ruleset_sql
+
+        return ruleset_sql(self, table=table, user=user, time=time, dialect=dialect, literals=literals,
+                           include_literals=include_literals, **options)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RuleSet":
+        if d.get("format") != "rudi-explain/ruleset":
+            raise ValueError("not a rudi-explain rule set")
+        if "literals" in d:
+            from rudi_explain.rules.literals import Literals
+
+            literals: Any = Literals.from_dict(d["literals"])
+        else:
+            literals = list(d["names"])
+        info = literal_info(literals)
+        rules: list[Rule | LinearTerm] = []
+        for r in d["rules"]:
+            if "linear" in r:
+                rules.append(LinearTerm(int(r["linear"]), float(r["weight"]), float(r["fill"]),
+                                        r["name"], bool(r.get("can_be_undefined", True))))
+            else:
+                rules.append(Rule(formula_from_json(r["formula"]), float(r["weight"]), info))
+        return cls(rules, d["intercept"], literals)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RuleSet":
+        """Read a rule set written by :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+
+def _is_literals_table(x: Any) -> bool:
+    return x is not None and hasattr(x, "transform_values") and hasattr(x, "literal_info")

@@ -1,0 +1,589 @@
+"""The short readable catalog, scored exhaustively: stage 1's first pass.
+
+Every readable statistic of depth 1, of depth 2 with one filter or one
+ordering, and every aggregation of the k largest or smallest events by a
+column ("the total of the 5 largest payments", depth 3 but one phrase to a
+reader) is evaluated on a sample of training users; each output is cut at
+its deciles (plus one bin for users where it is undefined), so a statistic is
+scored by how much of the target's variance its step function explains
+(the correlation ratio, adjusted for the bins it spends). That catches a
+threshold anywhere, not only a straight line.
+
+Forward selection then takes statistics one at a time against the residual
+of the additive step model of those already taken. It scores on one half of
+the sample (``fit`` users) and keeps a statistic only when it explains
+measurably more of the target on the other half (``check`` users), which it
+was not chosen on. Of candidates that explain about as much, the simplest
+wins; the best few are deepened one edit at a time (a filter added, a
+``SortBy``/``Top`` pair inserted, another aggregation) while that explains
+measurably more, and a deeper edit only when it explains clearly more (not
+within the 5% by which the simpler wins). Once selection stops, each kept
+statistic is edited once more against what the others leave unexplained,
+and then replaced by a simpler form of it (:func:`simpler_forms`: an operator
+dropped, a plainer aggregation) unless it explains measurably more on the
+checking users: a deeper variant that won on the choosing half by luck (one of
+thousands of filters) or as a blend of two planted statistics does not keep
+that edge there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from rudi_explain.data.sequences import Sequences
+from rudi_explain.statistics import (
+    Count, FilterBy, GroupBy, Max, Mean, Min, Percentile, Sum, Pipeline, RetainBy, Schema, Select, SortBy, Statistic,
+    Top, candidate_operators, next_operators,
+)
+from rudi_explain.statistics.operators import Operator
+
+__all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "ColumnScreen", "neighbours", "simpler_forms",
+           "distinct_statistics", "scalar_form"]
+
+#: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
+#: analyst computes first (the rest are reached by deepening).
+_CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
+_BLOCK = 512  # columns binned and standardized at a time
+_N_BINS = 10  # deciles
+
+
+def complexity(stat: Statistic) -> tuple[int, int, str]:
+    """Sort key of simplicity: depth, then how plain the aggregation is, then the text."""
+    agg = stat.aggregation
+    if agg.ignores_selection:
+        rank = 0  # how many: no column to name, what an analyst computes first
+    elif agg.name == "Sum":
+        # How much in total (or how many of a category). Ranked after the plain count:
+        # where "the number of payments in the last 30 days" and "their total amount"
+        # explain about as much (amounts that vary little), the count is the plainer story.
+        rank = 1
+    elif agg.name in _CORE:
+        rank = 2  # average or share, largest, smallest
+    elif agg.name == "First" or (isinstance(agg, Percentile) and float(agg.k) == 50):
+        rank = 3
+    else:
+        rank = 4
+    rank += sum(1 for op in stat.row_operators if op.name == "Abs")
+    return stat.depth, rank, str(stat)
+
+
+def _event_shares(seqs: Sequences) -> dict[str, np.ndarray]:
+    """Share of events in each category of each categorical column."""
+    out = {}
+    for column, vocab in seqs.vocabularies.items():
+        codes = seqs.codes[column]
+        counts = np.bincount(codes[codes >= 0], minlength=len(vocab))[: len(vocab)]
+        out[column] = counts / max(len(codes), 1)
+    return out
+
+
+def short_catalog(seqs: Sequences, grammar: str = "readable", max_depth: int = 2,
+                  min_share: float = 0.005) -> list[Statistic]:
+    """Every short statistic worth screening, simplest first.
+
+    Depth 1: every valid statistic of the grammar. Depth 2: one filter
+    (``RetainBy``/``FilterBy`` on a category holding at least ``min_share`` and
+    at most ``1 - min_share`` of the events, since a rarer or commoner one
+    barely changes a value) with a core aggregation (count, sum, mean or
+    share, max, min), or one other row operator (``Top``, ``Abs``, a time
+    window, ``SortBy`` then ``First``) with any aggregation. ``GroupBy`` is
+    left out: each of its outputs is a ``RetainBy`` statistic already here.
+    With ``max_depth >= 3``, also every aggregation of the k largest or
+    smallest events by a column (:func:`ranked_statistics`).
+    """
+    schema = Schema.of(seqs)
+    shares = _event_shares(seqs)
+    out: dict[tuple, Statistic] = {}
+
+    def usable(op: Operator) -> bool:
+        if isinstance(op, (RetainBy, FilterBy)):
+            vocab = schema.vocabularies[op.column]
+            share = shares[op.column][vocab.index(op.value)]
+            return min_share <= share <= 1 - min_share
+        return not isinstance(op, GroupBy)
+
+    def walk(pipeline: Pipeline) -> None:
+        if pipeline.complete:
+            stat = pipeline.statistic()
+            if any(isinstance(op, (RetainBy, FilterBy)) for op in stat.row_operators) \
+                    and not (stat.aggregation.name in _CORE or stat.aggregation.ignores_selection):
+                return
+            out.setdefault(stat.key, stat)
+            return
+        for op in next_operators(pipeline, schema, min(max_depth, 2), grammar):
+            if usable(op):
+                walk(pipeline.then(op, schema))
+
+    walk(Pipeline((), schema=schema))
+    if max_depth >= 3:
+        for stat in ranked_statistics(schema, grammar):
+            out.setdefault(stat.key, stat)
+    return sorted(out.values(), key=complexity)
+
+
+#: Aggregations over the k largest or smallest events, by the kind of the selection:
+#: "total / average / largest / smallest amount of the 5 largest payments", and for a
+#: category "how many / what share of the 5 largest payments were by card".
+_RANKED_AGGREGATIONS = {"numerical": (Sum, Mean, Max, Min), "categorical": (Sum, Mean)}
+
+
+def ranked_statistics(schema: Schema, grammar: str = "readable") -> list[Statistic]:
+    """Every ``Select(x) | SortBy(s, asc|desc) | Top(5) | agg``: one phrase to an analyst.
+
+    "The total of the 5 largest payments", "the average duration of the 5
+    longest sessions", "how many of the 5 largest payments were online": the
+    sort column ``s`` is any numerical column, ``x`` any column, ``agg`` a sum,
+    mean, max or min for a number (sum or mean for a category). It is depth 3
+    in the grammar but read as one concept, so the catalog screens it whole;
+    one deepening edit (a filter before it) then reaches depth 4.
+    """
+    out = []
+    for sort, top in ((s, t) for s in SortBy.candidates(schema) for t in Top.candidates(schema)):
+        for column in list(schema.numerical) + list(schema.vocabularies):
+            kind = "numerical" if column in schema.numerical else "categorical"
+            for agg in _RANKED_AGGREGATIONS[kind]:
+                try:
+                    stat = Statistic((Select(column), sort, top, agg()))
+                except ValueError:
+                    continue
+                if stat.is_valid(schema) and (grammar != "readable" or stat.is_readable(schema)):
+                    out.append(stat)
+    return out
+
+
+def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "readable",
+               deeper_only: bool = False) -> list[Statistic]:
+    """Valid statistics one edit away: an argument changed, a row operator added
+    or dropped, or a ``SortBy(s) | Top(5)`` pair inserted (as one edit, since a
+    ``SortBy`` alone changes nothing), keeping the aggregation or with a sum or mean instead."""
+    ops = list(stat.operators)
+    candidates = candidate_operators(schema)
+    rows = [op for op in candidates if op.kind == "row" and not isinstance(op, (SortBy, Top))]
+    pairs = [[op, Top(5)] for op in candidates if isinstance(op, SortBy)] + [[Top(5)]]
+    variants: list[list[Operator]] = []
+    if stat.aggregation.ignores_selection:  # "number of X" -> "total / average / largest amount of X"
+        for column in schema.numerical:
+            variants.extend([Select(column), *ops[1:-1], agg] for agg in (Sum(), Mean(), Max()))
+    elif stat.selected in schema.numerical:
+        variants.append([Select("*"), *ops[1:-1], Count()])
+    if not deeper_only:
+        for i, op in enumerate(ops):
+            for other in candidates:
+                if other.kind == op.kind and other != op and not isinstance(other, Select):
+                    variants.append(ops[:i] + [other] + ops[i + 1:])
+            if op.kind == "row":
+                variants.append(ops[:i] + ops[i + 1:])
+    end = len(ops) - (2 if stat.group is not None else 1)
+    for i in range(1, end + 1):
+        if stat.depth + 1 <= max_depth:
+            variants.extend(ops[:i] + [op] + ops[i:] for op in rows)
+        if stat.depth + 2 <= max_depth:
+            variants.extend(ops[:i] + pair + ops[i:] for pair in pairs if len(pair) == 2)
+            # "The largest X" -> "the total of the 5 largest X": the pair with another
+            # aggregation is one step for a reader, though two edits of the pipeline.
+            variants.extend(ops[:i] + pair + ops[i:-1] + [agg()] for pair in pairs if len(pair) == 2
+                            for agg in (Sum, Mean) if agg.name != stat.aggregation.name)
+        if stat.depth + 1 <= max_depth:
+            variants.append(ops[:i] + [Top(5)] + ops[i:])
+    out, keys = [], {stat.key}
+    readable = grammar == "readable"
+    for variant in variants:
+        try:
+            candidate = Statistic(variant)
+        except ValueError:
+            continue
+        if candidate.depth > max_depth or not candidate.is_valid(schema):
+            continue
+        if readable and not candidate.is_readable(schema):
+            continue
+        if candidate.key in keys:
+            continue
+        keys.add(candidate.key)
+        out.append(candidate)
+    return sorted(out, key=complexity)
+
+
+def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") -> list[Statistic]:
+    """Valid statistics one edit simpler than ``stat``, simplest first.
+
+    One row operator dropped, a ``SortBy | Top`` pair dropped together (a
+    ``SortBy`` alone changes nothing), or a plainer aggregation in the same
+    place: whatever :func:`complexity` ranks strictly simpler by depth or
+    aggregation (not by the text alone). "The largest amount" is a simpler
+    form of "the largest amount outside region 27" and of "the median
+    amount"; "the number of payments" is a simpler form of "the total
+    amount", not the other way round.
+    """
+    ops = list(stat.operators)
+    variants: list[list[Operator]] = []
+    for i, op in enumerate(ops):
+        if op.kind == "row":
+            variants.append(ops[:i] + ops[i + 1:])
+            if isinstance(op, SortBy):
+                variants.extend(ops[:i] + ops[i + 1:j] + ops[j + 1:] for j in range(i + 1, len(ops))
+                                if isinstance(ops[j], Top))
+    variants.extend(ops[:-1] + [other] for other in candidate_operators(schema)
+                    if other.kind == "aggregation" and other != stat.aggregation)
+    if stat.selected in schema.numerical and not any(isinstance(op, (SortBy, Top)) for op in ops):
+        # "The total amount of X" -> "the number of X" (after a Top(k), a count is only min(n, k)).
+        variants.append([Select("*"), *ops[1:-1], Count()])
+    level = complexity(stat)[:2]
+
+    def keep(candidate: Statistic) -> bool:
+        return candidate.is_valid(schema) and (grammar != "readable" or candidate.is_readable(schema)) \
+            and complexity(candidate)[:2] < level
+
+    return sorted(distinct_statistics(variants, keep, exclude={stat.key}), key=complexity)
+
+
+def distinct_statistics(variants: Iterable[list], keep: Callable[[Statistic], bool],
+                        exclude: Iterable[Any] = ()) -> list[Statistic]:
+    """The operator lists that make a statistic ``keep`` accepts, each equivalence key once.
+
+    Lists that are no statistic (``Statistic`` refuses them) and keys in
+    ``exclude`` are skipped; the order of ``variants`` is kept.
+    """
+    out, keys = [], set(exclude)
+    for variant in variants:
+        try:
+            candidate = Statistic(variant)
+        except ValueError:
+            continue
+        if candidate.key in keys or not keep(candidate):
+            continue
+        keys.add(candidate.key)
+        out.append(candidate)
+    return out
+
+
+def bin_columns(X: np.ndarray) -> np.ndarray:
+    """Decile bin of every value; undefined values in the lowest bin.
+
+    Undefined counts as below every threshold, as in the literals the rules are
+    made of (SEMANTICS.md): a bin of its own let the search keep a statistic
+    for *whether* it is defined (the largest [merchant = m] among a category's
+    events: "has any events of that category"), which no rule can then say.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, m)
+
+    Returns
+    -------
+    bins : ndarray of uint8, shape (n, m)
+    """
+    n, m = X.shape
+    bins = np.empty((n, m), dtype=np.uint8)
+    q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
+    for start in range(0, m, 512):  # chunks bound the (n, 9, chunk) comparison
+        block = X[:, start:start + 512]
+        ordered = np.sort(block, axis=0)  # NaN last
+        defined = np.isfinite(block).sum(axis=0)
+        # The deciles of each column's defined values (lower value at each cut: ties stay together).
+        at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
+        edges = np.take_along_axis(ordered, at, axis=0)  # (9, chunk)
+        b = (block[:, None, :] > edges[None, :, :]).sum(axis=1)
+        b[np.isnan(block)] = 0
+        bins[:, start:start + 512] = b
+    return bins
+
+
+def standardize(X: np.ndarray) -> np.ndarray:
+    """Each column twice, as it is and clipped to its 1st and 99th percentiles, centred
+    and scaled over its defined values; undefined set to 0 (float32, shape (n, m, 2)).
+
+    Two straight lines, because a heavy-tailed total can act either way: a score
+    linear in the total amount needs the raw line, while a score that saturates
+    (a probability, a capped effect) is told apart only by the clipped one: a
+    raw line there is set by a handful of extreme users.
+    """
+    out = np.empty((X.shape[0], X.shape[1], 2), dtype=np.float32)
+    # By chunks of columns: a catalog can hold 100,000 columns, and a whole float64 copy
+    # of it per step (clipped, centred) took a scenario past 11 GB.
+    for start in range(0, X.shape[1], 512):
+        block = X[:, start:start + 512]
+        out[:, start:start + 512, 0] = _standardize(block)
+        out[:, start:start + 512, 1] = _standardize(_clip_tails(block))
+    return out
+
+
+def _clip_tails(X: np.ndarray, share: float = 0.01) -> np.ndarray:
+    """Each column clipped to the defined values at ranks ``share`` and ``1 - share`` (NaN stays).
+
+    By sorting, not ``np.nanpercentile``, which loops over columns in Python when
+    there are NaNs (8x slower on a catalog).
+    """
+    ordered = np.sort(X, axis=0)  # NaN last
+    last = np.maximum(np.isfinite(X).sum(axis=0) - 1, 0)
+    lo = np.take_along_axis(ordered, np.floor(share * last).astype(np.int64)[None, :], axis=0)
+    hi = np.take_along_axis(ordered, np.ceil((1 - share) * last).astype(np.int64)[None, :], axis=0)
+    return np.clip(X, lo, hi)
+
+
+def _standardize(X: np.ndarray) -> np.ndarray:
+    # Masked sums rather than np.nanmean/np.nanstd, which copy and check far more.
+    defined = np.isfinite(X)
+    count = np.maximum(defined.sum(axis=0), 1)
+    Z = np.where(defined, X, 0.0)
+    Z -= Z.sum(axis=0) / count
+    Z[~defined] = 0.0  # undefined sits at the mean
+    scale = np.sqrt((Z * Z).sum(axis=0) / count)
+    Z /= np.where(scale > 0, scale, 1.0)
+    return Z.astype(np.float32)
+
+
+class StepModel:
+    """An additive model of step functions and straight lines: least squares on the
+    decile-bin indicators and the standardized values of some columns.
+
+    The steps catch a threshold anywhere; the line keeps a heavy-tailed value
+    whose top decile spans most of its range (a total amount) from looking
+    worse than a coarse count.
+    """
+
+    def __init__(self, bins: np.ndarray, values: np.ndarray, y: np.ndarray) -> None:
+        self.mean = float(y.mean())
+        self.levels = [np.unique(bins[:, j]) for j in range(bins.shape[1])]
+        # The straight lines hold over the values they were fitted on, and no further: on a
+        # heavy-tailed total, a user far beyond the fitted ones would get an unbounded
+        # prediction (a held-out R^2 of -1.9 was seen), so one extreme user would judge a
+        # statistic. Beyond the fitted range the line stays flat.
+        values = values.reshape(len(bins), -1)
+        self.low = values.min(axis=0) if len(values) else np.zeros(values.shape[1])
+        self.high = values.max(axis=0) if len(values) else np.zeros(values.shape[1])
+        D = self._design(bins, values)
+        self.centre = D.mean(axis=0)
+        D = D - self.centre
+        # Normal equations with a whisper of ridge: indicator columns can be collinear
+        # (a bin of one column equal to a bin of another), and this is fast.
+        gram = D.T @ D
+        gram[np.diag_indices_from(gram)] += 1e-6 * len(D)
+        self.coef = np.linalg.solve(gram, D.T @ (y - self.mean)) if D.shape[1] else np.zeros(0)
+
+    def _design(self, bins: np.ndarray, values: np.ndarray) -> np.ndarray:
+        # One indicator per bin but the first of each column (the intercept carries it).
+        cols = [(bins[:, j][:, None] == lv[None, 1:]) for j, lv in enumerate(self.levels)]
+        cols.append(values.reshape(len(bins), -1))
+        return np.hstack(cols).astype(np.float64)
+
+    def predict(self, bins: np.ndarray, values: np.ndarray) -> np.ndarray:
+        D = self._design(bins, np.clip(values.reshape(len(bins), -1), self.low, self.high))
+        return self.mean + (D - self.centre) @ self.coef if D.shape[1] else np.full(len(bins), self.mean)
+
+
+@dataclass
+class ColumnScreen:
+    """Outputs of many statistics on a sample of users, binned, for scoring against a residual.
+
+    Attributes
+    ----------
+    owners : list of (Statistic, int)
+        For each column, the statistic and which of its outputs it is.
+    bins : ndarray of uint8, shape (n, m)
+    """
+
+    owners: list[tuple[Statistic, int]]
+    bins: np.ndarray
+    #: Standardized values, as they are and clipped (float32, shape (n, m, 2); undefined =
+    #: 0, the mean), for the straight-line part.
+    values: np.ndarray
+
+    @classmethod
+    def build(cls, stats: Iterable[Statistic], sample: Sequences,
+              seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
+              max_columns: int | None = None, target: np.ndarray | None = None,
+              rows: np.ndarray | None = None) -> "ColumnScreen":
+        """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
+
+        A column equal to one already kept (``seen``: digests of earlier
+        columns) is dropped, so of equal-valued statistics the first (the
+        simplest, when ``stats`` comes simplest first) stays. Columns are
+        binned and standardized block by block, so memory holds about 9 bytes
+        per user and column kept (uint8 bins, two float32 lines) and never the
+        whole float64 catalog.
+
+        Parameters
+        ----------
+        max_columns : int or None
+            At most this many columns are kept. Beyond it, the columns that
+            explain the most of ``target`` alone on ``rows`` stay (screening by
+            marginal fit; ties to the earlier, simpler column), since a catalog
+            of six columns with 30 categories each can hold 140,000 outputs.
+        target, rows : ndarray
+            What ``max_columns`` ranks by: the target over the sample's users,
+            and the rows it is fitted on. Needed only with ``max_columns``.
+        """
+        if max_columns is not None and target is None:
+            raise ValueError("ColumnScreen.build: max_columns needs the target to rank columns by")
+        seen = set() if seen is None else seen
+        n = sample.n_users
+        if max_columns is not None and rows is None:
+            rows = np.arange(n)
+        total_var = float(target[rows].var()) or 1.0 if target is not None else 1.0
+        centred = target[rows] - target[rows].mean() if target is not None else None
+        kept: list[ColumnScreen] = []  # finished blocks
+        merit: list[np.ndarray] = []  # with max_columns: each kept column's gain on the target
+        owners: list[tuple[Statistic, int]] = []
+        columns: list[np.ndarray] = []
+        held = 0
+
+        def close_block() -> None:
+            nonlocal owners, columns, held
+            if not columns:
+                return
+            X = np.column_stack(columns)
+            block = cls(owners, bin_columns(X), standardize(X))
+            kept.append(block)
+            held += len(block)
+            if max_columns is not None:
+                merit.append(block.gains(centred, rows, total_var))
+                if held > max_columns + max_columns // 2:  # trim now and then, not at every block
+                    held = _trim(kept, merit, max_columns)
+            owners, columns = [], []
+
+        for i, stat in enumerate(stats):
+            if cancel is not None and i % 50 == 0:
+                cancel()
+            values = stat.evaluate(sample).reshape(n, -1)
+            for j in range(values.shape[1]):
+                v = values[:, j]
+                finite = v[np.isfinite(v)]
+                if len(finite) < 2 or finite.min() == finite.max() and len(finite) == len(v):
+                    continue
+                # A digest, not the bytes: 140,000 columns of 4,000 users held 4.5 GB of keys.
+                sig = hashlib.blake2b(np.where(np.isfinite(v), v, np.inf).round(9).tobytes(),
+                                      digest_size=16).digest()
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                owners.append((stat, j))
+                columns.append(v)
+                if len(columns) == _BLOCK:
+                    close_block()
+        close_block()
+        if max_columns is not None and held > max_columns:
+            _trim(kept, merit, max_columns)
+        return _concatenate(kept, n)
+
+    @classmethod
+    def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
+        """The columns of several screens side by side."""
+        if not screens:
+            return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
+        if len(screens) == 1:
+            return screens[0]
+        return cls([o for sc in screens for o in sc.owners], np.hstack([sc.bins for sc in screens]),
+                   np.hstack([sc.values for sc in screens]))
+
+    def __len__(self) -> int:
+        return len(self.owners)
+
+    def take(self, i: int) -> "ColumnScreen":
+        """Column ``i`` alone."""
+        return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.values[:, i:i + 1])
+
+    def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
+        """Share of the target's variance each column's step function explains of
+        ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0)."""
+        m = len(self.owners)
+        if m == 0:
+            return np.zeros(0)
+        r = residual - residual.mean()
+        n = len(rows)
+        ss = float(r @ r)
+        if ss <= 0:
+            return np.zeros(m)
+        width = _N_BINS  # undefined values share the lowest bin
+        out = np.empty(m)
+        for start in range(0, m, 1024):
+            block = self.bins[rows, start:start + 1024].astype(np.int64)
+            k = block.shape[1]
+            idx = (block + (np.arange(k) * width)[None, :]).ravel()
+            sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
+            counts = np.bincount(idx, minlength=k * width).reshape(k, width)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
+            df = (counts > 0).sum(axis=1) - 1
+            eta2 = between / ss
+            stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
+            r2 = np.zeros(k)
+            for line in range(self.values.shape[2]):  # as it is, and clipped: the better line
+                x = self.values[rows, start:start + k, line].astype(np.float64)
+                x = x - x.mean(axis=0)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    r2 = np.maximum(r2, np.nan_to_num((r @ x) ** 2 / (ss * (x * x).sum(axis=0))))
+            straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
+            out[start:start + k] = np.maximum(stepped, straight)
+        return out * ss / n / total_var
+
+
+def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int) -> int:
+    """Keep, in place, the ``max_columns`` columns of ``blocks`` with the largest ``merit``
+    (ties to the earlier column), in their order; the number kept."""
+    gains = np.concatenate(merit)
+    order = np.lexsort((np.arange(len(gains)), -np.round(gains, 6)))
+    keep = np.zeros(len(gains), dtype=bool)
+    keep[order[:max_columns]] = True
+    start = 0
+    for b, block in enumerate(blocks):
+        mask = keep[start:start + len(block)]
+        start += len(block)
+        cols = np.flatnonzero(mask)
+        blocks[b] = ColumnScreen([block.owners[c] for c in cols], block.bins[:, cols], block.values[:, cols])
+        merit[b] = merit[b][cols]
+    return int(keep.sum())
+
+
+def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
+    """One screen of ``blocks``, emptying the list as it copies: the peak is the result and
+    one block, not twice the catalog."""
+    m = sum(len(b) for b in blocks)
+    bins = np.empty((n, m), dtype=np.uint8)
+    values = np.empty((n, m, 2), dtype=np.float32)
+    owners: list[tuple[Statistic, int]] = []
+    start = 0
+    blocks.reverse()
+    while blocks:
+        block = blocks.pop()
+        bins[:, start:start + len(block)] = block.bins
+        values[:, start:start + len(block)] = block.values
+        owners.extend(block.owners)
+        start += len(block)
+    return ColumnScreen(owners, bins, values)
+
+
+def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:
+    """The simplest statistic with the same values as one output of ``stat``.
+
+    A count of one category (``Select(c) | Sum``, output ``c=v``) reads as
+    ``Select(*) | RetainBy(c=v) | Count``; one output of a ``GroupBy(g)`` as
+    the statistic with ``RetainBy(g=w)`` instead. Returns ``(statistic,
+    output)``, unchanged where no such form is valid (in ``grammar``).
+    """
+    group = stat.group
+    one_hot = stat.is_vector(schema) and schema.kind(stat.selected) == "categorical" \
+        and not stat.aggregation.ignores_selection
+    q = len(schema.vocabularies[group]) if group is not None else 1
+    category_index, group_index = divmod(output, q)
+    rows = list(stat.operators[1:-2] if group is not None else stat.operators[1:-1])
+    extra = [RetainBy(group, schema.vocabularies[group][group_index])] if group is not None else []
+    if one_hot and stat.aggregation.name == "Sum":
+        value = schema.vocabularies[stat.selected][category_index]
+        ops = [Select("*"), *rows, RetainBy(stat.selected, value), *extra, Count()]
+        new_output = 0
+    elif group is not None:
+        ops = [stat.operators[0], *rows, *extra, stat.aggregation]
+        new_output = category_index if one_hot else 0
+    else:
+        return stat, output
+    try:
+        candidate = Statistic(ops)
+    except ValueError:
+        return stat, output
+    if not candidate.is_valid(schema) or (grammar == "readable" and not candidate.is_readable(schema)):
+        return stat, output
+    return candidate, new_output

@@ -1,0 +1,945 @@
+"""Stage 1: searching statistics that explain a target (catalog, MCTS-SG, baselines).
+
+With the readable grammar (the default) the search first screens the short
+readable catalog exhaustively, keeps a statistic only when it explains
+measurably more on users it was not chosen on, deepens the best by single
+edits, keeps a deeper form only where it explains measurably more than its
+simpler forms on those users, and leaves MCTS-SG what that cannot explain
+(:mod:`rudi_explain.search.catalog`, :meth:`StatisticsSearch._fit_screened`).
+
+With ``grammar="paper"`` it is the paper's algorithm as published:
+``search_statistics`` builds each of K statistics operator by operator, as in
+the RuDi paper's Algorithms 1 and 2: for every step a fresh Monte Carlo tree
+rooted at the partial pipeline grows for ``n_simulations`` iterations
+(selection by UCT, expansion of an untried valid operator, a random valid
+completion as the rollout, a reward from a fresh random batch of users,
+backpropagation), then the child with the best mean reward is committed
+(equation 6). Found statistics, and every equivalent one, are marked invalid
+(also inside rollouts), and before each new statistic the target becomes the
+residual of a least-squares fit on the statistics found so far (equation 7).
+
+The paper's Table 3 baselines are behind ``method=``: ``"random"`` valid
+pipelines, and ``"lasso"`` / ``"gbm"`` feature selection over a flat table of
+every single aggregation of every column.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from rudi_explain.data.alignment import per_user_values
+from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
+from rudi_explain.data.sequences import Sequences
+from rudi_explain.statistics import (
+    OPERATORS, Aggregation, Pipeline, PipelineState, Schema, Select, Statistic, candidate_operators,
+    next_operators,
+)
+from rudi_explain.search.catalog import ColumnScreen, StepModel, complexity, distinct_statistics, neighbours, scalar_form, short_catalog, simpler_forms
+from rudi_explain.statistics.operators import ANY_COLUMN, Operator
+from rudi_explain.statistics.readable import check_grammar
+
+__all__ = [
+    "search_statistics",
+    "StatisticsSearch",
+    "SearchProgress",
+    "SearchCancelled",
+    "METHODS",
+    "single_aggregations",
+]
+
+METHODS = ("mcts", "random", "lasso", "gbm")
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """What the search is doing, for progress bars and widgets.
+
+    Attributes
+    ----------
+    method : str
+    statistic : int
+        Which statistic is being searched, 1-based, out of ``n_stats``.
+    n_stats : int
+    step : int
+        Which operator of that statistic is being chosen (1 = the Select).
+    simulation : int
+        Simulations run in the current tree, out of ``n_simulations``.
+    n_simulations : int
+    pipeline : str
+        The operators committed so far for this statistic.
+    best : str
+        The best complete statistic seen in this tree (or the last one found).
+    best_reward : float
+    found : tuple of str
+        Statistics found so far.
+    elapsed : float
+        Seconds since the search started.
+    """
+
+    method: str
+    statistic: int
+    n_stats: int
+    step: int
+    simulation: int
+    n_simulations: int
+    pipeline: str
+    best: str
+    best_reward: float
+    found: tuple[str, ...]
+    elapsed: float
+
+
+class SearchCancelled(RuntimeError):
+    """Raised when the progress callback asked to stop; ``statistics`` holds those found so far."""
+
+    def __init__(self, statistics: list[Statistic]):
+        super().__init__(f"statistics search cancelled after {len(statistics)} statistic(s)")
+        self.statistics = statistics
+
+
+class _Node:
+    __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "best", "terminal", "dead")
+
+    def __init__(self, pipeline: Pipeline, parent: "_Node | None", untried: list[Operator]):
+        self.pipeline = pipeline
+        self.parent = parent
+        self.children: list[_Node] = []
+        self.untried = untried
+        self.visits = 0
+        self.total = 0.0
+        self.best = 0.0
+        self.terminal = pipeline.complete
+        self.dead = False
+
+
+class StatisticsSearch:
+    """Search statistics of sequences that explain a target (stage 1 of RuDi).
+
+    Parameters
+    ----------
+    n_stats : int, default=20
+        Number of statistics K.
+    max_depth : int, default=4
+        Maximum depth D (operators after Select, the aggregation included).
+    batch_size : int, default=128
+        Users per reward batch B.
+    n_simulations : int, default=500
+        Tree iterations for each operator chosen.
+    method : {'mcts', 'random', 'lasso', 'gbm'}, default='mcts'
+    reward : {"split", "adjusted", "paper"}, default="split"
+        How a statistic is scored on a batch. 'paper' is equations 4 and 5
+        (|correlation|, or R of a least-squares fit for a vector), which
+        favours wide statistics on small batches: pure noise in 8 columns
+        scores about 0.25 on 128 users. 'split' (the default) fits on one
+        half of the batch and scores the correlation on the other half, so
+        extra columns earn nothing unless they predict; 'adjusted' uses R
+        from the adjusted R^2. benchmarks/bench_search.py compares them.
+    exploration : float, default=1/sqrt(2)
+        The UCT constant c of equation 2.
+    commit : {'mean', 'max'}, default='mean'
+        Which child of the root is committed after each tree: the best mean
+        reward (the paper's equation 6) or the best single reward in its
+        subtree (as single-player MCTS does when one best answer is sought).
+    n_contenders : int, default=50
+        After a statistic is built by committing the best child by mean
+        reward (equation 6), it is compared with the ``n_contenders`` best
+        complete statistics met in the rollouts, on one larger batch of
+        ``contender_batch`` users, and the best of them is kept. The mean
+        favours operators whose random completions are good on average and
+        can walk past a sharp statistic (a needle such as one filter value
+        of forty) that a rollout did find; 0 keeps the paper's choice alone.
+    contender_batch : int, default=1024
+    polish_rounds : int, default=2
+        Rounds of local search from the kept statistic: every valid
+        statistic one edit away (an operator's argument changed, a filter
+        added or dropped, another aggregation or column) is scored on a
+        fresh batch of ``contender_batch`` users and the best replaces it if
+        it scores higher. The tree finds the region, polishing finds the
+        exact filter values that the mean reward blurs. 0 disables it.
+    n_polished : int, default=2
+        How many of the best contenders are polished; the best result is kept.
+    random_state : int or None, default=0
+    grammar : {'readable', 'paper'}, default='readable'
+        Which statistics may be proposed (SEMANTICS.md): the readable
+        grammar, or the paper's full one (to reproduce its Table 3).
+    catalog : bool or None, default=None
+        Screen the short readable catalog first (every statistic of depth 1,
+        and of depth 2 with one filter or ordering, on ``screen_size``
+        training users; :mod:`rudi_explain.search.catalog`), deepen the best, and
+        leave MCTS-SG only what that cannot explain. None: yes with the
+        readable grammar, no with the paper's (its algorithm as published).
+    screen_size : int, default=4000
+        Users the catalog is evaluated on: half choose, half check.
+    screen_columns : int or None, default=50000
+        At most this many catalog outputs are held for choosing (about 36 kB
+        each at 4,000 users, so 1.8 GB). A catalog with more (six columns of
+        30 categories each give 140,000 outputs: every category's share under
+        every other category's filter) keeps those that explain the most of
+        the target alone on the choosing users; ``catalog_columns_`` and
+        ``catalog_outputs_`` say how many were held and found. None: no limit.
+    min_gain : float, default=0.002
+        A statistic is kept only if it explains at least this share of the
+        target's variance more on the checking users, which it was not
+        chosen on; the search stops early when none does. Likewise a kept
+        statistic gives way to a simpler form of it (an operator dropped, a
+        plainer aggregation) unless it explains at least this much more there.
+    beam : int, default=3
+        How many of the best catalog statistics are deepened by single
+        edits at each step; the best result is kept.
+
+    Attributes
+    ----------
+    statistics_ : list of Statistic
+    rewards_ : list of float
+        Mean batch reward of each statistic when it was committed.
+    partial_r_ : list of float
+        |correlation| (multiple R for vectors) of each statistic with the
+        residual target it was searched against, over all users.
+    seconds_ : float
+        Wall time of the whole search.
+    tree_seconds_ : float
+        Of which growing the trees (simulations: selection, expansion,
+        rollout, batch evaluation, reward, backpropagation).
+    n_evaluations_ : int
+        Batch evaluations made by the tree search (one per simulation).
+    stage_seconds_ : dict
+        With the catalog: seconds spent evaluating it ('catalog'), choosing,
+        deepening and checking ('select'), and in MCTS-SG ('mcts').
+    screened_ : int
+        Catalog statistics evaluated (0 without the catalog).
+    catalog_outputs_, catalog_columns_ : int
+        With the catalog: its distinct outputs that vary, and how many of them
+        were held for choosing (fewer only beyond ``screen_columns``).
+    check_r2_ : float
+        With the catalog: R^2 of the additive model of the kept statistics on
+        the checking users.
+    """
+
+    def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
+                 method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
+                 commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
+                 polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
+                 grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
+                 min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000) -> None:
+        self.n_stats = n_stats
+        self.max_depth = max_depth
+        self.batch_size = batch_size
+        self.n_simulations = n_simulations
+        self.method = method
+        self.reward = reward
+        self.exploration = exploration
+        self.commit = commit
+        self.n_contenders = n_contenders
+        self.contender_batch = contender_batch
+        self.polish_rounds = polish_rounds
+        self.n_polished = n_polished
+        self.random_state = random_state
+        self.grammar = grammar
+        self.catalog = catalog
+        self.screen_size = screen_size
+        self.min_gain = min_gain
+        self.beam = beam
+        self.screen_columns = screen_columns
+
+    # ---------------------------------------------------------------- checks
+    def _check(self, seqs: Sequences, target) -> np.ndarray:
+        if not isinstance(seqs, Sequences):
+            raise TypeError(f"search_statistics needs a Sequences, got {type(seqs).__name__}")
+        for name in ("n_stats", "max_depth", "batch_size", "n_simulations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        value = self.screen_columns
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"screen_columns must be None or a whole number >= 1, got {value!r}")
+        if self.commit not in ("mean", "max"):
+            raise ValueError(f"commit must be 'mean' or 'max', got {self.commit!r}")
+        check_grammar(self.grammar)
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        y = _target_array(target, seqs)
+        if np.ptp(y) == 0:
+            raise ValueError("the target is constant: there is nothing to explain")
+        return y
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, seqs: Sequences, target, progress: Callable[[SearchProgress], bool | None] | None = None
+            ) -> "StatisticsSearch":
+        """Search the statistics.
+
+        Parameters
+        ----------
+        seqs : Sequences
+        target : array-like of shape (n_users,) or pandas Series indexed by user id
+            The teacher's scores, aligned with ``seqs.users``.
+        progress : callable, optional
+            Receives :class:`SearchProgress` events; returning ``False``
+            cancels the search with :class:`SearchCancelled`.
+        """
+        y = self._check(seqs, target)
+        self._seqs, self._schema, self._y = seqs, Schema.of(seqs), y
+        self._rng = np.random.default_rng(self.random_state)
+        self._progress = progress
+        self._start = time.perf_counter()
+        self._marked: set[tuple] = set()
+        self._next_cache: dict[tuple[PipelineState, int], list[Operator]] = {}
+        self._key_cache: dict[tuple, tuple] = {}
+        self.statistics_: list[Statistic] = []
+        self.rewards_: list[float] = []
+        self.partial_r_: list[float] = []
+        self.n_evaluations_ = 0
+        self.tree_seconds_ = 0.0
+        self._values: list[np.ndarray] = []
+        self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
+        use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
+        if self.method == "mcts" and use_catalog:
+            self._fit_screened()
+        elif self.method == "mcts":
+            self._fit_mcts()
+        elif self.method == "random":
+            self._fit_random()
+        else:
+            self._fit_flat_selection()
+        self.seconds_ = time.perf_counter() - self._start
+        return self
+
+    def _report(self, k: int, step: int, simulation: int, pipeline: str, best: str, best_reward: float) -> None:
+        if self._progress is None:
+            return
+        event = SearchProgress(self.method, k, self.n_stats, step, simulation, self.n_simulations, pipeline,
+                               best, best_reward, tuple(map(str, self.statistics_)), time.perf_counter() - self._start)
+        if self._progress(event) is False:
+            raise SearchCancelled(list(self.statistics_))
+
+    # ------------------------------------------------------------- grammar
+    def _next(self, pipeline: Pipeline) -> list[Operator]:
+        """Valid next operators (cached by pipeline state: states repeat a lot)."""
+        key = (pipeline.state, self.max_depth)
+        ops = self._next_cache.get(key)
+        if ops is None:
+            ops = next_operators(pipeline, self._schema, self.max_depth, self.grammar)
+            self._next_cache[key] = ops
+        return ops
+
+    def _is_marked(self, operators: tuple[Operator, ...]) -> bool:
+        if not self._marked:
+            return False
+        key = self._key_cache.get(operators)
+        if key is None:
+            key = Statistic(operators).key
+            self._key_cache[operators] = key
+        return key in self._marked
+
+    def _expandable(self, pipeline: Pipeline) -> list[Operator]:
+        ops = [op for op in self._next(pipeline)
+               if not (isinstance(op, Aggregation) and self._is_marked(pipeline.operators + (op,)))]
+        self._rng.shuffle(ops)  # untried operators are tried in random order
+        return ops
+
+    def _rollout(self, pipeline: Pipeline, attempts: int = 20) -> Statistic | None:
+        """A random valid completion (equation 3) that is not marked."""
+        for _ in range(attempts):
+            p = pipeline
+            while not p.complete:
+                ops = self._next(p)
+                op = ops[self._rng.integers(len(ops))]
+                if isinstance(op, Aggregation) and self._is_marked(p.operators + (op,)):
+                    allowed = [o for o in ops if not (isinstance(o, Aggregation) and self._is_marked(p.operators + (o,)))]
+                    if not allowed:
+                        break
+                    op = allowed[self._rng.integers(len(allowed))]
+                p = p.then(op, self._schema)
+            if p.complete:
+                return p.statistic()
+        return None
+
+    # --------------------------------------------------------------- reward
+    def _batch(self, size: int) -> np.ndarray:
+        n = self._seqs.n_users
+        return self._rng.choice(n, size, replace=False) if n > size else np.arange(n)
+
+    def _batch_reward(self, stat: Statistic, target: np.ndarray) -> float:
+        users = self._batch(self.batch_size)
+        self.n_evaluations_ += 1
+        return batch_reward(stat.evaluate(self._seqs, users=users), target[users], self.reward, self._rng)
+
+    def _contenders(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray
+                    ) -> list[tuple[float, Statistic]]:
+        """The committed statistic and the best ones met in rollouts, scored on one larger batch, best first."""
+        contenders = [committed] + [s for s in sorted(seen, key=seen.get, reverse=True)
+                                    if s != committed][: self.n_contenders]
+        users = self._batch(self.contender_batch)
+        halves = np.random.default_rng(0)
+        scored = [(batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves), i, s)
+                  for i, s in enumerate(contenders)]
+        return [(score, s) for score, _, s in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def _refine(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray) -> Statistic:
+        """The committed statistic, or a better contender, polished by local search."""
+        if self.n_contenders == 0 and self.polish_rounds == 0:
+            return committed
+        ranked = self._contenders(committed, seen, target)
+        if self.polish_rounds == 0:
+            return ranked[0][1]
+        # Polish the few best: a contender one or two edits from the answer
+        # may rank below a broad statistic that is a dead end.
+        finals = [self._polish(s, target) for _, s in ranked[: self.n_polished]]
+        users = self._batch(self.contender_batch)
+        halves = np.random.default_rng(0)
+        scores = [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves) for _, s in finals]
+        return finals[int(np.argmax(scores))][1]
+
+    def _neighbours(self, stat: Statistic) -> list[Statistic]:
+        if self.grammar == "readable":
+            return [s for s in neighbours(stat, self._schema, self.max_depth, self.grammar) if s.key not in self._marked]
+        return self._paper_neighbours(stat)
+
+    def _paper_neighbours(self, stat: Statistic) -> list[Statistic]:
+        """Valid, unmarked statistics one edit away, within the depth bound."""
+        ops = list(stat.operators)
+        candidates = candidate_operators(self._schema)
+        variants: list[list[Operator]] = []
+        for i, op in enumerate(ops):
+            for other in candidates:  # the same kind of operator in this place
+                if other.kind == op.kind and other != op:
+                    variants.append(ops[:i] + [other] + ops[i + 1:])
+            if op.kind == "row":
+                variants.append(ops[:i] + ops[i + 1:])
+        if stat.depth < self.max_depth:
+            for i in range(1, len(ops)):
+                for other in candidates:
+                    if other.kind == "row":
+                        variants.append(ops[:i] + [other] + ops[i:])
+        return distinct_statistics(
+            variants, lambda c: c.depth <= self.max_depth and c.is_valid(self._schema),
+            exclude={stat.key, *self._marked})
+
+    def _polish(self, stat: Statistic, target: np.ndarray) -> tuple[float, Statistic]:
+        """Hill-climb by single edits; returns the final statistic and its last batch score."""
+        current = -1.0
+        for _ in range(self.polish_rounds):
+            neighbours = self._neighbours(stat)
+            if not neighbours:
+                break
+            users = self._batch(self.contender_batch)
+            score = lambda s: batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
+                                           np.random.default_rng(0))  # the same halves for every candidate
+            current = score(stat)
+            scores = []
+            for i, s in enumerate(neighbours):  # can be thousands: stay cancellable
+                if i % 64 == 0:
+                    self._report(len(self.statistics_) + 1, 0, i, str(stat), str(stat), current)
+                scores.append(score(s))
+            best = int(np.argmax(scores))
+            if scores[best] <= current + 0.005:
+                break
+            stat, current = neighbours[best], scores[best]
+        return current, stat
+
+    def _residual(self) -> np.ndarray:
+        """Equation 7: the target less its least-squares fit on the statistics found so far."""
+        if not self.statistics_:
+            return self._y
+        X, _, _ = design_matrix(self._values)
+        fit = _LeastSquares(X, self._y)
+        return self._y - fit.predict(X)
+
+    def _accept(self, stat: Statistic, reward: float, target: np.ndarray) -> None:
+        values = stat.evaluate(self._seqs)
+        self._values.append(values)
+        self.statistics_.append(stat)
+        self.rewards_.append(float(reward))
+        self.partial_r_.append(batch_reward(values, target, "paper"))
+        self._marked.add(stat.key)
+
+    # ------------------------------------------------- catalog, then MCTS
+    def _fit_screened(self) -> None:
+        """The short readable catalog first, deepened; MCTS-SG for what it leaves.
+
+        Choosing happens on one half of a sample of users and keeping on the
+        other half (see :mod:`rudi_explain.search.catalog`): a statistic stays only
+        when it explains at least ``min_gain`` of the target's variance more
+        there, so the search can stop with fewer than ``n_stats``.
+        """
+        seqs, y = self._seqs, self._y
+        n = seqs.n_users
+        users = np.sort(self._rng.choice(n, self.screen_size, replace=False)) if n > self.screen_size else np.arange(n)
+        order = self._rng.permutation(len(users))
+        fit_rows, check_rows = np.sort(order[: len(users) // 2]), np.sort(order[len(users) // 2:])
+        ys = y[users]
+        total_var = float(ys[fit_rows].var()) or 1.0
+        k = 1
+        tick = lambda: self._report(k, 0, 0, "short catalog",
+                                    str(self.statistics_[-1]) if self.statistics_ else "screening the short catalog",
+                                    self.rewards_[-1] if self.rewards_ else 0.0)
+
+        started = time.perf_counter()
+        catalog = short_catalog(seqs, self.grammar, self.max_depth)
+        seen: set[bytes] = set()
+        sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
+        screen = ColumnScreen.build(catalog, sample, seen, cancel=tick, max_columns=self.screen_columns,
+                                    target=ys, rows=fit_rows)
+        self.screened_ = len(catalog)
+        self.catalog_columns_ = len(screen)
+        self.catalog_outputs_ = len(seen)  # distinct varying outputs found, before any limit
+        self.stage_seconds_ = {"catalog": time.perf_counter() - started, "select": 0.0, "mcts": 0.0}
+        cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
+        chosen = ColumnScreen.join([], len(users))  # the kept outputs
+        taken: set[tuple[str, int]] = set()
+
+        def model_residual() -> np.ndarray:
+            model = StepModel(chosen.bins[fit_rows], chosen.values[fit_rows], ys[fit_rows])
+            return ys[fit_rows] - model.predict(chosen.bins[fit_rows], chosen.values[fit_rows])
+
+        def check_r2(cols: ColumnScreen) -> float:
+            model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
+            err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
+            centred = ys[check_rows] - ys[check_rows].mean()
+            return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
+
+        def screen_of(stats: list[Statistic]) -> ColumnScreen:
+            for st in stats:
+                if st.key not in cache:
+                    cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None)
+            return ColumnScreen.join([cache[st.key] for st in stats], len(users))
+
+        def scalar(column: ColumnScreen) -> ColumnScreen:
+            """The column as its simplest scalar statistic, where one has the same values."""
+            stat, output = column.owners[0]
+            simple, simple_output = scalar_form(stat, output, self._schema, self.grammar)
+            if simple != stat:
+                same = screen_of([simple])
+                if simple_output < len(same) and np.array_equal(same.bins[:, simple_output], column.bins[:, 0]):
+                    return same.take(simple_output)
+            return column
+
+        def deepen(column: ColumnScreen, gain: float, residual: np.ndarray,
+                   base: ColumnScreen | None = None) -> tuple[ColumnScreen, float]:
+            """Edit one operator at a time while that explains measurably more, on the
+            choosing half and on the checking half (which the edit was not chosen on),
+            next to ``base`` (default: the kept columns)."""
+            base = chosen if base is None else base
+            for _ in range(2 * self.max_depth):
+                tick()
+                stat = column.owners[0][0]
+                edits = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar)
+                         if st.key not in self._marked]
+                cols = screen_of(edits)
+                # Only edits that explain measurably more compete; of those, the simplest near the
+                # best. A deeper edit must also not be about as good (within the 5% by which the
+                # simpler wins everywhere): its extra operator has to earn its place.
+                floor = np.array([gain + self.min_gain if st.depth <= stat.depth else
+                                  max(gain + self.min_gain, gain + 0.05 * gain + 0.0005)
+                                  for st, _ in cols.owners])
+                better = best_of(cols, residual, floor=floor)
+                if better is None or better[0] < gain + self.min_gain:
+                    break
+                edited = scalar(cols.take(better[1]))
+                if check_r2(ColumnScreen.join([base, edited], len(users))) < \
+                        check_r2(ColumnScreen.join([base, column], len(users))) + self.min_gain:
+                    break
+                gain, column = better[0], edited
+            return column, gain
+
+        def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
+            """The next best columns of other statistics: greedy edits from one start can stall."""
+            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)
+            out, stats = [], {cols.owners[pick][0]}
+            for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
+                if len(out) == self.beam - 1 or gains[i] < self.min_gain:
+                    break
+                stat = cols.owners[i][0]
+                if stat not in stats and (str(stat), cols.owners[i][1]) not in taken:
+                    stats.add(stat)
+                    out.append((float(gains[i]), i))
+            return out
+
+        def best_of(cols: ColumnScreen, residual: np.ndarray,
+                    floor: float | np.ndarray = -np.inf) -> tuple[float, int] | None:
+            """The simplest of the columns that explain about as much as the best (and at
+            least ``floor``, one value or one per column): (gain, index), or None."""
+            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)  # no decision on a float near-tie
+            floor = np.broadcast_to(np.round(floor, 6), gains.shape)
+            ok = [i for i in range(len(cols))
+                  if gains[i] >= floor[i] and (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
+            if not ok:
+                return None
+            top = max(gains[i] for i in ok)
+            # Of those that explain about as much as the best, the simplest wins.
+            near = [i for i in ok if gains[i] >= top - (0.05 * top + 0.0005)]
+            pick = min(near, key=lambda i: (complexity(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
+            return float(gains[pick]), pick
+
+        def swap(j: int, new_column: ColumnScreen | None) -> None:
+            """Put ``new_column`` in place of kept column ``j`` (None: drop it), and keep
+            ``statistics_`` in step. A statistic left by all its columns stays marked:
+            selection does not walk back to it."""
+            nonlocal chosen
+            old, old_output = chosen.owners[j]
+            others = [chosen.take(i) for i in range(len(chosen)) if i != j]
+            shared = any(st.key == old.key for st, _ in chosen.owners[:j] + chosen.owners[j + 1:])
+            if new_column is None:
+                chosen = ColumnScreen.join(others, len(users))
+            else:
+                chosen = ColumnScreen.join(others[:j] + [new_column] + others[j:], len(users))
+            taken.discard((str(old), old_output))
+            index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
+            new = None if new_column is None else new_column.owners[0][0]
+            if new is not None:
+                taken.add((str(new), new_column.owners[0][1]))
+                if any(st.key == new.key for st in self.statistics_):
+                    new = None  # another output of a statistic already kept: nothing to add
+            if shared or index is None:  # another output of the old statistic stays
+                if new is not None:
+                    self._accept(new, float("nan"), self._y)
+                return
+            if new is None:
+                for values in (self.statistics_, self._values, self.rewards_, self.partial_r_):
+                    del values[index]
+                return
+            values = new.evaluate(self._seqs)
+            self.statistics_[index], self._values[index] = new, values
+            self.partial_r_[index] = batch_reward(values, self._y, "paper")
+            self._marked.add(new.key)
+
+        def revise() -> bool:
+            """Deepen each kept column against the residual of the others; True if one changed."""
+            changed = False
+            for j in range(len(chosen)):
+                tick()
+                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
+                model = StepModel(rest.bins[fit_rows], rest.values[fit_rows], ys[fit_rows])
+                residual = ys[fit_rows] - model.predict(rest.bins[fit_rows], rest.values[fit_rows])
+                column = chosen.take(j)
+                gain = float(np.round(column.gains(residual, fit_rows, total_var), 6)[0])
+                edited, _ = deepen(column, gain, residual, base=rest)
+                old, new = column.owners[0][0], edited.owners[0][0]
+                if new.key == old.key or new.key in self._marked:
+                    continue
+                swap(j, edited)
+                changed = True
+            return changed
+
+        def simpler_column(column: ColumnScreen) -> list[ColumnScreen]:
+            """The kept column's statistic one edit simpler (:func:`simpler_forms`), each as the
+            column of the same output (the same category of a one-hot selection), simplest first."""
+            stat, output = column.owners[0]
+            name = stat.output_names(self._schema)[output]
+            out = []
+            for simple in simpler_forms(stat, self._schema, self.grammar):
+                names = simple.output_names(self._schema)
+                cols = screen_of([simple])
+                for i, (_, o) in enumerate(cols.owners):
+                    if len(names) == 1 or names[o] == name:
+                        out.append(scalar(cols.take(i)))
+            return out
+
+        def simplify() -> bool:
+            """Replace each kept column by a simpler form of it unless it explains measurably
+            more (``min_gain``) next to the others on the checking users, which it was not
+            chosen on; True if one changed.
+
+            The choosing half favours a deeper variant: of the thousands of filters a
+            statistic can take, the best on those users is partly luck (and a first pick made
+            against a residual that others later explain can be a blend); that luck does not
+            hold on the checking half. A simpler form already kept elsewhere means the
+            column goes, unless it explains measurably more than nothing there.
+            """
+            changed = False
+            j = 0
+            reference = None  # the check score of column j as selection left it
+            while j < len(chosen):
+                tick()
+                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
+                column = chosen.take(j)
+                if reference is None:
+                    reference = check_r2(ColumnScreen.join([rest, column], len(users)))
+                kept = {(str(st), o) for st, o in rest.owners}
+                for simple in simpler_column(column):
+                    again = (str(simple.owners[0][0]), simple.owners[0][1]) in kept
+                    score = check_r2(rest if again else ColumnScreen.join([rest, simple], len(users)))
+                    # Against the column as selected, not the last simpler step: a chain of
+                    # steps each within min_gain must not lose more than min_gain in all.
+                    if score >= reference - self.min_gain:
+                        swap(j, None if again else simple)
+                        changed = True
+                        break
+                else:
+                    j, reference = j + 1, None  # nothing simpler explains about as much: it stays
+                    continue
+                if again:
+                    reference = None  # column j is gone: the next one is at j now
+                # Otherwise the simpler form stays at j and is tried once more (depth 3 to 1).
+            return changed
+
+        mcts_left = True
+        for revision in range(2):
+            # Forward selection; then each kept statistic is revised once against what the
+            # others leave (a first pick made against an unexplained residual can be a blend
+            # of two planted statistics), and selection goes on from the revised model.
+            while len(self.statistics_) < self.n_stats:
+                k = len(self.statistics_) + 1
+                residual = model_residual()
+                found = best_of(screen, residual)
+                candidate = None
+                if found is not None and found[0] >= self.min_gain:
+                    finals = [deepen(scalar(screen.take(i)), gain, residual)
+                              for gain, i in [found] + runners_up(screen, residual, found[1])]
+                    # The best after deepening; of about equals, the simplest.
+                    top = max(g for _, g in finals)
+                    near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
+                    if len({c.owners[0] for c, _ in near}) > 1:
+                        # About as much on the checking users too, or the one that explains clearly
+                        # more there wins: "the 95th percentile" is simpler than "the total of the
+                        # 5 largest", but not its equal when the target is made of the latter.
+                        before = check_r2(chosen)
+                        held = [round(check_r2(ColumnScreen.join([chosen, c], len(users))) - before, 6)
+                                for c, _ in near]
+                        best_held = max(held)
+                        tolerance = 0.01 * abs(best_held) + self.min_gain
+                        near = [cg for cg, h in zip(near, held) if h >= best_held - tolerance]
+                    candidate = min(near, key=lambda cg: (complexity(cg[0].owners[0][0]), -cg[1]))
+                elif mcts_left:
+                    # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
+                    target = self._residual()
+                    mcts_start = time.perf_counter()
+                    found_deep = self._mcts_one(k, target)
+                    self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
+                    mcts_left = False  # one try: a second would search the same residual
+                    if found_deep is not None:
+                        stat = found_deep[0]
+                        cols = screen_of([stat])
+                        best = best_of(cols, residual)
+                        if best is not None:
+                            candidate = (scalar(cols.take(best[1])), best[0])
+                if candidate is None:
+                    break
+                column, gain = candidate
+                stat, output = column.owners[0]
+                before = check_r2(chosen)
+                after = check_r2(ColumnScreen.join([chosen, column], len(users)))
+                if after - before < self.min_gain:
+                    break  # not measurably better on users it was not chosen on
+                chosen = ColumnScreen.join([chosen, column], len(users))
+                taken.add((str(stat), output))
+                if stat.key in self._marked:  # another output of a statistic already kept
+                    continue
+                self._accept(stat, after - before, self._y)
+                self._report(k, 0, 0, "", str(stat), after - before)
+            # Revising deepens on the choosing half; simplifying then asks the checking half
+            # whether each extra operator earns its place.
+            changed = revise() if revision == 0 else False
+            if not simplify() and not changed or revision == 1:
+                break
+
+        self.check_r2_ = check_r2(chosen)
+        self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
+
+    # ----------------------------------------------------------------- MCTS
+    def _fit_mcts(self) -> None:
+        for k in range(1, self.n_stats + 1):
+            target = self._residual()
+            found = self._mcts_one(k, target)
+            if found is None:
+                return  # nothing valid is left to find
+            stat, reward = found
+            self._accept(stat, reward, target)
+            self._report(k, 0, self.n_simulations, "", str(stat), reward)
+
+    def _mcts_one(self, k: int, target: np.ndarray) -> tuple[Statistic, float] | None:
+        """Algorithms 1 and 2 for one statistic against ``target``: (statistic, reward), or None."""
+        c = self.exploration
+        pipeline = Pipeline((), schema=self._schema)
+        step = 0
+        reward = 0.0
+        seen: dict[Statistic, float] = {}  # best batch reward of each complete statistic met
+        while not pipeline.complete:
+            step += 1
+            tree_start = time.perf_counter()
+            root = _Node(pipeline, None, self._expandable(pipeline))
+            best_text, best_reward = "", -1.0
+            for it in range(1, self.n_simulations + 1):
+                node = root
+                while not node.terminal:  # selection and expansion
+                    if node.untried:
+                        op = node.untried.pop()
+                        child_pipeline = node.pipeline.then(op, self._schema)
+                        child = _Node(child_pipeline, node,
+                                      [] if child_pipeline.complete else self._expandable(child_pipeline))
+                        if not child.terminal and not child.untried:
+                            continue  # nothing valid below it: never added
+                        node.children.append(child)
+                        node = child
+                        break
+                    live = [ch for ch in node.children if not ch.dead]
+                    if not live:
+                        node.dead = True  # prune: nothing valid left in this subtree
+                        node = None
+                        break
+                    log_n = math.log(node.visits) if node.visits > 0 else 0.0
+                    node = max(live, key=lambda ch: math.inf if ch.visits == 0 else
+                               ch.total / ch.visits + c * math.sqrt(2.0 * log_n / ch.visits))
+                if node is None:
+                    if root.dead:
+                        break
+                    continue
+                stat = node.pipeline.statistic() if node.terminal else self._rollout(node.pipeline)
+                if stat is None:
+                    node.dead = True
+                    continue
+                r = self._batch_reward(stat, target)
+                if r > seen.get(stat, -1.0):
+                    seen[stat] = r
+                if r > best_reward:
+                    best_text, best_reward = str(stat), r
+                while node is not None:  # backpropagation
+                    node.visits += 1
+                    node.total += r
+                    node.best = max(node.best, r)
+                    node = node.parent
+                if it % 100 == 0:
+                    self._report(k, step, it, str(pipeline), best_text, best_reward)
+            self.tree_seconds_ += time.perf_counter() - tree_start
+            visited = [ch for ch in root.children if ch.visits > 0 and not ch.dead]
+            if not visited:
+                self._report(k, step, self.n_simulations, str(pipeline), best_text, best_reward)
+                return None  # nothing valid is left to find
+            if self.commit == "mean":
+                best = max(visited, key=lambda ch: ch.total / ch.visits)  # equation 6
+            else:
+                best = max(visited, key=lambda ch: (ch.best, ch.total / ch.visits))
+            pipeline, reward = best.pipeline, best.total / best.visits
+        stat = pipeline.statistic()
+        stat = self._refine(stat, seen, target)
+        return stat, reward
+
+    # ------------------------------------------------------------ baselines
+    def _fit_random(self) -> None:
+        empty = Pipeline((), schema=self._schema)
+        for k in range(1, self.n_stats + 1):
+            stat = self._rollout(empty, attempts=200)
+            if stat is None:
+                return
+            self._accept(stat, float("nan"), self._y)
+            self._report(k, 1, 0, "", str(stat), float("nan"))
+
+    def _fit_flat_selection(self) -> None:
+        """'lasso' / 'gbm': select among every single aggregation of every column."""
+        candidates = [s for s in single_aggregations(self._schema, self.grammar) if s.depth <= self.max_depth]
+        values = [s.evaluate(self._seqs) for s in candidates]
+        X, _, _ = design_matrix(values)
+        owner = np.concatenate([np.full(v.reshape(len(v), -1).shape[1], i) for i, v in enumerate(values)])
+        n = len(self._y)
+        rows = self._rng.choice(n, min(n, 20000), replace=False) if n > 20000 else np.arange(n)
+        Xs, y = X[rows], self._y[rows]
+        scale = Xs.std(axis=0)
+        usable = scale > 0
+        Xs = (Xs[:, usable] - Xs[:, usable].mean(axis=0)) / scale[usable]
+        owner = owner[usable]
+        if self.method == "lasso":
+            from sklearn.linear_model import lasso_path
+
+            _, coefs, _ = lasso_path(Xs, y - y.mean(), alphas=200, eps=1e-4)
+            active = np.abs(coefs) > 0
+            entry = np.where(active.any(axis=1), active.argmax(axis=1), coefs.shape[1])
+            # Features in order of entering the path; ties by final |coefficient|.
+            order = np.lexsort((-np.abs(coefs[:, -1]), entry))
+            order = order[entry[order] < coefs.shape[1]]
+        else:
+            order = np.argsort(-_gbm_importance(Xs, y, self.random_state))
+        chosen: list[int] = []
+        for feature in order:
+            statistic = int(owner[feature])
+            if statistic not in chosen:
+                chosen.append(statistic)
+            if len(chosen) == self.n_stats:
+                break
+        for k, i in enumerate(chosen, start=1):
+            self._accept(candidates[i], float("nan"), self._y)
+            self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
+
+
+def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> np.ndarray:
+    """Total split gain per feature of a gradient-boosted regressor (LightGBM's 'gain')."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=100, max_leaf_nodes=31, early_stopping=False,
+                                          random_state=random_state).fit(X, y)
+    gain = np.zeros(X.shape[1])
+    for trees in model._predictors:  # no public importances on this model: read the splits
+        for tree in trees:
+            nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
+            np.add.at(gain, nodes["feature_idx"], nodes["gain"])
+    return gain
+
+
+def single_aggregations(schema: Schema, grammar: str = "paper") -> list[Statistic]:
+    """Every single aggregation of every column: ``Select(c) | Agg``, one Count.
+
+    This is the flat per-user table the paper feeds its LightGBM teacher and
+    its Lasso / LightGBM selection baselines; with ``grammar="readable"``
+    only its readable members (no standard deviation of a 0/1 indicator).
+    """
+    aggregations = [op for cls in OPERATORS.values() if issubclass(cls, Aggregation)
+                    for op in cls.candidates(schema)]
+    out: list[Statistic] = []
+    seen: set[tuple] = set()
+    for column in list(schema.numerical) + list(schema.vocabularies):
+        for agg in aggregations:
+            stat = Statistic((Select(column), agg))
+            if agg.ignores_selection:
+                stat = Statistic((Select(ANY_COLUMN), agg))
+            if stat.key not in seen and stat.is_valid(schema) and (grammar == "paper" or stat.is_readable(schema)):
+                seen.add(stat.key)
+                out.append(stat)
+    return out
+
+
+def _target_array(target, seqs: Sequences) -> np.ndarray:
+    return per_user_values(target, seqs.users, "the target values")
+
+
+def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
+                      n_simulations: int = 500, random_state: int | None = 0, method: str = "mcts",
+                      progress: Callable[[SearchProgress], bool | None] | None = None, *,
+                      reward: str = "split", grammar: str = "readable", **params) -> list[Statistic]:
+    """Search K statistics of the sequences that explain a target (MCTS-SG).
+
+    Parameters
+    ----------
+    seqs : Sequences
+    target : array-like of shape (n_users,) or Series indexed by user id
+        Usually the teacher's scores.
+    n_stats, max_depth, batch_size, n_simulations : int
+        K, D, B and the iterations per tree (the paper's defaults).
+    random_state : int or None, default=0
+    method : {'mcts', 'random', 'lasso', 'gbm'}, default='mcts'
+        MCTS-SG or one of the paper's Table 3 baselines.
+    progress : callable, optional
+        Receives :class:`SearchProgress`; return ``False`` to cancel
+        (:class:`SearchCancelled` is raised with the statistics found so far).
+    reward : {"split", "adjusted", "paper"}, default="split"
+        See :class:`StatisticsSearch`.
+    grammar : {"readable", "paper"}, default="readable"
+        The readable grammar (catalog first, then MCTS-SG), or the paper's
+        full grammar and algorithm (Table 3).
+    **params
+        Further :class:`StatisticsSearch` parameters (``screen_size``,
+        ``min_gain``, ``catalog``, ...).
+
+    Returns
+    -------
+    list of Statistic
+        In the order found; no two are equivalent.
+    """
+    search = StatisticsSearch(n_stats=n_stats, max_depth=max_depth, batch_size=batch_size,
+                              n_simulations=n_simulations, method=method, reward=reward,
+                              random_state=random_state, grammar=grammar, **params)
+    return search.fit(seqs, target, progress=progress).statistics_

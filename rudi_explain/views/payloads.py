@@ -1,0 +1,772 @@
+"""Compact JSON payloads that describe an explanation to a front end.
+
+Pure functions from an :class:`~rudi_explain.explanation.Explanation` (or the
+progress events of its job) to plain dicts and lists of str, float, int,
+bool and None. The notebook widget syncs them as traits and the standalone
+report embeds them, so both show the same thing.
+
+Every payload is small whatever the number of users: distributions are
+pre-binned here, example users are a handful per rule, and a user's details
+(:func:`user_detail`) are built only when asked for. Nothing here escapes
+HTML: the front end puts every string into the page as text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.formula import Lit, formula_literals
+from rudi_explain.statistics.frame import EventFrame
+from rudi_explain.statistics.operators import RowOperator
+
+__all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
+           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance", "audit", "MAX_EVENTS",
+           "fidelity_curve", "net_effects", "attribution_state", "what_if"]
+
+#: Events shown in a user's drill-down (the first ones in time order).
+MAX_EVENTS = 300
+#: Example users listed on a rule card.
+N_EXAMPLES = 8
+#: Bins of a threshold histogram.
+N_BINS = 24
+#: Statistic outputs shown in the thresholds view (those used by rules first).
+MAX_OUTPUTS = 40
+
+
+def _num(x: Any, digits: int = 6) -> float | None:
+    """A JSON-safe float: None for NaN or infinity, rounded to keep payloads short."""
+    if x is None:
+        return None
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.{digits}g}")
+
+
+def user_key(user_id: Any) -> str:
+    """A user id as the front end shows and sends it (ids may be int or str)."""
+    return str(user_id)
+
+
+# ------------------------------------------------------------------ progress
+def progress_state(event: Any, status: str) -> dict:
+    """The progress view's state from one :class:`JobProgress` event (or None)."""
+    if event is None:
+        return {"status": status, "stage": "pending", "step": 0, "total": 1, "fraction": 0.0,
+                "message": "waiting to start", "elapsed": 0.0}
+    numbers = event.numbers or {}
+    ended = event.stage in ("failed", "cancelled")
+    out = {
+        "status": status,
+        # a run that stopped shows the stage it reached (stages before it stay done)
+        "stage": numbers.get("reached", "teacher") if ended else event.stage,
+        "step": int(event.step),
+        "total": int(event.total),
+        "fraction": _num(event.step / event.total if event.total else 0.0, 4),
+        "message": str(event.message),
+        "elapsed": _num(event.elapsed, 4),
+    }
+    if ended:
+        out["ended"] = event.stage
+        out["found"] = [str(f) for f in numbers.get("found", [])]
+    if event.stage == "search":
+        out["search"] = {
+            "statistic": int(numbers.get("statistic", event.step + 1)),
+            "best": str(numbers.get("best", "")),
+            "reward": _num(numbers.get("reward")),
+            "pipeline": str(numbers.get("pipeline", "")),
+            "simulation": int(numbers.get("simulation", 0) or 0),
+            "found": [str(s) for s in numbers.get("found", [])],
+        }
+    return out
+
+
+def chart_point(event: Any) -> dict | None:
+    """A point of the live training chart (epoch, loss, fidelity), or None."""
+    numbers = event.numbers or {}
+    if event.stage != "student" or "loss" not in numbers:
+        return None
+    return {"epoch": int(numbers.get("epoch", event.step)), "loss": _num(numbers["loss"], 5),
+            "fidelity": _num(numbers.get("fidelity"), 5)}
+
+
+def thin(points: list, limit: int = 200) -> list:
+    """At most ``limit`` points, evenly spread, the last one kept."""
+    if len(points) <= limit:
+        return list(points)
+    idx = np.unique(np.linspace(0, len(points) - 1, limit).round().astype(int))
+    return [points[i] for i in idx]
+
+
+# ------------------------------------------------------------------ results
+def summary(exp: Any) -> dict:
+    """Teacher, sizes, held-out fidelity and AUCs, seconds per stage."""
+    r = exp.report()
+    return {
+        "teacher": str(r["teacher"]),
+        "student": str(r["student"]),
+        "n_users": int(r["n_users"]),
+        "n_train": int(r["n_train"]),
+        "n_test": int(r["n_test"]),
+        "n_statistics": int(r["n_statistics"]),
+        "n_literals": int(r["n_literals"]),
+        "n_rules": int(r["n_rules"]),
+        "max_literals": int(r["max_literals"]),
+        "fidelity_train": _num(r["fidelity_train"], 4),
+        "fidelity_test": _num(r["fidelity_test"], 4),
+        "auc_teacher": _num(r["auc_teacher"], 4),
+        "auc_student": _num(r["auc_student"], 4),
+        "fidelity_test_ci": [_num(v, 4) for v in r.get("fidelity_test_ci", (None, None))],
+        # Sentences for people when the figures rest on too little (report()["warnings"]).
+        "warnings": [str(w) for w in r.get("warnings", [])],
+        "intercept": _num(exp.rules.intercept),
+        "seconds": {str(k): _num(v, 4) for k, v in r["seconds"].items()},
+        "score_unit": str(r.get("score_unit", "raw")),
+        "fidelity_meaning": str(r.get("fidelity_meaning", "")),
+        "n_rules_unpruned": int(r["n_rules_unpruned"]) if "n_rules_unpruned" in r else None,
+        "fidelity_test_unpruned": _num(r.get("fidelity_test_unpruned"), 4),
+    }
+
+
+def _literal_part(exp: Any, lit: Lit) -> dict:
+    """One literal of a rule: the statistic output, comparison and threshold."""
+    L = exp.literals
+    i = lit.index
+    column = int(L.column[i])
+    stat_index = int(L.output_statistic[column])
+    statistic = str(exp.statistics[stat_index]) if stat_index < len(exp.statistics) else ""
+    undefined = bool(L.output_undefined[column])
+    return {
+        "literal": i,
+        "column": column,
+        "statistic": stat_index,
+        "statistic_text": statistic,
+        "words": L.output_descriptions[column],
+        "op": "<=" if lit.negated else ">",
+        "threshold": _num(L.thresholds[i], 17),
+        "threshold_text": L.threshold_text[i],
+        # A negated literal is also true where the value is undefined (SEMANTICS.md).
+        "or_undefined": bool(lit.negated and undefined),
+        "negated": bool(lit.negated),
+        # The literal as the rule says it (a sentence), and the pipeline text for hover.
+        "sentence": exp.rules.info.render_literal(lit),
+        "notation": exp.rules.info.notation(lit),
+    }
+
+
+def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
+    """One card per rule, largest |weight| first.
+
+    Each card: the rule's text and literals, its weight and direction,
+    coverage, the mean teacher score where it fires and where it does not,
+    and example users it fires for, spread over its teacher-score range.
+    """
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    ids = exp.sequences.users
+    fires = exp._fires
+    n = len(y)
+    order = np.argsort(-y, kind="stable")  # once: examples are read off in score order
+    cards = []
+    for k, rule in enumerate(exp.rules):
+        f = fires[:, k]
+        n_fire = int(f.sum())
+        fire_mean = y[f].mean() if n_fire else np.nan
+        rest_mean = y[~f].mean() if n_fire < n else np.nan
+        ranked = order[f[order]]
+        pick = np.unique(np.linspace(0, len(ranked) - 1, min(n_examples, len(ranked))).round().astype(int)) \
+            if len(ranked) else np.zeros(0, dtype=int)
+        examples = [{"id": user_key(ids[ranked[j]]), "teacher": _num(y[ranked[j]], 4)} for j in pick]
+        linear = isinstance(rule, LinearTerm)
+        parts = [] if linear else [_literal_part(exp, lit) for lit in formula_literals(rule.formula)]
+        cards.append({
+            "index": k,
+            "text": str(rule.text),
+            "notation": str(getattr(rule, "notation", rule.text)),
+            "weight": _num(rule.weight),
+            "direction": "raises" if rule.weight > 0 else "lowers",
+            "linear": linear,
+            "literals": parts,
+            "connective": _connective(rule),
+            "n_literals": int(rule.n_literals),
+            "coverage": _num(n_fire / n if n else 0.0, 4),
+            "n_fires": n_fire,
+            "mean_fires": _num(fire_mean, 4),
+            "mean_not": _num(rest_mean, 4),
+            "examples": examples,
+        })
+    cards.sort(key=lambda c: (-abs(c["weight"] or 0.0), c["index"]))
+    return cards
+
+
+def _connective(rule: Any) -> str:
+    """'AND', 'OR' or 'MIXED': how a rule's literals combine, for the card's layout."""
+    if isinstance(rule, LinearTerm):
+        return "LINEAR"
+    from rudi_explain.rules.formula import And, Or
+
+    f = rule.formula
+    if isinstance(f, Lit):
+        return "AND"
+    kinds = {type(c) for c in f.children}
+    if kinds <= {Lit}:
+        return "AND" if isinstance(f, And) else "OR" if isinstance(f, Or) else "MIXED"
+    return "MIXED"
+
+
+def _bins(v: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Bin edges for the defined values ``v``: one bin per value for small integers."""
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        return np.array([lo - 0.5, hi + 0.5]), True
+    if hi - lo <= N_BINS and np.all(v == np.round(v)):
+        return np.arange(lo - 0.5, hi + 1.0, 1.0), True
+    # Heavy tails: clip the range at the 99.5th percentile, the rest falls in the last bin.
+    top = float(np.quantile(v, 0.995))
+    if top <= lo:
+        top = hi
+    return np.linspace(lo, top, N_BINS + 1), False
+
+
+def thresholds(exp: Any) -> list[dict]:
+    """The distribution of each thresholded statistic output, pre-binned.
+
+    For each output: bin edges, users and mean teacher score per bin, the
+    undefined users, and each of its literals' thresholds with the share of
+    users above it and whether a rule uses it. Outputs used by rules first.
+    """
+    L = exp.literals
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    used = set()
+    for rule in exp.rules:
+        if not isinstance(rule, LinearTerm):
+            used.update(lit.index for lit in formula_literals(rule.formula))
+    weight = importance(exp)
+    columns = list(dict.fromkeys(int(c) for c in L.column))
+    # the most important output first (largest sum of |weight| of the rules reading it); unused last
+    columns.sort(key=lambda c: (not any(L.column[i] == c for i in used), -weight.get(c, 0.0), c))
+    out = []
+    for c in columns[:MAX_OUTPUTS]:
+        values = exp._values[:, c]
+        defined = ~np.isnan(values)
+        v, yv = values[defined], y[defined]
+        entry: dict[str, Any] = {
+            "column": c,
+            "statistic": int(L.output_statistic[c]),
+            "words": L.output_descriptions[c],
+            "unit": _unit(L, c),
+            "name": L.output_names[c],
+            "importance": _num(weight.get(c, 0.0)),
+            "n_undefined": int((~defined).sum()),
+            "mean_undefined": _num(y[~defined].mean(), 4) if (~defined).any() else None,
+        }
+        if len(v):
+            edges, discrete = _bins(v)
+            which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
+            counts = np.bincount(which, minlength=len(edges) - 1)
+            sums = np.bincount(which, weights=yv, minlength=len(edges) - 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = sums / counts
+            entry.update({
+                "edges": [_num(e) for e in edges],
+                "discrete": discrete,
+                "min": _num(v.min()),
+                "max": _num(v.max()),
+                "counts": counts.astype(int).tolist(),
+                "mean_teacher": [_num(m, 4) for m in means],
+            })
+        else:
+            entry.update({"edges": [], "discrete": False, "counts": [], "mean_teacher": [], "min": None, "max": None})
+        lits = np.flatnonzero(L.column == c)
+        above = _counts_above(v, L.thresholds[lits])
+        entry["thresholds"] = [{
+            "literal": int(i),
+            "name": L.names[i],
+            "threshold": _num(L.thresholds[i], 17),
+            "threshold_text": L.threshold_text[i],
+            "share_above": _num(a / len(values), 4),  # undefined values are never above
+            "in_rules": int(i) in used,
+        } for i, a in zip(lits, above)]
+        out.append(entry)
+    return out
+
+
+def importance(exp: Any) -> dict[int, float]:
+    """Each statistic output's importance: the sum of ``|weight|`` of the rules with a literal on it.
+
+    A rule counts once per output, however many of its literals read that
+    output. Outputs no rule reads are absent (importance 0).
+
+    Returns
+    -------
+    dict of int to float
+        Output column to importance.
+    """
+    L = exp.literals
+    out: dict[int, float] = {}
+    for rule in exp.rules:
+        if isinstance(rule, LinearTerm):
+            continue
+        for c in {int(L.column[lit.index]) for lit in formula_literals(rule.formula)}:
+            out[c] = out.get(c, 0.0) + abs(float(rule.weight))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as JSON can hold it: numbers, strings, lists and dicts kept, anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)
+
+
+def audit(exp: Any, when: Any = None) -> dict:
+    """The header of an audit file: data shape, teacher and student, date, library version, parameters, seed.
+
+    Parameters
+    ----------
+    exp : Explanation
+    when : datetime, optional
+        The date written (default: now, UTC).
+
+    Returns
+    -------
+    dict
+        ``n_users``, ``n_events``, ``columns`` (categorical and numerical),
+        ``teacher``, ``student``, ``score_unit``, ``date`` (ISO 8601),
+        ``version``, ``params`` (JSON-safe) and ``random_state``.
+    """
+    import datetime
+
+    from rudi_explain import __version__
+
+    seqs = exp.sequences
+    r = exp.report()
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    params = {k: _plain(v) for k, v in exp.params.items()}
+    params["student"] = str(r["student"])
+    return {
+        "n_users": int(len(seqs.users)),
+        "n_events": int(seqs.n_events),
+        "columns": {"categorical": [str(c) for c in seqs.categorical], "numerical": [str(c) for c in seqs.numerical]},
+        "teacher": str(r["teacher"]),
+        "student": str(r["student"]),
+        "score_unit": str(r.get("score_unit", "raw")),
+        "date": when.isoformat(timespec="seconds"),
+        "version": str(__version__),
+        "params": params,
+        "random_state": params.get("random_state"),
+    }
+
+
+def _counts_above(v: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """How many of ``v`` exceed each threshold: one pass over ``v``, not one per threshold."""
+    order = np.argsort(thresholds)
+    # pos = number of thresholds strictly below the value: the value exceeds thresholds[order[:pos]].
+    pos = np.searchsorted(thresholds[order], v, side="left")
+    counts = np.bincount(pos, minlength=len(thresholds) + 1)
+    above_sorted = len(v) - np.cumsum(counts)[:-1]
+    out = np.empty(len(thresholds), dtype=np.int64)
+    out[order] = above_sorted
+    return out
+
+
+def statistics_table(exp: Any) -> list[dict]:
+    """The found statistics: text form, plain words, depth, number of outputs."""
+    seqs = exp.sequences
+    rows = []
+    for k, s in enumerate(exp.statistics):
+        rows.append({"index": k, "text": str(s), "words": s.describe(data=seqs), "depth": int(s.depth),
+                     "n_outputs": int(s.n_outputs(seqs))})
+    return rows
+
+
+def top_users(exp: Any, n: int = 15) -> list[dict]:
+    """The ``n`` users with the highest teacher scores, for a quick pick."""
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    s = exp.student_scores.to_numpy(dtype=np.float64)
+    n = min(n, len(y))
+    idx = np.argpartition(-y, n - 1)[:n] if n < len(y) else np.arange(len(y))
+    idx = idx[np.argsort(-y[idx], kind="stable")]
+    ids = exp.sequences.users
+    return [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in idx]
+
+
+#: points of the faithfulness scatter (held-out users, evenly spread over the teacher's ranks)
+MAX_SCATTER = 400
+#: users listed as the worst explained
+N_WORST = 10
+
+
+def _percentiles(x: np.ndarray) -> np.ndarray:
+    """Mid-rank percentiles in [0, 100] (ties share their average rank)."""
+    ranks = pd.Series(x).rank(method="average").to_numpy()
+    return 100.0 * (ranks - 0.5) / len(x)
+
+
+def faithfulness(exp: Any) -> dict:
+    """Teacher score against rule score on the held-out users, and the users explained worst.
+
+    ``points``: at most :data:`MAX_SCATTER` held-out users (evenly spread over
+    the teacher's order), each with both scores. ``spearman``: the rank
+    correlation over all held-out users. ``worst``: the :data:`N_WORST`
+    held-out users whose percentile under the rules is farthest from their
+    percentile under the teacher, farthest first (ties by id), each with both
+    scores and both percentiles: the first place an auditor looks.
+    """
+    test = np.flatnonzero(exp.is_test)
+    if test.size < 2:
+        return {"points": [], "spearman": None, "worst": [], "n_test": int(test.size)}
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)[test]
+    s = exp.student_scores.to_numpy(dtype=np.float64)[test]
+    py, ps = _percentiles(y), _percentiles(s)
+    spearman = float(np.corrcoef(py, ps)[0, 1]) if py.std() > 0 and ps.std() > 0 else None
+    ids = exp.sequences.users[test]
+    order = np.argsort(y, kind="stable")
+    shown = order[np.unique(np.linspace(0, test.size - 1, min(MAX_SCATTER, test.size)).round().astype(int))]
+    gap = np.abs(py - ps)
+    # farthest first; ties in user order (users are sorted, so this is the id order)
+    worst = np.lexsort((np.arange(test.size), -gap))[:N_WORST]
+    return {
+        "points": [{"teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in shown],
+        "spearman": _num(spearman, 4),
+        "n_test": int(test.size),
+        "worst": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4),
+                   "teacher_pct": _num(py[i], 3), "student_pct": _num(ps[i], 3)} for i in worst],
+    }
+
+
+def results_state(exp: Any) -> dict:
+    """Every result payload the front end shows at once (no per-user details)."""
+    return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
+            "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
+            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)}
+
+
+def fidelity_curve(exp: Any) -> list[dict]:
+    """Points of the fidelity curve (held-out and validation fidelity by number of rules); empty if unpruned."""
+    if getattr(exp, "pruning", None) is None:
+        return []
+    curve = exp.fidelity_curve
+    return [{"n_rules": int(r.n_rules), "fidelity_test": _num(r.fidelity_test, 4),
+             "fidelity_valid": _num(r.fidelity_valid, 4), "default": bool(r.default),
+             "current": int(r.n_rules) == len(exp.rules)} for r in curve.itertuples()]
+
+
+def _unit(L: Any, c: int) -> str:
+    """The unit of statistic output ``c`` ("" without one, or for tables saved before units)."""
+    units = getattr(L, "output_unit", None)
+    return units[c] if units is not None else ""
+
+
+def net_effects(exp: Any) -> list[dict]:
+    """Per statistic output the rules use: its net effect on the rule score, as a step function.
+
+    The effect of a value is the rule score of a user with that value and
+    every other literal at its most common value among all users, minus that
+    of the band most users are in: the sum of the weights of every rule
+    literal on the output, as the rules combine them. Bands lie between the
+    thresholds the rules use; undefined users are in the lowest band (every
+    ``>`` literal is false for them). Beneath: the users' distribution.
+    """
+    rules = exp.rules
+    if rules.linear or not len(rules):
+        return []
+    L = exp.literals
+    Z = exp._literal_matrix
+    mode = Z.mean(axis=0) >= 0.5
+    by_column: dict[int, set[int]] = {}
+    weight_of: dict[int, float] = {}
+    for rule in rules:
+        for lit in formula_literals(rule.formula):
+            c = int(L.column[lit.index])
+            by_column.setdefault(c, set()).add(lit.index)
+            weight_of[c] = weight_of.get(c, 0.0) + abs(rule.weight)
+    out = []
+    for c in sorted(by_column, key=lambda c: -weight_of[c]):
+        idx = sorted(by_column[c], key=lambda i: L.thresholds[i])
+        m = len(idx)
+        B = np.repeat(mode[None, :], m + 1, axis=0)
+        for b in range(m + 1):
+            B[b, idx] = np.arange(m) < b
+        score = rules.score(B)
+        band_of = Z[:, idx].sum(axis=1)  # nested literals: how many hold is the band
+        n_band = np.bincount(band_of, minlength=m + 1)
+        base = int(np.argmax(n_band))
+        values = exp._values[:, c]
+        defined = ~np.isnan(values)
+        v = values[defined]
+        entry: dict[str, Any] = {
+            "column": c,
+            "statistic": int(L.output_statistic[c]),
+            "words": L.output_descriptions[c],
+            "unit": _unit(L, c),
+            "notation": L._pipeline_text(c) if hasattr(L, "_pipeline_text") else L.output_names[c],
+            "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
+            "thresholds": [_num(L.thresholds[i], 17) for i in idx],
+            "threshold_text": [L.threshold_text[i] for i in idx],
+            "effect": [_num(e) for e in score - score[base]],
+            "n_band": n_band.astype(int).tolist(),
+            "base_band": base,
+            "n_undefined": int((~defined).sum()),
+            "undefined_words": L.output_undefined_words[c] if hasattr(L, "output_undefined_words") else "",
+        }
+        if len(v):
+            edges, discrete = _bins(v)
+            which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
+            entry.update({"edges": [_num(e) for e in edges], "discrete": discrete,
+                          "counts": np.bincount(which, minlength=len(edges) - 1).astype(int).tolist(),
+                          "min": _num(v.min()), "max": _num(v.max())})
+        else:
+            entry.update({"edges": [], "discrete": False, "counts": [], "min": None, "max": None})
+        out.append(entry)
+    return out
+
+
+# ------------------------------------------------------------------ one user
+def _format_cell(value: Any) -> str | float | None:
+    if value is None:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return _num(value, 8)
+    if isinstance(value, (int, np.integer, bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (pd.Timestamp, np.datetime64)):
+        return str(pd.Timestamp(value))
+    if value is pd.NaT:
+        return None
+    return str(value)
+
+
+def feeding_rows(exp: Any, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
+    """Positions (in the user's time-ordered events) of the events a statistic keeps.
+
+    The statistic's row operators (RetainBy, FilterBy, SortBy, Top, ...) run
+    on this one user's events; for one output of a GroupBy statistic only the
+    events of that group are kept. The result is in time order.
+
+    ``output`` is the output's position within the statistic
+    (``Literals.output_index``), or its exact name; names are never split
+    apart, since a category may itself hold ``", "`` or ``"="``.
+    """
+    seqs = exp.sequences
+    stat = exp.statistics[stat_index]
+    frame = EventFrame.batch(seqs, np.array([index], dtype=np.int64))
+    for op in stat.operators[1:-1]:
+        if isinstance(op, RowOperator):
+            frame = op.apply(frame)
+    positions = np.arange(seqs.offsets[index], seqs.offsets[index + 1]) if frame.positions is None \
+        else frame.positions
+    rows = np.sort(positions - seqs.offsets[index])
+    group = stat.group
+    if group is not None and output is not None:
+        names = stat.output_names(seqs)
+        k = names.index(output) if isinstance(output, str) else int(output)
+        q = len(seqs.vocabularies[group])
+        # Outputs run selected category first, then group category: k = s * q + g.
+        if q and len(names) % q == 0:
+            rows = rows[seqs.codes[group][seqs.offsets[index] + rows] == k % q]
+    return rows.astype(int).tolist()
+
+
+def resolve_user(exp: Any, key: Any) -> Any:
+    """The user id behind ``key`` as typed or sent by the front end (always text).
+
+    Raises
+    ------
+    KeyError
+        Naming the id, if no explained user has it.
+    """
+    seqs = exp.sequences
+    try:
+        seqs.user_index(key)
+        return key
+    except KeyError:
+        pass
+    text = str(key).strip()
+    for candidate in (text, _as_int(text)):
+        if candidate is None:
+            continue
+        try:
+            seqs.user_index(candidate)
+            return candidate
+        except KeyError:
+            continue
+    raise KeyError(f"user {text!r} is not among the explained users")
+
+
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, attributions: bool = False) -> dict:
+    """Everything the drill-down shows for one user, built on request.
+
+    Based on :meth:`Explanation.user`, so the fired rules, scores and literal
+    values are exactly those of the per-user view. With ``attributions``, the
+    payload also holds ``"attributions"`` (:func:`attribution_state`): it asks
+    the teacher, so it costs a model call (IG: about 0.1 s a user on CPU).
+
+    Raises
+    ------
+    KeyError
+        If the user is not among the explained users.
+    """
+    u = exp.user(resolve_user(exp, user_id))
+    i = u.index
+    rules = exp.rules
+    L = exp.literals
+    fired = sorted(u.fired, key=lambda k: (-abs(rules[k].weight), k))
+    used: dict[int, set[int]] = {}  # literal -> fired rules using it
+    all_rule_literals: set[int] = set()
+    for k, rule in enumerate(rules):
+        if isinstance(rule, LinearTerm):
+            continue
+        for lit in formula_literals(rule.formula):
+            all_rule_literals.add(lit.index)
+            if k in u.fired:
+                used.setdefault(lit.index, set()).add(k)
+    values = u.literals["value"].to_numpy()
+    holds = u.literals["holds"].to_numpy()
+    # One row per literal as the rules write it: a "<=" literal that makes a rule fire reads
+    # "at most t ✓", never "> t ✗".
+    written: dict[tuple[int, bool], set[int]] = {}
+    for k, rule in enumerate(rules):
+        if isinstance(rule, LinearTerm):
+            continue
+        for lit in formula_literals(rule.formula):
+            written.setdefault((lit.index, lit.negated), set())
+            if k in u.fired:
+                written[(lit.index, lit.negated)].add(k)
+    info = rules.info
+    literal_rows = [{
+        "literal": j,
+        "negated": neg,
+        "op": "<=" if neg else ">",
+        "sentence": info.render_literal(Lit(j, neg)),
+        "notation": info.notation(Lit(j, neg)),
+        "name": L.names[j],
+        "words": L.output_descriptions[int(L.column[j])],
+        "value": _num(values[j]),
+        "threshold": _num(L.thresholds[j], 17),
+        "threshold_text": L.threshold_text[j],
+        "holds": bool(holds[j]) != neg,
+        "in_fired": sorted(written[(j, neg)]),
+    } for j, neg in sorted(written)]
+
+    # The statistic outputs behind the fired rules, and which events feed each.
+    feeds = []
+    for c in sorted({int(L.column[j]) for j in used}):
+        s = int(L.output_statistic[c])
+        feeds.append({"column": c, "statistic": s, "words": L.output_descriptions[c],
+                      "text": str(exp.statistics[s]), "value": _num(exp._values[i, c]),
+                      "rows": [r for r in feeding_rows(exp, i, s, int(L.output_index[c])) if r < max_events]})
+
+    events = u.events
+    n_events = len(events)
+    shown = events.iloc[:max_events]
+    columns = [str(c) for c in shown.columns if c != exp.sequences.user_column]
+    rows = [[_format_cell(v) for v in row] for row in shown[columns].itertuples(index=False, name=None)]
+    return {
+        "id": user_key(u.user_id),
+        "teacher": _num(u.teacher_score),
+        "student": _num(u.student_score),
+        "percentile": _num(u.percentile, 4),
+        "student_percentile": _num(u.student_percentile, 4),
+        "held_out": u.is_held_out,
+        "intercept": _num(u.intercept),
+        "fired": [int(k) for k in u.fired],
+        "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(rules[k].weight)}
+                          for k in fired],
+        "literals": literal_rows,
+        "feeds": feeds,
+        "columns": columns,
+        "events": rows,
+        "n_events": n_events,
+        **({"attributions": attribution_state(exp, u.user_id, max_events)} if attributions else {}),
+    }
+
+
+def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:
+    """The attribution strip of a user's drill-down: one value per shown event row, and the agreement.
+
+    ``values[r]`` is the attribution of event row ``r`` (None where the method
+    did not attribute it), ``feeds[r]`` whether a fired rule reads it;
+    ``agreement`` and ``event_share`` as in
+    :class:`~rudi_explain.audit.attributions.EventAttributions`. When no model can
+    be asked (given scores, a loaded file) the payload says so:
+    ``{"available": False, "reason": ...}``.
+    """
+    from rudi_explain.audit.attributions import TeacherUnavailable
+
+    try:
+        a = exp.user(resolve_user(exp, user_id)).attribute(method)
+    except TeacherUnavailable as err:
+        return {"available": False, "reason": str(err)}
+    shown = a.events.iloc[:max_events]
+    values = shown["attribution"].to_numpy()
+    columns = {c[len("attribution["):-1]: [_num(v) for v in shown[c].to_numpy()]
+               for c in shown.columns if c.startswith("attribution[")}
+    return {
+        "available": True,
+        "method": a.method,
+        "values": [_num(v) for v in values],
+        "feeds": [bool(f) for f in shown["feeds_rule"]],
+        "columns": columns,
+        "max_abs": _num(np.nanmax(np.abs(values))) if np.isfinite(values).any() else None,
+        "agreement": _num(a.agreement, 4),
+        "event_share": _num(a.event_share, 4),
+        "lift": _num(a.lift, 4),
+        "score": _num(a.score),
+        "note": a.note,
+    }
+
+
+#: The Summary's "agreement on held-out users": users sampled, and seconds after which no new batch starts.
+AGREEMENT_USERS = 200
+AGREEMENT_BUDGET = 20.0
+
+
+def agreement_state(exp: Any, n_users: int = AGREEMENT_USERS, time_budget: float | None = AGREEMENT_BUDGET,
+                    progress: Any = None, method: str | None = None) -> dict:
+    """The rule-model agreement over held-out users, for the Summary: a histogram, deciles and counts.
+
+    :meth:`AgreementSummary.to_dict <rudi_explain.audit.attributions.AgreementSummary.to_dict>`
+    of ``exp.agreement(n_users, time_budget=...)`` with ``available: True``;
+    ``{"available": False, "reason": ...}`` when no model can be asked.
+    ``progress(done, of)`` is called after each batch of users.
+    """
+    from rudi_explain.audit.attributions import TeacherUnavailable
+
+    try:
+        summary = exp.agreement(n_users, method, time_budget=time_budget, progress=progress)
+    except TeacherUnavailable as err:
+        return {"available": False, "reason": str(err)}
+    out = summary.to_dict()
+    for k in ("agreement_mean", "agreement_median", "event_share_mean", "lift_median"):
+        out[k] = _num(out[k], 4)
+    return {"available": True, "n_test": int(exp.is_test.sum()), "time_budget": time_budget} | out
+
+
+# ------------------------------------------------------------------ what-if thresholds
+def what_if(exp: Any, literal: Any, value: Any) -> dict:
+    """Live feedback while a threshold is dragged: the rules' coverage and the held-out fidelity.
+
+    See :func:`rudi_explain.audit.what_if.what_if`; ``exp.with_threshold(literal,
+    value)`` makes the move for good (a new explanation).
+    """
+    from rudi_explain.audit.what_if import what_if as compute
+
+    return compute(exp, literal, value)

@@ -1,0 +1,174 @@
+"""What-if thresholds: exp.with_threshold and widget_state.what_if against a computation from scratch."""
+
+import json
+
+import numpy as np
+import pytest
+
+import rudi_explain as rx
+from rudi_explain.views import payloads as widget_state
+from rudi_explain.rules.formula import And, Lit, Or
+
+FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
+
+
+@pytest.fixture(scope="module")
+def exp():
+    demo = rx.datasets.make_payments(300, random_state=7)
+    return rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
+
+
+def holds(f, Z):
+    """A formula's truth per user, by hand (not the library's evaluator)."""
+    if isinstance(f, Lit):
+        return ~Z[:, f.index] if f.negated else Z[:, f.index]
+    parts = [holds(c, Z) for c in f.children]
+    if isinstance(f, And):
+        return np.all(parts, axis=0) if parts else np.ones(len(Z), bool)
+    assert isinstance(f, Or)
+    return np.any(parts, axis=0) if parts else np.zeros(len(Z), bool)
+
+
+def from_scratch(exp, i, value):
+    """Statistics evaluated afresh, literal i thresholded at value, rules scored by hand."""
+    L = exp.literals
+    V = L.values(exp.sequences)
+    t = L.thresholds.copy()
+    t[i] = value
+    with np.errstate(invalid="ignore"):
+        Z = V[:, L.column] > t
+    s = np.full(len(Z), exp.rules.intercept)
+    fires = []
+    for rule in exp.rules:  # the order RuleSet.score adds weights in, so sums agree to the bit
+        f = holds(rule.formula, Z)
+        fires.append(f)
+        s[f] += rule.weight
+    return Z, np.array(fires).T, s
+
+
+def used_literals(exp):
+    return sorted({lit.index for r in exp.rules for lit in _lits(r.formula)})
+
+
+def _lits(f):
+    return [f] if isinstance(f, Lit) else [x for c in f.children for x in _lits(c)]
+
+
+def moves(exp):
+    """(literal, new value) pairs: every literal the rules use, moved to two training quantiles of its output."""
+    L = exp.literals
+    out = []
+    for i in used_literals(exp):
+        v = exp._values[~exp.is_test, L.column[i]]
+        v = v[~np.isnan(v)]
+        for q in (25, 70):
+            x = float(np.percentile(v, q))
+            if x != L.thresholds[i]:
+                out.append((i, x))
+    return out
+
+
+def test_with_threshold_equals_a_fresh_computation(exp):
+    y = exp.teacher_scores.to_numpy()
+    test, train = exp.is_test, ~exp.is_test
+    cases = moves(exp)
+    assert len(cases) >= 3
+    changed = 0
+    for i, value in cases:
+        moved = exp.with_threshold(i, value)
+        Z, F, s = from_scratch(exp, i, value)
+        np.testing.assert_array_equal(moved._literal_matrix, Z)
+        np.testing.assert_array_equal(moved._fires, F)
+        np.testing.assert_array_equal(moved.student_scores.to_numpy(), s)
+        fid = rx.metrics.fidelity(y[test], s[test])
+        assert moved.report()["fidelity_test"] == fid
+        assert moved.report()["fidelity_train"] == rx.metrics.fidelity(y[train], s[train])
+        # the fidelity curve's current point is the moved rules' held-out fidelity
+        curve = moved.fidelity_curve
+        assert curve.loc[curve["default"], "fidelity_test"].item() == fid
+        assert curve["fidelity_valid"].isna().all()  # validation users are not kept: not pretended
+        assert moved.literals.thresholds[i] == value and moved.literals.threshold_text[i] == \
+            rx.rules.format_threshold(value)
+        # the live feedback gives the same figures, rounded for JSON
+        w = widget_state.what_if(exp, i, value)
+        json.dumps(w, allow_nan=False)
+        assert w["fidelity_test_moved"] == pytest.approx(fid, abs=1e-6)
+        assert w["fidelity_test"] == pytest.approx(exp.report()["fidelity_test"], abs=1e-6)
+        assert w["fidelity_train_moved"] == pytest.approx(rx.metrics.fidelity(y[train], s[train]), abs=1e-6)
+        assert w["fidelity_train"] == pytest.approx(exp.report()["fidelity_train"], abs=1e-6)
+        assert w["n_changed"] == int((s != exp.student_scores.to_numpy()).sum())
+        using = [k for k, r in enumerate(exp.rules) if i in [x.index for x in _lits(r.formula)]]
+        assert [r["index"] for r in w["rules"]] == using
+        for r in w["rules"]:
+            k = r["index"]
+            assert r["coverage_train_moved"] == pytest.approx(F[train, k].mean(), abs=1e-4)
+            assert r["coverage_test_moved"] == pytest.approx(F[test, k].mean(), abs=1e-4)
+            assert r["coverage_test"] == pytest.approx(exp._fires[test, k].mean(), abs=1e-4)
+            assert r["text_moved"] == str(moved.rules[k].text)
+        changed += w["n_changed"] > 0
+    assert changed >= 2  # the moves are real ones
+
+
+def test_original_untouched_and_reset_gives_it_back(exp):
+    before = (exp.literals.thresholds.copy(), exp._literal_matrix.copy(), exp.student_scores.copy(),
+              [str(r) for r in exp.rules], exp.report()["fidelity_test"], exp.fidelity_curve.copy(),
+              dict(exp.params))
+    for i, value in moves(exp)[:6]:
+        old = float(exp.literals.thresholds[i])
+        moved = exp.with_threshold(i, value)
+        assert moved.literals.thresholds[i] == value
+        back = moved.with_threshold(i, old)
+        np.testing.assert_array_equal(back.literals.thresholds, before[0])
+        np.testing.assert_array_equal(back._literal_matrix, before[1])
+        np.testing.assert_array_equal(back.student_scores.to_numpy(), before[2].to_numpy())
+        assert [str(r) for r in back.rules] == before[3]
+        assert back.report()["fidelity_test"] == before[4]
+        np.testing.assert_array_equal(back.fidelity_curve["fidelity_test"], before[5]["fidelity_test"])
+        assert back.params["moved_thresholds"] == [{"literal": i, "from": old, "to": value},
+                                                   {"literal": i, "from": value, "to": old}]
+    np.testing.assert_array_equal(exp.literals.thresholds, before[0])
+    np.testing.assert_array_equal(exp._literal_matrix, before[1])
+    np.testing.assert_array_equal(exp.student_scores.to_numpy(), before[2].to_numpy())
+    assert [str(r) for r in exp.rules] == before[3]
+    assert exp.report()["fidelity_test"] == before[4]
+    assert exp.params == before[6] and "moved_thresholds" not in exp.params
+    np.testing.assert_array_equal(exp.fidelity_curve["fidelity_valid"], before[5]["fidelity_valid"])
+
+
+def test_literal_by_name_or_statistic_output(exp, tmp_path):
+    L = exp.literals
+    i, value = moves(exp)[0]
+    by_index = exp.with_threshold(i, value)
+    by_name = exp.with_threshold(L.names[i], value)
+    np.testing.assert_array_equal(by_name.student_scores, by_index.student_scores)
+    c = int(L.column[i])
+    used = [j for j in used_literals(exp) if L.column[j] == c]
+    if len(used) == 1:  # the output names the literal the rules use on it
+        assert np.array_equal(exp.with_threshold(L.output_descriptions[c], value).literals.thresholds,
+                              by_index.literals.thresholds)
+    else:
+        with pytest.raises(ValueError, match="pass one by index or name"):
+            exp.with_threshold(L.output_descriptions[c], value)
+    # a moved explanation saves and loads with its figures
+    back = rx.load(by_index.save(tmp_path / "moved.rudi"))
+    assert back.report()["fidelity_test"] == by_index.report()["fidelity_test"]
+    assert back.literals.thresholds[i] == value
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -np.inf, "lots", None])
+def test_bad_values_name_the_literal(exp, bad):
+    i = used_literals(exp)[0]
+    with pytest.raises(ValueError, match=r"literal %d \(" % i) as err:
+        exp.with_threshold(i, bad)
+    assert repr(bad) in str(err.value) and exp.literals.names[i] in str(err.value)
+    with pytest.raises(ValueError, match="literal"):
+        widget_state.what_if(exp, i, bad)
+
+
+def test_unknown_literals(exp):
+    with pytest.raises(ValueError, match="does not exist"):
+        exp.with_threshold(exp.literals.n_literals, 1.0)
+    with pytest.raises(ValueError, match="no literal or statistic output"):
+        exp.with_threshold("no such statistic > 3", 1.0)
+    with pytest.raises(TypeError):
+        exp.with_threshold(True, 1.0)

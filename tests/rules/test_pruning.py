@@ -1,0 +1,180 @@
+"""Pruning: bands keep scores, the path is honest, the default obeys its bounds; explain() wiring."""
+
+import numpy as np
+import pytest
+
+import rudi_explain as rx
+from rudi_explain.rules.literals import Literals
+from rudi_explain.metrics import fidelity
+from rudi_explain.rules.pruning import fold_bands, prune_rules
+from rudi_explain.rules.formula import And, Lit, Or, formula_literals
+from rudi_explain.rules.ruleset import RuleSet
+
+
+def _random_rules(rng, lits, n_rules, max_len=3):
+    """Random AND/OR rules over the literals, several on one column."""
+    formulas = []
+    for _ in range(n_rules):
+        k = rng.integers(1, max_len + 1)
+        parts = tuple(Lit(int(i), bool(rng.integers(2))) for i in rng.choice(lits.n_literals, k, replace=False))
+        formulas.append(parts[0] if k == 1 else (And if rng.random() < 0.7 else Or)(parts))
+    # and some single-column rules on column 0 at nested thresholds
+    col0 = np.flatnonzero(lits.column == 0)
+    for i in rng.choice(col0, min(4, col0.size), replace=False):
+        formulas.append(Lit(int(i), bool(rng.integers(2))))
+    weights = rng.normal(size=len(formulas))
+    return RuleSet.from_formulas(formulas, weights, 0.3, literals=lits)
+
+
+def _data(seed, n=1500):
+    rng = np.random.default_rng(seed)
+    V = np.column_stack([rng.lognormal(3, 1, n), rng.poisson(4, n), rng.normal(size=n), rng.random(n)])
+    V[rng.random(n) < 0.15, 0] = np.nan  # undefined users fall in the lowest band
+    lits = Literals.from_values(V, n_quantiles=10)
+    y = 0.7 * np.log1p(np.nan_to_num(V[:, 0])) + 0.3 * (V[:, 1] > 5) + V[:, 2] * 0.2 + rng.normal(0, .3, n)
+    return rng, V, lits, lits.transform_values(V), y
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fold_bands_keeps_every_score(seed):
+    rng, V, lits, Z, y = _data(seed)
+    rules = _random_rules(rng, lits, 8)
+    folded = fold_bands(rules, Z)
+    np.testing.assert_allclose(folded.score(Z), rules.score(Z), atol=1e-9)
+    # column 0 now reads as disjoint bands: at most one of its single-column rules fires per user
+    single = [k for k, r in enumerate(folded)
+              if {int(lits.column[x.index]) for x in formula_literals(r.formula)} == {0}]
+    assert single and (folded.fires(Z)[:, single].sum(axis=1) <= 1).all()
+    # no two rules with the same condition
+    assert len({r.formula for r in folded}) == len(folded)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prune_path(seed):
+    rng, V, lits, Z, y = _data(seed)
+    rules = _random_rules(rng, lits, 14, max_len=6)
+    is_valid = rng.random(len(y)) < 0.25
+    path = prune_rules(rules, Z, y, is_valid, max_rules=6, max_literals=3)
+    assert path.unpruned is rules
+    assert (np.diff(path.n_rules) == -1).all() and path.n_rules[-1] == 1
+    for rs, fv in zip(path.rule_sets, path.fidelity_valid):
+        assert rs.max_literals <= 3
+        assert len({r.formula for r in rs}) == len(rs)
+        # the recorded validation fidelity is that of the rule set itself
+        assert fv == pytest.approx(fidelity(y[is_valid], rs.score(Z[is_valid])), abs=1e-12)
+    d = path.default
+    assert path.n_rules[d] <= 6
+    on_all = np.array([fidelity(y, rs.score(Z)) for rs in path.rule_sets])
+    ok = (path.n_rules <= 6) & (path.fidelity_valid >= path.fidelity_unpruned - 0.002) \
+        & (on_all >= fidelity(y, rules.score(Z)) - 0.002)
+    if ok.any():  # the fewest rules within the tolerance
+        assert path.n_rules[d] == path.n_rules[ok].min()
+    else:  # else the best allowed point
+        assert path.fidelity_valid[d] == path.fidelity_valid[path.n_rules <= 6].max()
+    assert len(path.at(3)) == 3 and len(path.at(1000)) == path.n_rules[0]
+    with pytest.raises(ValueError, match="whole number"):
+        path.at(0)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return rx.datasets.make_payments(800, random_state=7)
+
+
+FAST = dict(n_stats=3, n_rules=10, n_simulations=30, student_params={"epochs": 20})
+
+
+@pytest.fixture(scope="module")
+def exp(demo):
+    return rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
+
+
+def test_explain_prunes_by_default(exp):
+    r = exp.report()
+    assert r["n_rules"] <= 10 and r["max_literals"] <= 4
+    assert r["n_rules_unpruned"] == len(exp.unpruned_rules) == len(exp.pruning.unpruned)
+    curve = exp.fidelity_curve
+    assert list(curve.columns) == ["n_rules", "fidelity_valid", "fidelity_test", "max_literals", "default"]
+    assert curve["default"].sum() == 1
+    # the curve's point at the default is the default rule set's held-out fidelity
+    point = curve[curve["default"]].iloc[0]
+    assert point["n_rules"] == len(exp.rules)
+    assert point["fidelity_test"] == pytest.approx(r["fidelity_test"], abs=1e-12)
+    y, s = exp.teacher_scores.to_numpy(), exp.student_scores.to_numpy()
+    assert r["fidelity_test"] == pytest.approx(fidelity(y[exp.is_test], s[exp.is_test]))
+    assert len({rule.formula for rule in exp.rules}) == len(exp.rules)
+
+
+def test_with_rules_moves_along_the_curve(exp):
+    curve = exp.fidelity_curve
+    for k in (1, 2, int(curve.n_rules.max())):
+        other = exp.with_rules(k)
+        assert len(other.rules) == k
+        row = curve[curve.n_rules == k].iloc[0]
+        assert other.report()["fidelity_test"] == pytest.approx(row["fidelity_test"], abs=1e-12)
+        u = other.user(other.sequences.users[0])
+        assert u.student_score == pytest.approx(other.rules.score(other._literal_matrix[:1])[0])
+    assert len(exp.rules) == int(curve[curve["default"]].n_rules.iloc[0])  # the original is unchanged
+
+
+def test_pruning_uses_no_held_out_user(demo, exp):
+    # Scramble the teacher's scores of the held-out users only: the pruned rules must not change.
+    scores = demo.risk.copy()
+    test_users = exp.sequences.users[exp.is_test]
+    rng = np.random.default_rng(0)
+    scores.loc[test_users] = rng.permutation(scores.loc[test_users].to_numpy()) * 3 - 1
+    other = rx.explain(None, demo.events, scores=scores, background=False, **FAST)
+    np.testing.assert_array_equal(other.is_test, exp.is_test)
+    assert [str(r) for r in other.pruning.rule_sets] == [str(r) for r in exp.pruning.rule_sets]
+
+
+def test_unpruned_on_request(demo):
+    e = rx.explain(None, demo.events, scores=demo.risk, background=False, prune=False, **FAST)
+    assert e.pruning is None and e.rules is e.unpruned_rules
+    with pytest.raises(ValueError, match="not pruned"):
+        e.fidelity_curve
+
+
+def test_net_effects_against_a_hand_built_user(exp):
+    from rudi_explain.views import payloads as ws
+
+    effects = ws.net_effects(exp)
+    L, Z = exp.literals, exp._literal_matrix
+    used = {int(L.column[x.index]) for r in exp.rules for x in formula_literals(r.formula)}
+    assert {e["column"] for e in effects} == used  # one picture per statistic output the rules use
+    mode = Z.mean(axis=0) >= 0.5
+    for e in effects:
+        c = e["column"]
+        t = np.array(e["thresholds"], dtype=float)
+        # a value inside each band: below the first threshold, between two, above the last
+        inside = np.concatenate([[t[0] - 1], (t[:-1] + t[1:]) / 2, [t[-1] + 1]])
+        scores = []
+        for v in inside:
+            row = mode.copy()
+            mine = np.flatnonzero(L.column == c)
+            row[mine] = v > L.thresholds[mine]  # every literal on this output, from the value itself
+            scores.append(exp.rules.score(row[None, :])[0])
+        scores = np.array(scores)
+        np.testing.assert_allclose(e["effect"], scores - scores[e["base_band"]], atol=1e-5)
+        # users per band add up to everyone; the baseline band is the most common one
+        assert sum(e["n_band"]) == exp.sequences.n_users and e["n_band"][e["base_band"]] == max(e["n_band"])
+        assert sum(e["counts"]) + e["n_undefined"] == exp.sequences.n_users
+
+
+def test_pruning_path_json_round_trip(exp):
+    import json
+
+    from rudi_explain.rules.pruning import PruningPath
+
+    d = json.loads(json.dumps(exp.pruning.to_dict()))
+    back = PruningPath.from_dict(d, exp.literals)
+    Z = exp._literal_matrix
+    assert back.default == exp.pruning.default and back.n_rules.tolist() == exp.pruning.n_rules.tolist()
+    for a, b in zip(back.rule_sets + [back.unpruned], exp.pruning.rule_sets + [exp.pruning.unpruned]):
+        np.testing.assert_array_equal(a.score(Z), b.score(Z))
+        assert [r.text for r in a] == [r.text for r in b]
+    d["default"] = 99
+    with pytest.raises(ValueError, match="default point 99"):
+        PruningPath.from_dict(d, exp.literals)
+    with pytest.raises(ValueError, match="not a rudi-explain pruning path"):
+        PruningPath.from_dict({}, exp.literals)

@@ -1,0 +1,186 @@
+"""The short catalog: the k largest / smallest events by a column as one concept."""
+
+import numpy as np
+import pandas as pd
+
+import rudi_explain as rx
+from rudi_explain.search.catalog import neighbours, ranked_statistics, short_catalog, simpler_forms, complexity
+from rudi_explain.statistics import Schema
+
+
+def _small():
+    rng = np.random.default_rng(0)
+    n = 60
+    lengths = rng.integers(0, 12, n)
+    df = pd.DataFrame({"user_id": np.repeat(np.arange(n), lengths), "ts": np.arange(lengths.sum()),
+                       "kind": rng.choice(["a", "b", "c"], lengths.sum()),
+                       "x": rng.lognormal(size=lengths.sum()), "y": rng.normal(size=lengths.sum())})
+    return df, rx.Sequences(df)
+
+
+def test_ranked_statistics_are_screened_whole_from_depth_3():
+    _, seqs = _small()
+    texts = {str(s) for s in short_catalog(seqs, max_depth=4)}
+    assert "Select(x) | SortBy(x, desc) | Top(5) | Sum" in texts
+    assert "Select(y) | SortBy(x, asc) | Top(5) | Mean" in texts
+    assert "Select(kind) | SortBy(y, desc) | Top(5) | Mean" in texts
+    assert not any("SortBy" in t and "Top" in t for t in map(str, short_catalog(seqs, max_depth=2)))
+    ranked = ranked_statistics(Schema.of(seqs))
+    assert ranked and all(s.is_readable(seqs) and s.depth == 3 for s in ranked)
+    assert not any(s.selected in seqs.vocabularies and s.aggregation.name in ("Max", "Min") for s in ranked)
+
+
+def test_ranked_statistic_values_match_a_per_user_reference():
+    df, seqs = _small()
+    for text, column, by, ascending, agg in [
+            ("Select(x) | SortBy(x, desc) | Top(5) | Sum", "x", "x", False, "sum"),
+            ("Select(y) | SortBy(x, asc) | Top(5) | Mean", "y", "x", True, "mean"),
+            ("Select(x) | SortBy(y, desc) | Top(5) | Min", "x", "y", False, "min")]:
+        got = rx.Statistic.parse(text).evaluate(seqs)
+        top = df.sort_values([by, "ts"], ascending=[ascending, True], kind="stable").groupby("user_id").head(5)
+        ref = top.groupby("user_id")[column].agg(agg).reindex(np.asarray(seqs.users))
+        defined = ref.notna().to_numpy()
+        np.testing.assert_allclose(got[defined], ref.to_numpy()[defined], rtol=1e-9)
+
+
+def test_one_edit_reaches_the_total_of_the_largest():
+    # "The largest amount" -> "the total of the 5 largest amounts" is one step.
+    _, seqs = _small()
+    schema = Schema.of(seqs)
+    near = {str(s) for s in neighbours(rx.Statistic.parse("Select(x) | RetainBy(kind=a) | Max"), schema, 4)}
+    assert "Select(x) | RetainBy(kind=a) | SortBy(x, desc) | Top(5) | Sum" in near
+    assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Mean" in near
+    assert "Select(x) | RetainBy(kind=a) | SortBy(y, asc) | Top(5) | Max" in near
+
+
+def test_simpler_forms_drop_one_operator_or_take_a_plainer_aggregation():
+    _, seqs = _small()
+    schema = Schema.of(seqs)
+
+    def simpler(text):
+        return {str(s) for s in simpler_forms(rx.Statistic.parse(text), schema)}
+
+    # A count is plainer than a total: "the number of X" is a simpler form of "the total x of X".
+    assert simpler("Select(x) | FilterBy(kind=a) | Max") == {"Select(x) | Max", "Select(x) | FilterBy(kind=a) | Sum",
+                                                           "Select(*) | FilterBy(kind=a) | Count"}
+    # The SortBy | Top pair goes as one edit; Top alone goes too ("the first 5 events").
+    assert simpler("Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Mean") == {
+        "Select(x) | RetainBy(kind=a) | Mean", "Select(x) | SortBy(y, desc) | Top(5) | Mean",
+        "Select(x) | RetainBy(kind=a) | Top(5) | Mean", "Select(x) | RetainBy(kind=a) | SortBy(y, desc) | Top(5) | Sum"}
+    # Plainer aggregations at the same depth: the median is less plain than a mean.
+    assert simpler("Select(x) | Percentile(50)") == {"Select(x) | Sum", "Select(x) | Mean", "Select(x) | Max",
+                                                     "Select(x) | Min", "Select(*) | Count"}
+    assert simpler("Select(x) | Sum") == {"Select(*) | Count"}
+    assert simpler("Select(*) | RetainBy(kind=b) | Count") == {"Select(*) | Count"}
+    # Every simpler form is readable, no deeper, and strictly simpler by depth or aggregation.
+    for stat in short_catalog(seqs, max_depth=4):
+        for simple in simpler_forms(stat, schema):
+            assert simple.is_readable(seqs) and simple.depth <= stat.depth
+            assert complexity(simple)[:2] < complexity(stat)[:2] and simple.key != stat.key
+
+
+def _wide():
+    """Three categorical columns of 9 categories: a short catalog of thousands of outputs."""
+    rng = np.random.default_rng(1)
+    n = 300
+    lengths = rng.integers(1, 30, n)
+    m = int(lengths.sum())
+    df = pd.DataFrame({"user_id": np.repeat(np.arange(n), lengths), "ts": np.arange(m),
+                       **{c: rng.choice([f"{c}{i}" for i in range(9)], m) for c in ("a", "b", "c")},
+                       "x": rng.lognormal(size=m)})
+    return rx.Sequences(df)
+
+
+def _plain_screen(stats, seqs):
+    """Reference: every output evaluated whole, the exact duplicates and constants dropped."""
+    from rudi_explain.search.catalog import bin_columns, standardize
+
+    owners, columns, seen = [], [], set()
+    for stat in stats:
+        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
+                continue
+            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+            if key not in seen:
+                seen.add(key)
+                owners.append((stat, j))
+                columns.append(v)
+    X = np.column_stack(columns)
+    return owners, bin_columns(X), standardize(X)
+
+
+def test_the_catalog_built_block_by_block_equals_one_built_whole():
+    from rudi_explain.search.catalog import ColumnScreen
+
+    seqs = _wide()
+    stats = short_catalog(seqs, max_depth=2)
+    owners, bins, values = _plain_screen(stats, seqs)
+    assert len(owners) > 1200  # crosses several blocks of 512 columns
+    screen = ColumnScreen.build(stats, seqs)
+    assert [(str(s), j) for s, j in screen.owners] == [(str(s), j) for s, j in owners]
+    np.testing.assert_array_equal(screen.bins, bins)
+    np.testing.assert_array_equal(screen.values, values)
+
+
+def test_a_column_limit_keeps_the_outputs_that_explain_most_alone():
+    from rudi_explain.search.catalog import ColumnScreen
+
+    seqs = _wide()
+    stats = short_catalog(seqs, max_depth=2)
+    whole = ColumnScreen.build(stats, seqs)
+    rng = np.random.default_rng(2)
+    for trial in range(3):
+        # A target made of three outputs of the catalog, plus noise.
+        picks = rng.choice(len(whole), 3, replace=False)
+        y = whole.values[:, picks, 0].sum(axis=1) + rng.normal(scale=0.5, size=seqs.n_users)
+        rows = np.sort(rng.choice(seqs.n_users, seqs.n_users // 2, replace=False))
+        limit = 300 + 200 * trial  # trimmed several times while building
+        gains = whole.gains(y[rows] - y[rows].mean(), rows, float(y[rows].var()))
+        # Reference ranking: largest gain (to 6 decimals) first, ties to the earlier column.
+        ranked = sorted(range(len(whole)), key=lambda i: (-round(float(gains[i]), 6), i))[:limit]
+        expected = [whole.owners[i] for i in sorted(ranked)]
+        limited = ColumnScreen.build(stats, seqs, max_columns=limit, target=y, rows=rows)
+        assert len(limited) == limit
+        assert [(str(s), j) for s, j in limited.owners] == [(str(s), j) for s, j in expected]
+        kept = np.array(sorted(ranked))
+        np.testing.assert_array_equal(limited.bins, whole.bins[:, kept])
+        assert all((str(whole.owners[p][0]), whole.owners[p][1]) in {(str(s), j) for s, j in limited.owners}
+                   for p in picks)
+
+
+def test_a_column_limit_needs_a_target():
+    import pytest
+
+    from rudi_explain.search.catalog import ColumnScreen
+
+    seqs = _wide()
+    with pytest.raises(ValueError, match="max_columns needs the target"):
+        ColumnScreen.build(short_catalog(seqs, max_depth=1), seqs, max_columns=10)
+
+
+def test_bins_put_undefined_users_below_every_cut_as_literals_do():
+    # A literal "value > t" is false where the value is undefined (SEMANTICS.md), so the
+    # screen's step model must not tell undefined users apart from the lowest values either:
+    # for every decile cut, the users above it by bin are those above it by value.
+    from rudi_explain.search.catalog import bin_columns
+
+    rng = np.random.default_rng(3)
+    X = rng.lognormal(size=(500, 6))
+    X[:, 1] = rng.integers(0, 2, 500)  # 0/1 with undefined users: "any X among Y events"
+    X[:, 2] = rng.integers(0, 5, 500)
+    for j in range(6):
+        X[rng.random(500) < 0.1 + 0.1 * j, j] = np.nan
+    bins = bin_columns(X)
+    for j in range(X.shape[1]):
+        v = X[:, j]
+        for k in range(10):
+            above_by_bin = bins[:, j] > k
+            if not above_by_bin.any():
+                continue
+            # the cut between bin k and k+1: the largest value of bins <= k
+            cut = np.nanmax(np.where(bins[:, j] <= k, v, np.nan)) if (bins[:, j] <= k).any() else -np.inf
+            np.testing.assert_array_equal(above_by_bin, np.where(np.isfinite(v), v > cut, False))
+    assert (bins[np.isnan(X)] == 0).all()
