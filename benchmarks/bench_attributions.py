@@ -30,8 +30,8 @@ import torch
 
 import rudi_explain as rx
 from rudi_explain.audit.attributions import attribute_events
-from rudi_explain.teachers.demo_gru import train_demo_gru
 from rudi_explain.teachers.adapters import as_teacher
+from rudi_explain.teachers.demo_gru import train_demo_gru
 
 
 def _timed(fn):

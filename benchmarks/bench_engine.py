@@ -24,9 +24,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
+from reference_impl import reference_evaluate  # noqa: E402
+
 import rudi_explain as rx  # noqa: E402
 from rudi_explain.datasets import make_payments  # noqa: E402
-from reference_impl import reference_evaluate  # noqa: E402
 
 FAMILIES = {
     "aggregations (depth 1)": [

@@ -23,8 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import rudi_explain as rx  # noqa: E402
 from tiny import tiny_payments  # noqa: E402
+
+import rudi_explain as rx  # noqa: E402
 
 
 def measure(path: Path) -> tuple[float, float, str]:
@@ -76,7 +77,7 @@ def main() -> None:
         write_zeros(b, "arrays/teacher_scores.npy", n_bytes)
     print(f"{exp.sequences!r}; padded files written in {time.perf_counter() - t:.1f} s")
     print(f"{'file':<40} {'MB on disk':>10} {'seconds':>8} {'peak MB':>8}  outcome")
-    for label, path in ((f"normal", normal), (f"+ {args.zeros_gib:g} GiB zero entry (unused)", padded),
+    for label, path in (("normal", normal), (f"+ {args.zeros_gib:g} GiB zero entry (unused)", padded),
                         (f"teacher_scores declaring {args.zeros_gib:g} GiB", inflated)):
         seconds, peak, outcome = measure(path)
         print(f"{label:<40} {path.stat().st_size / 2**20:>10.2f} {seconds:>8.3f} {peak:>8.1f}  {outcome}")

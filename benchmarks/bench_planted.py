@@ -54,8 +54,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import rudi_explain as rx  # noqa: E402
 from planted import Scenario, make_scenario  # noqa: E402
+
+import rudi_explain as rx  # noqa: E402
 
 #: Passed as keywords to ``rx.search_statistics`` (the final settings go here).
 SEARCH_OPTIONS: dict = {"n_stats": 20, "max_depth": 4, "random_state": 0}

@@ -137,7 +137,7 @@ def main() -> None:
               + " ".join(f"{r:.3f}" for r in rec) + per_sim)
         if name == runs[0][0]:
             found_default = found
-    print(f"\nStatistics found by the default search:")
+    print("\nStatistics found by the default search:")
     for i, stat in enumerate(found_default, 1):
         print(f"  {i:2d}. {stat.describe(None, seqs)}   [{stat}]")
     best = results[runs[0][0]]

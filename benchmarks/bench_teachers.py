@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 import rudi_explain as rx
-from rudi_explain.teachers.aggregator import SequenceAggregator
 from rudi_explain.datasets import make_payments
-from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
 from rudi_explain.teachers.adapters import as_teacher
+from rudi_explain.teachers.aggregator import SequenceAggregator
+from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
 
 
 def timed(fn, repeat: int = 3) -> float:

@@ -22,10 +22,10 @@ gets it).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import json
+import os
 import statistics
+import sys
 import time
 
 import numpy as np

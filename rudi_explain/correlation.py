@@ -10,7 +10,7 @@ scores the correlation on the other half.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -12,7 +12,11 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.statistics import (
-    Abs, FilterBy, RetainBy, SortBy, Top,
+    Abs,
+    FilterBy,
+    RetainBy,
+    SortBy,
+    Top,
 )
 
 NA = "<NA>"

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from html_parts import ReportParts
+from tiny import tiny_explanation  # noqa: E402
 
 import rudi_explain as rx
-
-from html_parts import ReportParts
 from rudi_explain.views.report import report_html
-
-from tiny import tiny_explanation  # noqa: E402
 
 COMMENT = "<!-- x"
 ATTACK = "</script><script>alert(1)</script><!--"
@@ -296,8 +293,8 @@ def test_auc_says_which_users_it_covers():
 def test_drill_down_highlights_the_group_even_when_its_name_has_commas():
     from types import SimpleNamespace
 
-    from rudi_explain.views import payloads as ws
     from rudi_explain.statistics import Statistic
+    from rudi_explain.views import payloads as ws
 
     demo = payments(120)
     rng = np.random.default_rng(5)

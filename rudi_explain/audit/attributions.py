@@ -48,18 +48,19 @@ from __future__ import annotations
 import copy
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.rules.formula import formula_literals
+from rudi_explain.data.alignment import name_users
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.rules.formula import formula_literals
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
-from rudi_explain.data.alignment import name_users
 from rudi_explain.teachers.adapters import GivenScores, Teacher, TeacherError, TorchTeacher, as_teacher
 
 __all__ = ["EventAttributions", "AgreementSummary", "METHODS", "attribute_events", "user_attributions",
@@ -538,7 +539,7 @@ class _TorchContext:
     def __init__(self, teacher: TorchTeacher, device: Any) -> None:
         self.teacher, self.device = teacher, device
 
-    def __enter__(self) -> "_TorchContext":
+    def __enter__(self) -> _TorchContext:
         import torch
 
         model = self.teacher.model

@@ -48,8 +48,8 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.audit.attributions import TeacherUnavailable, _teacher_of, output_events
-from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.formula import Lit, format_threshold
+from rudi_explain.rules.ruleset import LinearTerm
 
 __all__ = ["Counterfactual", "EventEdit", "counterfactual", "DIRECTIONS", "MAX_CANDIDATES"]
 

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain import metrics
-from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
+from rudi_explain.rules.ruleset import LinearTerm
 
 __all__ = ["moved_threshold", "what_if", "resolve_literal", "rules_using"]
 

@@ -348,7 +348,7 @@ class Sequences:
 
     @classmethod
     def from_duckdb(cls, query: Any, connection: Any = None, user: str = "user_id", time: str | None = "ts",
-                    **params: Any) -> "Sequences":
+                    **params: Any) -> Sequences:
         """Sequences from a DuckDB query: SQL text (run on ``connection``, by default DuckDB's
         own in-memory one) or a relation (``con.sql(...)``, ``con.table(...)``).
 
@@ -678,7 +678,7 @@ class Sequences:
             out[name] = values[rows]
         return pd.DataFrame(out)
 
-    def subset(self, user_indices: np.ndarray) -> "Sequences":
+    def subset(self, user_indices: np.ndarray) -> Sequences:
         """A new Sequences with only the given users (indices into :attr:`users`).
 
         Vocabularies are kept, so statistics and literals stay comparable.
@@ -751,7 +751,7 @@ class Sequences:
         return meta, arrays
 
     @classmethod
-    def from_arrays(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Sequences":
+    def from_arrays(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> Sequences:
         """Rebuild a layout written by :meth:`to_arrays`, checking its shape."""
         new = object.__new__(cls)
         try:
@@ -794,7 +794,7 @@ class Sequences:
         return new
 
     @staticmethod
-    def _check_saved_contents(new: "Sequences") -> None:
+    def _check_saved_contents(new: Sequences) -> None:
         """Refuse saved layouts that would show wrong events or fail later, naming the array."""
         users = new.users
         if new.offsets[0] != 0 or (np.diff(new.offsets) < 0).any():

@@ -17,26 +17,27 @@ import uuid
 import warnings
 import weakref
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rudi_explain.explanation import archive as _archive
 from rudi_explain import metrics
 from rudi_explain.data.alignment import name_users, per_user_values
+from rudi_explain.data.sequences import Sequences
+from rudi_explain.explanation import archive as _archive
+from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import MAX_LITERALS, MAX_RULES, PruningPath
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.rules.formula import formula_literals
 from rudi_explain.search.statistics_search import SearchCancelled, SearchProgress, StatisticsSearch
-from rudi_explain.statistics.readable import check_grammar
-from rudi_explain.data.sequences import Sequences
 from rudi_explain.statistics import Statistic
+from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
 __all__ = ["explain", "Explanation", "UserView", "JobProgress", "ExplanationCancelled", "load", "STUDENTS",
@@ -50,10 +51,10 @@ WAIT_STEP = 0.1
 #: seconds an interrupted wait gives the cancelled job to stop before returning
 CANCEL_GRACE = 2.0
 #: explanations whose job is running, for :func:`running`
-_RUNNING: "weakref.WeakSet[Explanation]" = weakref.WeakSet()
+_RUNNING: weakref.WeakSet[Explanation] = weakref.WeakSet()
 
 
-def running() -> list["Explanation"]:
+def running() -> list[Explanation]:
     """The explanations whose job is still running, oldest first.
 
     A notebook cell re-run starts a new job and leaves the old one running
@@ -144,8 +145,7 @@ def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, par
     """A student instance: a name from :data:`STUDENTS`, or the estimator given."""
     if not isinstance(name_or_estimator, str):
         return name_or_estimator
-    from rudi_explain.students import (GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals,
-                                       SumOfTrees)
+    from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 
     builders = {
         "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
@@ -479,7 +479,7 @@ class Explanation:
         """Whether the job has ended (finished, failed or cancelled)."""
         return self._finished.is_set()
 
-    def wait(self, timeout: float | None = None) -> "Explanation":
+    def wait(self, timeout: float | None = None) -> Explanation:
         """Block until the job ends; re-raise its failure. Returns self.
 
         Interrupting the wait (Ctrl-C, or the notebook's Interrupt) cancels
@@ -535,7 +535,7 @@ class Explanation:
         """Ask the job to stop at its next check (within a second or so)."""
         self._cancel.set()
 
-    def retry(self) -> "Explanation":
+    def retry(self) -> Explanation:
         """Run the job again, in the background, after it failed or was cancelled.
 
         The same data, teacher and settings (a cancelled search starts over:
@@ -675,7 +675,7 @@ class Explanation:
             "default": np.arange(len(path.rule_sets)) == path.default,
         })
 
-    def with_rules(self, k: int) -> "Explanation":
+    def with_rules(self, k: int) -> Explanation:
         """The same explanation at another point of the fidelity curve.
 
         Parameters
@@ -702,7 +702,7 @@ class Explanation:
         other._listeners = []
         return other
 
-    def with_threshold(self, literal: Any, value: float) -> "Explanation":
+    def with_threshold(self, literal: Any, value: float) -> Explanation:
         """What-if: a new explanation with one literal's threshold moved to ``value``.
 
         Parameters
@@ -769,7 +769,7 @@ class Explanation:
         return agreement_summary(self, n_users, method, teacher=teacher, random_state=random_state,
                                  time_budget=time_budget, **options)
 
-    def user(self, user_id: Any) -> "UserView":
+    def user(self, user_id: Any) -> UserView:
         """Why this user got their score: the per-user view."""
         self._ready()
         return UserView(self, self.sequences.user_index(user_id))

@@ -7,8 +7,9 @@ complement. Scoring is numpy only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence as SequenceT
 from dataclasses import dataclass
-from typing import Any, Sequence as SequenceT, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Lit:
     index: int
     negated: bool = False
 
-    def __invert__(self) -> "Lit":
+    def __invert__(self) -> Lit:
         return Lit(self.index, not self.negated)
 
 
@@ -171,7 +172,7 @@ class LiteralInfo:
     unit: list | None = None
 
     @classmethod
-    def from_names(cls, names: SequenceT[str]) -> "LiteralInfo":
+    def from_names(cls, names: SequenceT[str]) -> LiteralInfo:
         n = len(names)
         return cls(
             names=[str(x) for x in names],

@@ -15,7 +15,8 @@ as its complement) are dropped.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence as SequenceT
+from collections.abc import Sequence as SequenceT
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -175,7 +176,7 @@ class Literals:
         statistics: SequenceT[Any],
         n_quantiles: int = N_QUANTILES,
         move_tolerance: float = MOVE_TOLERANCE,
-    ) -> "Literals":
+    ) -> Literals:
         """Literals of ``statistics`` with thresholds from the users of ``seqs``.
 
         Parameters
@@ -237,7 +238,7 @@ class Literals:
         kinds: SequenceT[str] | None = None,
         n_quantiles: int = N_QUANTILES,
         move_tolerance: float = MOVE_TOLERANCE,
-    ) -> "Literals":
+    ) -> Literals:
         """Literals of the columns of a precomputed value matrix.
 
         Parameters
@@ -271,7 +272,7 @@ class Literals:
         return cls(column, thresholds, names, descriptions,
                    output_undefined=np.isnan(V).any(axis=0), output_kind=kinds, output_min=_column_min(V))
 
-    def extended(self, column: SequenceT[int], thresholds: SequenceT[float]) -> "Literals":
+    def extended(self, column: SequenceT[int], thresholds: SequenceT[float]) -> Literals:
         """This table with more literals ``output column[i] > thresholds[i]`` appended.
 
         The existing literals keep their indices, so rules over this table
@@ -452,7 +453,7 @@ class Literals:
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Literals":
+    def from_dict(cls, d: dict) -> Literals:
         if d.get("format") != "rudi-explain/literals":
             raise ValueError("not a rudi-explain literal table")
         statistics = None
@@ -469,7 +470,7 @@ class Literals:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Literals":
+    def from_json(cls, text: str) -> Literals:
         """Read literals written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 

@@ -104,7 +104,7 @@ class PruningPath:
                 "default": self.default, "settings": dict(self.settings)}
 
     @classmethod
-    def from_dict(cls, d: dict, literals: Any) -> "PruningPath":
+    def from_dict(cls, d: dict, literals: Any) -> PruningPath:
         """Read :meth:`to_dict` back, over the same ``literals`` (a Literals table)."""
         from rudi_explain.rules.formula import formula_from_json, literal_info
 

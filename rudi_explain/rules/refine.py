@@ -25,14 +25,14 @@ Rules are scored and chosen on training users only: the held-out test users of
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, prune_rules
 from rudi_explain.rules.formula import And, Const, Formula, Lit, evaluate_formula, formula_literals
+from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold
+from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import swap_path
 

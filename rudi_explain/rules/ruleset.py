@@ -15,8 +15,10 @@ complement.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from collections.abc import Sequence as SequenceT
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence as SequenceT
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +195,7 @@ class RuleSet:
         intercept: float = 0.0,
         literals: Any = None,
         n_literals: int | None = None,
-    ) -> "RuleSet":
+    ) -> RuleSet:
         """Simplify weighted formulas into a rule set that scores the same.
 
         Each formula is simplified (:func:`simplify`); constant ones move into
@@ -232,7 +234,7 @@ class RuleSet:
         out = cls(rules, b, literals if literals is not None else info, n_literals)
         return out
 
-    def with_literals(self, literals: Any) -> "RuleSet":
+    def with_literals(self, literals: Any) -> RuleSet:
         """The same rules over another literal table that keeps their literals' indices.
 
         For a table extended with more literals (as threshold refinement
@@ -393,7 +395,7 @@ class RuleSet:
                            include_literals=include_literals, **options)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RuleSet":
+    def from_dict(cls, d: dict) -> RuleSet:
         if d.get("format") != "rudi-explain/ruleset":
             raise ValueError("not a rudi-explain rule set")
         if "literals" in d:
@@ -413,7 +415,7 @@ class RuleSet:
         return cls(rules, d["intercept"], literals)
 
     @classmethod
-    def from_json(cls, text: str) -> "RuleSet":
+    def from_json(cls, text: str) -> RuleSet:
         """Read a rule set written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 

@@ -19,13 +19,13 @@ counts of every pair follow from ``Z.T @ (r * Z)`` and ``Z.T @ Z``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
 from rudi_explain.rules.formula import FALSE, TRUE, And, Lit, literal_info, simplify
+from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
 from rudi_explain.rules.ruleset import RuleSet
 
 __all__ = ["swap_rules", "swap_path", "N_PAIRS", "MAX_USERS"]

@@ -29,15 +29,31 @@ that edge there.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.statistics import (
-    Count, FilterBy, GroupBy, Max, Mean, Min, Percentile, Sum, Pipeline, RetainBy, Schema, Select, SortBy, Statistic,
-    Top, candidate_operators, next_operators,
+    Count,
+    FilterBy,
+    GroupBy,
+    Max,
+    Mean,
+    Min,
+    Percentile,
+    Pipeline,
+    RetainBy,
+    Schema,
+    Select,
+    SortBy,
+    Statistic,
+    Sum,
+    Top,
+    candidate_operators,
+    next_operators,
 )
 from rudi_explain.statistics.operators import Operator
 
@@ -396,7 +412,7 @@ class ColumnScreen:
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
               seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
               max_columns: int | None = None, target: np.ndarray | None = None,
-              rows: np.ndarray | None = None) -> "ColumnScreen":
+              rows: np.ndarray | None = None) -> ColumnScreen:
         """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
 
         A column equal to one already kept (``seen``: digests of earlier
@@ -470,7 +486,7 @@ class ColumnScreen:
         return _concatenate(kept, n)
 
     @classmethod
-    def join(cls, screens: list["ColumnScreen"], n: int) -> "ColumnScreen":
+    def join(cls, screens: list[ColumnScreen], n: int) -> ColumnScreen:
         """The columns of several screens side by side."""
         if not screens:
             return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
@@ -482,7 +498,7 @@ class ColumnScreen:
     def __len__(self) -> int:
         return len(self.owners)
 
-    def take(self, i: int) -> "ColumnScreen":
+    def take(self, i: int) -> ColumnScreen:
         """Column ``i`` alone."""
         return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.values[:, i:i + 1])
 

@@ -27,19 +27,35 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from rudi_explain.data.alignment import per_user_values
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
+from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.search.catalog import (
+    ColumnScreen,
+    StepModel,
+    complexity,
+    distinct_statistics,
+    neighbours,
+    scalar_form,
+    short_catalog,
+    simpler_forms,
+)
 from rudi_explain.statistics import (
-    OPERATORS, Aggregation, Pipeline, PipelineState, Schema, Select, Statistic, candidate_operators,
+    OPERATORS,
+    Aggregation,
+    Pipeline,
+    PipelineState,
+    Schema,
+    Select,
+    Statistic,
+    candidate_operators,
     next_operators,
 )
-from rudi_explain.search.catalog import ColumnScreen, StepModel, complexity, distinct_statistics, neighbours, scalar_form, short_catalog, simpler_forms
 from rudi_explain.statistics.operators import ANY_COLUMN, Operator
 from rudi_explain.statistics.readable import check_grammar
 
@@ -105,7 +121,7 @@ class SearchCancelled(RuntimeError):
 class _Node:
     __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "best", "terminal", "dead")
 
-    def __init__(self, pipeline: Pipeline, parent: "_Node | None", untried: list[Operator]):
+    def __init__(self, pipeline: Pipeline, parent: _Node | None, untried: list[Operator]):
         self.pipeline = pipeline
         self.parent = parent
         self.children: list[_Node] = []
@@ -271,7 +287,7 @@ class StatisticsSearch:
 
     # ------------------------------------------------------------------ fit
     def fit(self, seqs: Sequences, target, progress: Callable[[SearchProgress], bool | None] | None = None
-            ) -> "StatisticsSearch":
+            ) -> StatisticsSearch:
         """Search the statistics.
 
         Parameters

@@ -7,11 +7,12 @@ on their values, in the same order of operations as the numpy scorer.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rudi_explain.rules.formula import And, Const, Lit, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.sql.statistics import _options, _unique, _users_cte, _with, float_literal, _compile
+from rudi_explain.sql.statistics import _compile, _options, _unique, _users_cte, _with, float_literal
 
 __all__ = ["ruleset_sql"]
 

@@ -54,16 +54,31 @@ the very float), so no further dependency is needed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rudi_explain.statistics.grammar import Schema
 from rudi_explain.statistics.operators import (
-    ANY_COLUMN, Abs, Count, FilterBy, First, GroupBy, Max, Mean, Min, Percentile, Ptp, RetainBy, SortBy,
-    Std, Sum, Top,
+    ANY_COLUMN,
+    Abs,
+    Count,
+    FilterBy,
+    First,
+    GroupBy,
+    Max,
+    Mean,
+    Min,
+    Percentile,
+    Ptp,
+    RetainBy,
+    SortBy,
+    Std,
+    Sum,
+    Top,
 )
 from rudi_explain.statistics.time_operators import TIME_UNITS, MaxGap, MeanGap, Recency, Tenure, Within
 

@@ -30,8 +30,9 @@ rows or splits work between threads.
 from __future__ import annotations
 
 import glob
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

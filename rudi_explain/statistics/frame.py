@@ -45,11 +45,11 @@ class EventFrame:
     layout_order: bool = True
 
     @classmethod
-    def of_all_users(cls, seqs: Sequences) -> "EventFrame":
+    def of_all_users(cls, seqs: Sequences) -> EventFrame:
         return cls(seqs, None, seqs.event_user, seqs.n_users, all_users=True)
 
     @classmethod
-    def batch(cls, seqs: Sequences, user_indices: np.ndarray) -> "EventFrame":
+    def batch(cls, seqs: Sequences, user_indices: np.ndarray) -> EventFrame:
         positions, segment = seqs.batch_positions(user_indices)
         return cls(seqs, positions, segment, len(user_indices))
 
@@ -66,18 +66,18 @@ class EventFrame:
         values = self.seqs.values[column]
         return values if self.positions is None else values[self.positions]
 
-    def keep(self, mask: np.ndarray) -> "EventFrame":
+    def keep(self, mask: np.ndarray) -> EventFrame:
         """Only the events where ``mask`` holds, order kept."""
         positions = np.flatnonzero(mask) if self.positions is None else self.positions[mask]
         return replace(self, positions=positions, segment=self.segment[mask])
 
-    def reorder(self, order: np.ndarray) -> "EventFrame":
+    def reorder(self, order: np.ndarray) -> EventFrame:
         """The events in a new order (must keep segments contiguous and ascending)."""
         positions = order if self.positions is None else self.positions[order]
         return replace(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
                        layout_order=False)
 
-    def sorted_by(self, column: str, descending: bool = False, absolute: bool = False) -> "EventFrame":
+    def sorted_by(self, column: str, descending: bool = False, absolute: bool = False) -> EventFrame:
         """Events reordered within each segment by a numerical column: stable, NaN last.
 
         Over all users in layout order, a per-column permutation is computed

@@ -7,8 +7,8 @@ the :class:`Schema` of the data; this module holds those two plain records.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class Schema:
     signed: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, data: "Schema | object") -> "Schema":
+    def of(cls, data: Schema | object) -> Schema:
         """The schema of a Sequences (or a Schema, returned as is)."""
         if isinstance(data, Schema):
             return data
@@ -76,7 +76,7 @@ class Schema:
                 "time": self.time, "time_unit": self.time_unit, "signed": sorted(self.signed)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Schema":
+    def from_json(cls, data: dict) -> Schema:
         return cls({k: tuple(v) for k, v in data["vocabularies"].items()}, tuple(data["numerical"]),
                    time=data.get("time"), time_unit=data.get("time_unit"), signed=frozenset(data.get("signed", ())))
 
@@ -99,7 +99,7 @@ class PipelineState:
     windowed: bool = False
     depth: int = 0
 
-    def but(self, **changes) -> "PipelineState":
+    def but(self, **changes) -> PipelineState:
         return replace(self, **changes)
 
     @property

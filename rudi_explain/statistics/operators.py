@@ -24,8 +24,9 @@ search. See ``tests/statistics/test_custom_operator.py`` for a worked example.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class Operator:
         return self.to_text()
 
     @classmethod
-    def from_arguments(cls, positional: list[Any], keyword: list[tuple[str, Any]]) -> "Operator":
+    def from_arguments(cls, positional: list[Any], keyword: list[tuple[str, Any]]) -> Operator:
         """Build from parsed arguments; ``ValueError`` if they do not fit."""
         if positional or keyword:
             raise ValueError(f"{cls.name} takes no arguments")
@@ -109,7 +110,7 @@ class Operator:
         return state.but(depth=state.depth + 1)
 
     @classmethod
-    def candidates(cls, schema: Schema) -> Iterator["Operator"]:
+    def candidates(cls, schema: Schema) -> Iterator[Operator]:
         """Instances the search may try (before validity checks)."""
         return iter(())
 

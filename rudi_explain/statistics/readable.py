@@ -20,11 +20,19 @@ search can apply them while it builds a pipeline:
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
-    ANY_COLUMN, Abs, Aggregation, FilterBy, GroupBy, Operator, RetainBy, Select, SortBy,
+    ANY_COLUMN,
+    Abs,
+    Aggregation,
+    FilterBy,
+    GroupBy,
+    Operator,
+    RetainBy,
+    Select,
+    SortBy,
 )
 
 __all__ = ["GRAMMARS", "MAX_FILTERS", "readable_reason", "check_grammar", "is_readable"]

@@ -79,7 +79,7 @@ class Statistic:
 
     # -------------------------------------------------------------- text form
     @classmethod
-    def parse(cls, text: str) -> "Statistic":
+    def parse(cls, text: str) -> Statistic:
         """Read the text form, e.g. ``"Select(amount) | Top(5) | Mean"``."""
         return cls(parse_operators(text))
 
@@ -95,7 +95,7 @@ class Statistic:
     def __hash__(self) -> int:
         return self._hash
 
-    def __lt__(self, other: "Statistic") -> bool:  # a stable order for reports
+    def __lt__(self, other: Statistic) -> bool:  # a stable order for reports
         return str(self) < str(other)
 
     # -------------------------------------------------------------- structure
@@ -123,7 +123,7 @@ class Statistic:
     def row_operators(self) -> tuple[RowOperator, ...]:
         return tuple(op for op in self.operators[1:-1] if isinstance(op, RowOperator))
 
-    def validate(self, data: Sequences | Schema) -> "Statistic":
+    def validate(self, data: Sequences | Schema) -> Statistic:
         """Check every operator against the columns of ``data``; ``ValueError`` if invalid."""
         reason = _invalid_reason(self.operators, Schema.of(data))
         if reason is not None:
@@ -152,7 +152,7 @@ class Statistic:
             self._key = _equivalence_key(self)
         return self._key
 
-    def equivalent(self, other: "Statistic") -> bool:
+    def equivalent(self, other: Statistic) -> bool:
         return self.key == other.key
 
     # ------------------------------------------------------------- evaluation
@@ -276,7 +276,7 @@ class Statistic:
                              schema=schema, exact_sums=exact_sums)
 
     @classmethod
-    def from_json(cls, text: str) -> "Statistic":
+    def from_json(cls, text: str) -> Statistic:
         return cls.parse(text)
 
 
@@ -326,7 +326,7 @@ class Pipeline:
                 raise ValueError(f"invalid pipeline: {reason}")
         self.state = state
 
-    def then(self, op: Operator, schema: Schema) -> "Pipeline":
+    def then(self, op: Operator, schema: Schema) -> Pipeline:
         return Pipeline(self.operators + (op,), op.advance(self.state, schema))
 
     @property

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def _event_times(frame: EventFrame) -> np.ndarray:
     return times if frame.positions is None else times[frame.positions]
 
 
-def _reference(seqs: "Sequences") -> Any:
+def _reference(seqs: Sequences) -> Any:
     """The reference time in the domain of :func:`_event_times`."""
     ref = getattr(seqs, "reference_time", None)
     if ref is None:  # layouts built without one: the latest event, as documented
@@ -92,7 +93,7 @@ def _reference(seqs: "Sequences") -> Any:
     return float(ref)
 
 
-def _scale(seqs: "Sequences") -> float:
+def _scale(seqs: Sequences) -> float:
     """Divisor from the time domain to output units: days, or raw units."""
     return float(_NS_PER_DAY) if seqs.times.dtype.kind in "mM" else 1.0
 
@@ -168,7 +169,7 @@ class Within(RowOperator):
         """The window in the time domain of the engine: nanoseconds, or raw units."""
         return self.length * TIME_UNITS[self.unit] if self.unit is not None else float(self.length)
 
-    def canonical(self) -> "Within":
+    def canonical(self) -> Within:
         """The same window in the largest unit that states it exactly (``24h`` -> ``1d``)."""
         if self.unit is None:
             return self
@@ -357,8 +358,8 @@ def _time_units(schema: Schema | None) -> str:
     return "time" if schema is not None and schema.time_unit == "number" else "days"
 
 
-def time_phrase(stat: "Statistic", output: str | None, categorical: bool,
-                describe: Callable[["Statistic", str | None, bool], str],
+def time_phrase(stat: Statistic, output: str | None, categorical: bool,
+                describe: Callable[[Statistic, str | None, bool], str],
                 schema: Schema | None = None) -> str | None:
     """Plain English for a statistic with time operators; None for one without.
 

@@ -7,8 +7,8 @@ matrix for :class:`LassoStatistics`; ``y`` the teacher's scores) and
 
 from rudi_explain.students.base import NotFittedError, RuleStudent
 from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStatistics
-from rudi_explain.students.gsnln import GSNLN, FitProgress
 from rudi_explain.students.brl import BayesianRuleList, RuleList
+from rudi_explain.students.gsnln import GSNLN, FitProgress
 from rudi_explain.students.hkl import HKLRuleEnsemble
 from rudi_explain.students.trees import SumOfTrees
 

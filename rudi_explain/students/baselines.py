@@ -16,12 +16,13 @@ as the fitted model predicts.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rudi_explain.rules.formula import And, Lit, TRUE, literal_info
+from rudi_explain.rules.formula import TRUE, And, Lit, literal_info
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
 from rudi_explain.students.base import (
     FitProgress,
@@ -102,7 +103,7 @@ class LassoStatistics(RuleStudent):
         self.n_alphas = n_alphas
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "LassoStatistics":
+            progress: Callable[[FitProgress], Any] | None = None) -> LassoStatistics:
         """Fit on a value matrix.
 
         Parameters
@@ -192,7 +193,7 @@ class LassoLiterals(RuleStudent):
         self.n_alphas = n_alphas
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "LassoLiterals":
+            progress: Callable[[FitProgress], Any] | None = None) -> LassoLiterals:
         """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
 
         ``progress``, if given, is called once after fitting.
@@ -247,7 +248,7 @@ class CARTRules(RuleStudent):
         self.random_state = random_state
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "CARTRules":
+            progress: Callable[[FitProgress], Any] | None = None) -> CARTRules:
         """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
 
         ``progress``, if given, is called once after fitting.

@@ -28,14 +28,28 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
-from rudi_explain.rules.formula import And, Formula, Lit, Or, FALSE, TRUE, formula_literals, formula_to_json, formula_from_json, literal_info, render, simplify
+from rudi_explain.rules.formula import (
+    FALSE,
+    TRUE,
+    And,
+    Formula,
+    Lit,
+    Or,
+    formula_from_json,
+    formula_literals,
+    formula_to_json,
+    literal_info,
+    render,
+    simplify,
+)
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import frequent_itemsets, item_matrix, pack_rows
@@ -157,7 +171,7 @@ class RuleList(RuleSet):
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RuleSet":
+    def from_dict(cls, d: dict) -> RuleSet:
         base = RuleSet.from_dict(d)
         extra = d.get("rule_list")
         if extra is None or cls is RuleSet:
@@ -534,7 +548,7 @@ class BayesianRuleList(RuleStudent):
         return labels
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "BayesianRuleList":
+            progress: Callable[[FitProgress], Any] | None = None) -> BayesianRuleList:
         """Mine antecedents and sample the posterior over rule lists.
 
         Parameters

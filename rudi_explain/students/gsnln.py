@@ -20,7 +20,8 @@ the rule set, and ``rules()`` returns it simplified.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -347,7 +348,7 @@ class GSNLN(RuleStudent):
         X: ArrayLike,
         y: ArrayLike,
         progress: Callable[[FitProgress], Any] | None = None,
-    ) -> "GSNLN":
+    ) -> GSNLN:
         """Train the network to order users as the teacher does.
 
         Parameters
@@ -385,7 +386,7 @@ class GSNLN(RuleStudent):
             torch.set_num_threads(previous_threads)
             torch.set_flush_denormal(previous_flush)
 
-    def _fit(self, torch, Xb, yv, progress) -> "GSNLN":
+    def _fit(self, torch, Xb, yv, progress) -> GSNLN:
         n_users, n_features = Xb.shape
         layers = self._layer_sizes(n_features)
         device = torch.device(self.device)

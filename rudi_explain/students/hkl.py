@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -159,7 +160,7 @@ class HKLRuleEnsemble(RuleStudent):
     # -- fitting ---------------------------------------------------------------
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "HKLRuleEnsemble":
+            progress: Callable[[FitProgress], Any] | None = None) -> HKLRuleEnsemble:
         """Learn the rule ensemble.
 
         Parameters

@@ -25,13 +25,14 @@ blocks so that memory stays bounded for any number of users.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.formula import And, Lit, TRUE, literal_info
+from rudi_explain.rules.formula import TRUE, And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 
@@ -118,7 +119,7 @@ class SumOfTrees(RuleStudent):
     # ------------------------------------------------------------------ fit
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> "SumOfTrees":
+            progress: Callable[[FitProgress], Any] | None = None) -> SumOfTrees:
         """Grow the trees on a literal matrix and teacher scores.
 
         Parameters

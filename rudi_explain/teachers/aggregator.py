@@ -24,7 +24,8 @@ be checked, is refused unless the aggregator is built with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence as SequenceT
+from collections.abc import Mapping
+from collections.abc import Sequence as SequenceT
 from typing import Any
 
 import numpy as np
@@ -182,7 +183,7 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         self.in_users_order = in_users_order
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Sequences, y: Any = None) -> "SequenceAggregator":
+    def fit(self, X: Sequences, y: Any = None) -> SequenceAggregator:
         """Learn the columns and vocabularies of ``X`` and build the statistics.
 
         Parameters

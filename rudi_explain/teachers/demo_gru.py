@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rudi_explain.teachers.aggregator import SequenceAggregator
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.teachers.adapters import encode_padded, given_scores
+from rudi_explain.teachers.aggregator import SequenceAggregator
 
 __all__ = ["train_demo_gru", "make_demo_pipeline", "DEMO_MAX_LEN"]
 

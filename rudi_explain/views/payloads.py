@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.formula import Lit, formula_literals
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.operators import RowOperator
 

@@ -54,10 +54,10 @@ __all__ = ["ExplanationWidget", "front_end", "front_end_dir"]
 #: Seconds between two progress pushes of one stage (stage changes go at once).
 PUSH_INTERVAL = 0.2
 #: the widgets showing each explanation, for :func:`views` (a blocked wait routes their messages)
-_VIEWS: "weakref.WeakKeyDictionary[Any, weakref.WeakSet]" = weakref.WeakKeyDictionary()
+_VIEWS: weakref.WeakKeyDictionary[Any, weakref.WeakSet] = weakref.WeakKeyDictionary()
 
 
-def views(explanation: Any) -> list["ExplanationWidget"]:
+def views(explanation: Any) -> list[ExplanationWidget]:
     """The open widgets showing ``explanation`` (closed ones have no comm and are left out)."""
     return [w for w in list(_VIEWS.get(explanation, ())) if getattr(w, "comm", None) is not None]
 

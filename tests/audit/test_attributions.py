@@ -4,13 +4,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from tiny import tiny_explanation
 
 import rudi_explain as rx
-from rudi_explain.audit.attributions import TeacherUnavailable, agreement_summary, attribute_events, rule_event_mask, user_attributions
-from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
+from rudi_explain.audit.attributions import (
+    TeacherUnavailable,
+    agreement_summary,
+    attribute_events,
+    rule_event_mask,
+    user_attributions,
+)
 from rudi_explain.teachers.adapters import as_teacher, encode_padded
+from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
 from rudi_explain.views.payloads import feeding_rows
-from tiny import tiny_explanation
 
 MAX_LEN = 16
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.views import payloads as widget_state
 from rudi_explain.rules.formula import And, Lit, Or
+from rudi_explain.views import payloads as widget_state
 
 FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
 

@@ -10,10 +10,9 @@ import zipfile
 
 import numpy as np
 import pytest
+from tiny import tiny_payments  # noqa: E402
 
 import rudi_explain as rx
-
-from tiny import tiny_payments  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.rules.literals import Literals
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.pruning import fold_bands, prune_rules
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.pruning import fold_bands, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 
 

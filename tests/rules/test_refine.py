@@ -5,8 +5,8 @@ import pytest
 
 import rudi_explain as rx
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.refine import refine_thresholds
 from rudi_explain.rules.formula import And, Lit, formula_literals
+from rudi_explain.rules.refine import refine_thresholds
 from rudi_explain.rules.ruleset import RuleSet
 
 

@@ -5,8 +5,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rudi_explain.rules.formula import (
+    FALSE,
+    TRUE,
+    And,
+    Lit,
+    LiteralInfo,
+    Or,
+    evaluate_formula,
+    formula_literals,
+    simplify,
+)
 from rudi_explain.rules.literals import Literals
-from rudi_explain.rules.formula import FALSE, TRUE, And, Lit, LiteralInfo, Or, evaluate_formula, formula_literals, simplify
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
 
 
@@ -339,6 +349,7 @@ def test_thresholds_carry_the_unit_of_their_column_only_where_the_value_is_in_it
 
 def test_sequences_check_units_and_keep_them():
     import pandas as pd
+
     import rudi_explain as rx
 
     events = pd.DataFrame({"user_id": [1, 1, 2], "ts": [1, 2, 1], "amount": [5.0, 7.0, 1.0],

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.formula import And, Lit, evaluate_formula, formula_literals
-from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import prune_rules
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import _best_condition, swap_path, swap_rules
 
 

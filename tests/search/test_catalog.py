@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.search.catalog import neighbours, ranked_statistics, short_catalog, simpler_forms, complexity
+from rudi_explain.search.catalog import complexity, neighbours, ranked_statistics, short_catalog, simpler_forms
 from rudi_explain.statistics import Schema
 
 

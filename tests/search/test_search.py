@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.search.statistics_search import SearchCancelled, SearchProgress, StatisticsSearch, single_aggregations
 from rudi_explain.correlation import multiple_correlation
+from rudi_explain.search.statistics_search import SearchCancelled, SearchProgress, StatisticsSearch, single_aggregations
 from rudi_explain.statistics import Schema
 
 

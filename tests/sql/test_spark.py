@@ -13,21 +13,19 @@ Skipped, with the reason, where PySpark or a Java runtime is missing;
 
 from __future__ import annotations
 
-import signal
-
 import os
 import shutil
+import signal
 
 import numpy as np
 import pandas as pd
 import pytest
+from test_statistics_sql import CATEGORICAL, NUMERICAL, as_values, check_against_engine, event_table, random_statistic
 
 import rudi_explain as rx
 from rudi_explain.rules.formula import And, Lit, Or
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.statistics import Schema
-
-from test_statistics_sql import CATEGORICAL, NUMERICAL, as_values, check_against_engine, event_table, random_statistic
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make test installs it)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

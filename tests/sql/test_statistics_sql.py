@@ -18,8 +18,8 @@ import pytest
 import rudi_explain as rx
 from rudi_explain.rules.formula import And, Lit, Or
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.statistics import Mean, Pipeline, Schema, Std, Sum, Top, Within, next_operators
 from rudi_explain.sql.statistics import float_literal, quote_identifier, quote_string
+from rudi_explain.statistics import Mean, Pipeline, Schema, Std, Sum, Top, Within, next_operators
 
 CATEGORICAL = ["a", "b"]
 NUMERICAL = ["u", "v"]
@@ -296,7 +296,7 @@ def test_operator_without_sql_form_is_refused():
     from dataclasses import dataclass
     from typing import ClassVar
 
-    from rudi_explain.statistics import Select, RowOperator
+    from rudi_explain.statistics import RowOperator, Select
 
     @dataclass(frozen=True)
     class Shuffle(RowOperator):

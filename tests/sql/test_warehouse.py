@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.statistics import Mean, Std, Sum
 from rudi_explain.sql.warehouse import EventTable
+from rudi_explain.statistics import Mean, Std, Sum
 
 FAST = dict(n_stats=3, n_rules=5, n_simulations=30, background=False, random_state=0,
             student_params={"epochs": 20}, progress=lambda event: None)

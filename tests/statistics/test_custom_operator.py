@@ -12,7 +12,15 @@ import pandas as pd
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.statistics import Aggregation, OPERATORS, Pipeline, RowOperator, Schema, next_operators, register_operator
+from rudi_explain.statistics import (
+    OPERATORS,
+    Aggregation,
+    Pipeline,
+    RowOperator,
+    Schema,
+    next_operators,
+    register_operator,
+)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_impl import reference_evaluate
 
 import rudi_explain as rx
 from rudi_explain.statistics import OPERATORS, Pipeline, Schema, Top, next_operators
-from reference_impl import reference_evaluate
 
 CATEGORICAL = ["a", "b"]
 NUMERICAL = ["u", "v"]

@@ -7,7 +7,13 @@ from hypothesis import strategies as st
 
 import rudi_explain as rx
 from rudi_explain.statistics import (
-    GroupBy, Pipeline, RetainBy, Schema, Select, SortBy, next_operators,
+    GroupBy,
+    Pipeline,
+    RetainBy,
+    Schema,
+    Select,
+    SortBy,
+    next_operators,
 )
 
 SCHEMA = Schema(vocabularies={"card": ("credit", "debit"), "channel": ("atm", "online", "pos")},

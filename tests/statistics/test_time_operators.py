@@ -12,12 +12,21 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference_impl import reference_evaluate
 
 import rudi_explain as rx
 from rudi_explain.statistics import (
-    MaxGap, MeanGap, Pipeline, Recency, Schema, Select, Tenure, Top, Within, next_operators,
+    MaxGap,
+    MeanGap,
+    Pipeline,
+    Recency,
+    Schema,
+    Select,
+    Tenure,
+    Top,
+    Within,
+    next_operators,
 )
-from reference_impl import reference_evaluate
 
 CATEGORICAL = ["card", "channel"]
 START = pd.Timestamp("2026-01-01")

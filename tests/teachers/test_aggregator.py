@@ -8,9 +8,9 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.pipeline import make_pipeline
 
 import rudi_explain as rx
-from rudi_explain.teachers.aggregator import SequenceAggregator, align_vocabularies
 from rudi_explain.datasets import make_payments
 from rudi_explain.statistics import PERCENTILES
+from rudi_explain.teachers.aggregator import SequenceAggregator, align_vocabularies
 
 
 @pytest.fixture(scope="module")

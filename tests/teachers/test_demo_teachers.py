@@ -8,9 +8,8 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from rudi_explain.datasets import make_payments
-from rudi_explain.teachers.demo_gru import DEMO_MAX_LEN, make_demo_pipeline, train_demo_gru
 from rudi_explain.teachers.adapters import as_teacher
-
+from rudi_explain.teachers.demo_gru import DEMO_MAX_LEN, make_demo_pipeline, train_demo_gru
 
 # One thread for torch and BLAS: see tests/conftest.py.
 

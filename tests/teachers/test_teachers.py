@@ -8,8 +8,17 @@ from torch import nn
 
 import rudi_explain as rx
 from rudi_explain.datasets import make_payments
+from rudi_explain.teachers.adapters import (
+    CallableTeacher,
+    GivenScores,
+    SklearnTeacher,
+    TeacherError,
+    TorchTeacher,
+    as_teacher,
+    encode_padded,
+    given_scores,
+)
 from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
-from rudi_explain.teachers.adapters import CallableTeacher, GivenScores, SklearnTeacher, TeacherError, TorchTeacher, as_teacher, encode_padded, given_scores
 
 # One thread for torch and BLAS: see tests/conftest.py.
 

@@ -4,11 +4,10 @@ import threading
 
 import IPython.display
 import pytest
+from tiny import tiny_payments
 
 import rudi_explain as rx
 from rudi_explain.views.static_view import static_html
-
-from tiny import tiny_payments
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -43,7 +42,7 @@ def test_the_copy_has_the_summary_rules_in_words_and_the_curve(exp):
 
 def test_everything_from_the_data_is_escaped():
     # a rule text with markup, through a rule set named by hand: the copy must show it as text
-    from rudi_explain.rules.formula import Lit, And
+    from rudi_explain.rules.formula import And, Lit
     from rudi_explain.rules.ruleset import RuleSet
 
     names = [f"total amount where merchant_category is {EVIL} > 40", "share of events abroad > 0.1"]

@@ -17,12 +17,12 @@ import pytest
 
 pytest.importorskip("anywidget")
 
+from html_parts import ReportParts  # noqa: E402
+from synthetic import scaled_explanation  # noqa: E402
+
 import rudi_explain as rx  # noqa: E402
 from rudi_explain.views import payloads as ws
-
-from html_parts import ReportParts  # noqa: E402
 from rudi_explain.views.widget import ExplanationWidget
-from synthetic import scaled_explanation  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
 EVIL_SCRIPT = "</script><img src=x onerror=alert(2)>"

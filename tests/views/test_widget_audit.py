@@ -18,11 +18,12 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-import rudi_explain as rx  # noqa: E402
-from rudi_explain.views import payloads as ws
-from rudi_explain.rules.formula import And, Lit, formula_literals
-from rudi_explain.views.widget import ExplanationWidget
 from tiny import tiny_payments  # noqa: E402
+
+import rudi_explain as rx  # noqa: E402
+from rudi_explain.rules.formula import And, Lit, formula_literals
+from rudi_explain.views import payloads as ws
+from rudi_explain.views.widget import ExplanationWidget
 
 COUNTS = ("Select(amount) | Count", "Select(channel) | Sum", "Select(amount) | Mean")
 

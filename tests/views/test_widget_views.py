@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("anywidget")
 
 import rudi_explain as rx  # noqa: E402
-from rudi_explain.views import report
-from rudi_explain.views import payloads as ws
 from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.views import payloads as ws
+from rudi_explain.views import report
 
 FAST = dict(n_stats=4, n_rules=8, n_simulations=40, student_params={"epochs": 25})
 
