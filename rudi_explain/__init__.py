@@ -8,6 +8,7 @@ The sub-packages follow the flow, each importing only those before it:
 from rudi_explain import datasets, metrics
 from rudi_explain.audit.compare import Comparison, compare
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import RudiExplainError
 from rudi_explain.explanation import (
     Explanation,
     ExplanationCancelled,
@@ -66,4 +67,5 @@ __all__ = [
     "EventTable",
     "compare",
     "Comparison",
+    "RudiExplainError",
 ]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
+
 __all__ = ["REWARDS", "batch_reward", "multiple_correlation", "design_matrix"]
 
 #: Reward forms: 'split' (fit on one half of the batch, correlation on the
@@ -93,7 +95,7 @@ def batch_reward(values: np.ndarray, target: np.ndarray, form: str = "split",
     target) scores 0.
     """
     if form not in REWARDS:
-        raise ValueError(f"reward form must be one of {REWARDS}, got {form!r}")
+        raise InputError(f"reward form must be one of {REWARDS}, got {form!r}")
     X, defined, _ = design_matrix(values)
     X, y = X[defined], target[defined]
     n = len(y)
@@ -144,9 +146,9 @@ def multiple_correlation(values: np.ndarray | Sequence[np.ndarray], target: np.n
     y = np.asarray(target, dtype=np.float64)
     X, _, means = design_matrix(values)
     if len(X) != len(y):
-        raise ValueError(f"values have {len(X)} rows but the target has {len(y)}")
+        raise InputError(f"values have {len(X)} rows but the target has {len(y)}")
     if not np.isfinite(y).all():
-        raise ValueError("the target has NaN or infinite values")
+        raise InputError("the target has NaN or infinite values")
     fit = _LeastSquares(X, y)
     if test is None:
         return abs(_pearson(fit.predict(X), y))

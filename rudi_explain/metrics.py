@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rudi_explain.correlation import multiple_correlation
+from rudi_explain.exceptions import InputError
 
 __all__ = ["fidelity", "fidelity_interval", "auc", "count_pairs", "multiple_correlation"]
 
@@ -20,16 +21,16 @@ def _as_score_vector(values: ArrayLike, name: str) -> np.ndarray:
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
+        raise InputError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
     if arr.dtype == bool:
         arr = arr.astype(np.float64)
     if not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+        raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
+        raise InputError(
             f"{name} has {int(bad.sum())} NaN or infinite value(s), the first at position {i}"
         )
     return arr
@@ -100,7 +101,7 @@ def count_pairs(teacher: ArrayLike, student: ArrayLike) -> tuple[int, int]:
     t = _as_score_vector(teacher, "teacher")
     s = _as_score_vector(student, "student")
     if t.size != s.size:
-        raise ValueError(
+        raise InputError(
             f"teacher and student must score the same users: got {t.size} and {s.size} scores"
         )
     n = t.size
@@ -150,7 +151,7 @@ def fidelity(teacher: ArrayLike, student: ArrayLike) -> float:
     """
     agree, total = count_pairs(teacher, student)
     if total == 0:
-        raise ValueError("fidelity needs at least two users")
+        raise InputError("fidelity needs at least two users")
     return agree / total
 
 
@@ -173,14 +174,14 @@ def auc(labels: ArrayLike, scores: ArrayLike) -> float:
     y = _as_score_vector(labels, "labels")
     s = _as_score_vector(scores, "scores")
     if y.size != s.size:
-        raise ValueError(f"labels and scores differ in length: {y.size} and {s.size}")
+        raise InputError(f"labels and scores differ in length: {y.size} and {s.size}")
     if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("labels must be binary (0/1 or bool)")
+        raise InputError("labels must be binary (0/1 or bool)")
     pos = y == 1.0
     n_pos = int(pos.sum())
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
-        raise ValueError("auc needs both positive and negative labels")
+        raise InputError("auc needs both positive and negative labels")
     from scipy.stats import rankdata
 
     ranks = rankdata(s)  # average ranks: ties count one half

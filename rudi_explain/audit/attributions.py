@@ -57,6 +57,7 @@ import pandas as pd
 
 from rudi_explain.data.alignment import name_users
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.frame import EventFrame
@@ -78,7 +79,7 @@ MAX_OCCLUDED = 64
 OCCLUSION_CHUNK_EVENTS = 1_000_000
 
 
-class TeacherUnavailable(RuntimeError):
+class TeacherUnavailable(StateError):
     """The explanation cannot reach a model to ask (scores given, or loaded from a file)."""
 
 
@@ -465,7 +466,7 @@ def _reduce(out: Any, probabilities: bool | None) -> Any:
     if out.ndim == 2 and out.shape[1] == 2:
         return out[:, 1] if probabilities else out[:, 1] - out[:, 0]
     if out.ndim != 1:
-        raise ValueError(f"the module returned shape {tuple(out.shape)}; expected (B,), (B, 1) or (B, 2)")
+        raise InputError(f"the module returned shape {tuple(out.shape)}; expected (B,), (B, 1) or (B, 2)")
     return out
 
 
@@ -490,7 +491,7 @@ class _Inputs:
         elif isinstance(encoded, (tuple, list)):
             self.names, self.tensors, self.single = None, list(encoded), False
         else:
-            raise TypeError(f"encode returned {type(encoded).__name__}; expected a tuple of tensors, a dict or a "
+            raise InputTypeError(f"encode returned {type(encoded).__name__}; expected a tuple of tensors, a dict or a "
                             "tensor")
 
     def call(self, model: Any, tensors: list) -> Any:
@@ -614,10 +615,10 @@ def _torch_batch(teacher: TorchTeacher, seqs: Sequences, idx: np.ndarray, method
             event_like = [i for i, t in enumerate(tensors) if isinstance(t, torch.Tensor) and t.ndim >= 2
                           and t.shape[0] == B]
             if not event_like:
-                raise ValueError("the encoding has no tensor of shape (users, events, ...) to attribute")
+                raise InputError("the encoding has no tensor of shape (users, events, ...) to attribute")
             T = int(tensors[event_like[0]].shape[1])
             if int(read[rows].max()) > T:
-                raise ValueError(f"the encoding holds {T} events per user, but users of this batch have up to "
+                raise InputError(f"the encoding holds {T} events per user, but users of this batch have up to "
                                  f"{int(read[rows].max())} and the module has no max_len saying how many it keeps: "
                                  "set model.max_len to the encoding's truncation (the most recent events are kept)")
             float_slots = [i for i in event_like if tensors[i].is_floating_point()]
@@ -796,9 +797,9 @@ def _check_method(method: str | None, teacher: Teacher) -> str:
     if method is None:
         return "integrated_gradients" if isinstance(teacher, TorchTeacher) else "occlusion"
     if method not in METHODS and method != "deeplift":
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+        raise InputError(f"method must be one of {list(METHODS)}, got {method!r}")
     if method != "occlusion" and not isinstance(teacher, TorchTeacher):
-        raise ValueError(f"method={method!r} needs a PyTorch teacher; this one is {teacher.kind}: use "
+        raise InputError(f"method={method!r} needs a PyTorch teacher; this one is {teacher.kind}: use "
                          "method='occlusion' (drop one event, re-score), which works for any model")
     return method
 
@@ -848,10 +849,10 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
     method = _check_method(method, teacher)
     idx = np.asarray(user_indices, dtype=np.int64)
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 2:
-        raise ValueError(f"n_steps must be a whole number >= 2, got {n_steps!r}")
+        raise InputError(f"n_steps must be a whole number >= 2, got {n_steps!r}")
     if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer))
                                    or max_events < 1):
-        raise ValueError(f"max_events must be a positive whole number or None, got {max_events!r}")
+        raise InputError(f"max_events must be a positive whole number or None, got {max_events!r}")
     if method == "occlusion":
         return _occlusion(teacher, seqs, idx, max_events, time_budget, chunk_events)
     return _torch_batch(teacher, seqs, idx, method, int(n_steps), batch_size, internal_batch_size)
@@ -973,7 +974,7 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     method = _check_method(method, t)
     if n_users is not None and (isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer))
                                 or n_users < 1):
-        raise ValueError(f"n_users must be a positive whole number or None, got {n_users!r}")
+        raise InputError(f"n_users must be a positive whole number or None, got {n_users!r}")
     pool = np.flatnonzero(exp.is_test) if held_out else np.arange(exp.sequences.n_users)
     rng = np.random.default_rng(random_state)
     n_pool = len(pool)

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.audit.attributions import TeacherUnavailable, _teacher_of, output_events
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import Lit, format_threshold
 from rudi_explain.rules.ruleset import LinearTerm
 
@@ -381,19 +382,19 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
     module's notes for what "smallest" means.
     """
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+        raise InputError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     try:
         p = float(target_percentile)
     except (TypeError, ValueError):
         p = math.nan
     if isinstance(target_percentile, (bool, np.bool_)) or not 0 <= p <= 100:
-        raise ValueError(f"target_percentile must be a number from 0 to 100, got {target_percentile!r}")
+        raise InputError(f"target_percentile must be a number from 0 to 100, got {target_percentile!r}")
     if isinstance(max_literals, (bool, np.bool_)) or not isinstance(max_literals, (int, np.integer)) \
             or max_literals < 1:
-        raise ValueError(f"max_literals must be a whole number >= 1, got {max_literals!r}")
+        raise InputError(f"max_literals must be a whole number >= 1, got {max_literals!r}")
     rules = exp.rules
     if rules.linear or any(isinstance(r, LinearTerm) for r in rules):
-        raise ValueError("these rules are linear terms of statistic values, not rules over literals: a "
+        raise InputError("these rules are linear terms of statistic values, not rules over literals: a "
                          "counterfactual is a change of literals (explain with a rule student)")
     from rudi_explain.audit.what_if import rules_using
 

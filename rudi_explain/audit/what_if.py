@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain import metrics
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 
@@ -55,14 +56,14 @@ def resolve_literal(exp: Any, literal: Any) -> int:
     if isinstance(literal, Lit):
         literal = literal.index
     if isinstance(literal, (bool, np.bool_)):
-        raise TypeError(f"a literal is an index, a name or a statistic output, got {literal!r}")
+        raise InputTypeError(f"a literal is an index, a name or a statistic output, got {literal!r}")
     if isinstance(literal, (int, np.integer)):
         i = int(literal)
         if not 0 <= i < n:
-            raise ValueError(f"literal {i} does not exist: the explanation has {n} literals (0 to {n - 1})")
+            raise InputError(f"literal {i} does not exist: the explanation has {n} literals (0 to {n - 1})")
         return i
     if not isinstance(literal, str):
-        raise TypeError(f"a literal is an index, a name or a statistic output, got {type(literal).__name__}")
+        raise InputTypeError(f"a literal is an index, a name or a statistic output, got {type(literal).__name__}")
     text = literal.strip()
     used = rules_using(exp.rules, n)
     in_rules = set(np.flatnonzero(used.any(axis=1)).tolist())
@@ -75,7 +76,7 @@ def resolve_literal(exp: Any, literal: Any) -> int:
                                                          L._pipeline_text(c))
                or (stats is not None and text == str(stats[int(L.output_statistic[c])]))]
     if not outputs:
-        raise ValueError(f"no literal or statistic output is called {literal!r}: pass a literal's index, its name "
+        raise InputError(f"no literal or statistic output is called {literal!r}: pass a literal's index, its name "
                          "(exp.literals.names) or a statistic's text")
     on = [i for i in range(n) if int(L.column[i]) in outputs]
     ruled = [i for i in on if i in in_rules]
@@ -83,7 +84,7 @@ def resolve_literal(exp: Any, literal: Any) -> int:
     if len(pick) == 1:
         return pick[0]
     listed = "; ".join(f"{i}: {L.names[i]}" for i in pick[:8])
-    raise ValueError(f"{literal!r} has {len(pick)} literals{' the rules use' if ruled else ''}; pass one by "
+    raise InputError(f"{literal!r} has {len(pick)} literals{' the rules use' if ruled else ''}; pass one by "
                      f"index or name ({listed}{'; ...' if len(pick) > 8 else ''})")
 
 
@@ -103,9 +104,9 @@ def _finite(exp: Any, i: int, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"the threshold of literal {i} ({name}) must be a number, got {value!r}") from None
+        raise InputError(f"the threshold of literal {i} ({name}) must be a number, got {value!r}") from None
     if isinstance(value, (bool, np.bool_)) or not math.isfinite(v):
-        raise ValueError(f"the threshold of literal {i} ({name}) must be a finite number, got {value!r}")
+        raise InputError(f"the threshold of literal {i} ({name}) must be a finite number, got {value!r}")
     return v
 
 

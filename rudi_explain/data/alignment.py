@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.exceptions import InputError
+
 __all__ = ["name_users", "per_user_values", "check_order"]
 
 _N_NAMED = 5
@@ -32,7 +34,7 @@ def reindex_series(values: pd.Series, users: np.ndarray, source: str, allow_extr
     index = values.index
     if index.has_duplicates:
         dup = index[index.duplicated()].unique()
-        raise ValueError(f"{source} have more than one entry for {len(dup)} user ids: {name_users(dup)}")
+        raise InputError(f"{source} have more than one entry for {len(dup)} user ids: {name_users(dup)}")
     wanted = pd.Index(users)
     position = index.get_indexer(wanted)
     missing = wanted[position < 0]
@@ -41,10 +43,10 @@ def reindex_series(values: pd.Series, users: np.ndarray, source: str, allow_extr
         if len(missing) == len(wanted) and len(index):
             hint = (f" (they are indexed by {index.dtype} ids such as {index[0]!r}, "
                     f"the users are ids such as {wanted[0]!r})")
-        raise ValueError(f"{source} lack {len(missing)} of the {len(wanted)} users: {name_users(missing)}{hint}")
+        raise InputError(f"{source} lack {len(missing)} of the {len(wanted)} users: {name_users(missing)}{hint}")
     if len(index) != len(wanted) and not allow_extra:
         extra = index.difference(wanted)
-        raise ValueError(f"{source} have {len(extra)} user ids that the sequences lack: {name_users(extra)}")
+        raise InputError(f"{source} have {len(extra)} user ids that the sequences lack: {name_users(extra)}")
     return values.to_numpy()[position]
 
 
@@ -58,7 +60,7 @@ def check_order(values: Any, users: np.ndarray, source: str, in_users_order: boo
     if in_users_order or isinstance(values, (pd.Series, pd.DataFrame)):
         return
     shown = name_users(np.asarray(users, dtype=object)[:3], limit=3)
-    raise ValueError(
+    raise InputError(
         f"{source} are a bare {type(values).__name__} without user ids, so their order cannot be checked; "
         f"pass a pandas Series indexed by user id, or in_users_order=True if they follow the sorted user "
         f"ids of the sequences ({shown}, ...)"
@@ -85,11 +87,11 @@ def per_user_values(values: Any, users: np.ndarray, source: str, *, in_users_ord
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{source} are not numbers: {err}") from None
+        raise InputError(f"{source} are not numbers: {err}") from None
     if arr.ndim != 1 or len(arr) != len(users):
-        raise ValueError(f"{source} must have one value per user ({len(users)}), got shape {arr.shape}")
+        raise InputError(f"{source} must have one value per user ({len(users)}), got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise ValueError(f"{source} have NaN or infinite values for {int(bad.sum())} users: "
+        raise InputError(f"{source} have NaN or infinite values for {int(bad.sum())} users: "
                          f"{name_users(np.asarray(users, dtype=object)[bad])}")
     return arr

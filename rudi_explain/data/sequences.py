@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.data.alignment import name_users
+from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError, UnknownUserError
 
 __all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE", "OTHER_CATEGORY", "MAX_CATEGORIES"]
 
@@ -53,7 +54,7 @@ def _as_name_list(arg: str | Iterable[str] | None, what: str) -> list[str] | Non
     names = list(arg)
     for name in names:
         if not isinstance(name, str):
-            raise TypeError(f"{what} must name columns by string, got {name!r}")
+            raise InputTypeError(f"{what} must name columns by string, got {name!r}")
     return names
 
 
@@ -62,7 +63,7 @@ def _finite(values: np.ndarray, name: str, users: pd.Series) -> np.ndarray:
     inf = np.isinf(values)
     if inf.any():
         who = pd.unique(users.to_numpy()[inf])
-        raise ValueError(
+        raise InputError(
             f"numerical column {name!r} has {int(inf.sum()):,} infinite values, for users {name_users(who)}: "
             "replace them before explaining (with NaN for a missing value, or a finite bound)"
         )
@@ -76,7 +77,7 @@ def _user_ids(column: pd.Series, name: str) -> pd.Series:
     dtype = column.dtype
 
     def refuse(what: str, example: Any) -> None:
-        raise TypeError(
+        raise InputTypeError(
             f"user column {name!r} holds {what} ids such as {_plain(example)!r}; user ids must be text or whole "
             "numbers: convert them first (for example with .astype(str))"
         )
@@ -110,7 +111,7 @@ def _user_ids(column: pd.Series, name: str) -> pd.Series:
         is_str = column.map(lambda v: isinstance(v, str)).to_numpy()
         if is_str.any() and (~is_str).any():
             a, b = column[is_str].iloc[0], column[~is_str].iloc[0]
-            raise TypeError(
+            raise InputTypeError(
                 f"user column {name!r} mixes ids of different types ({_plain(a)!r} and {_plain(b)!r}); "
                 "convert them to one type first"
             )
@@ -175,16 +176,16 @@ def _check_units(units: Any, numerical: Iterable[str]) -> dict[str, str]:
     if units is None:
         return {}
     if not isinstance(units, Mapping):
-        raise TypeError(f"units must be a mapping of column name to unit text, got {type(units).__name__}")
+        raise InputTypeError(f"units must be a mapping of column name to unit text, got {type(units).__name__}")
     numerical = list(numerical)
     out = {}
     for name, unit in units.items():
         if name not in numerical:
-            raise ValueError(f"units names column {name!r}, which is not a numerical column "
+            raise InputError(f"units names column {name!r}, which is not a numerical column "
                              f"(numerical: {numerical})")
         if not isinstance(unit, str) or not unit.strip() or len(unit) > MAX_UNIT_LENGTH \
                 or any(ch in unit for ch in "\n\r\t"):
-            raise ValueError(f"the unit of column {name!r} must be one line of 1 to {MAX_UNIT_LENGTH} "
+            raise InputError(f"the unit of column {name!r} must be one line of 1 to {MAX_UNIT_LENGTH} "
                              f"characters, got {unit!r}")
         out[str(name)] = unit.strip()
     return out
@@ -291,25 +292,25 @@ class Sequences:
         frame = self._as_frame(data, user)
         if frame.columns.has_duplicates:
             dup = frame.columns[frame.columns.duplicated()].unique().tolist()
-            raise ValueError(f"column names repeat in the data: {dup}; give every column its own name")
+            raise InputError(f"column names repeat in the data: {dup}; give every column its own name")
         if max_categories is not None and (isinstance(max_categories, bool) or
                                            not isinstance(max_categories, (int, np.integer)) or max_categories < 2):
-            raise ValueError(f"max_categories must be a whole number >= 2 or None, got {max_categories!r}")
+            raise InputError(f"max_categories must be a whole number >= 2 or None, got {max_categories!r}")
         categorical = _as_name_list(categorical, "categorical")
         numerical = _as_name_list(numerical, "numerical")
         if not isinstance(user, str):
-            raise TypeError(f"user must be a column name, got {user!r}")
+            raise InputTypeError(f"user must be a column name, got {user!r}")
         if user not in frame.columns:
-            raise ValueError(
+            raise InputError(
                 f"user column {user!r} is not in the data; columns are {list(frame.columns)}"
             )
         if time is not None and time not in frame.columns:
-            raise ValueError(
+            raise InputError(
                 f"time column {time!r} is not in the data; columns are {list(frame.columns)} "
                 "(pass time=None to keep the input order)"
             )
         if len(frame) == 0:
-            raise ValueError("the event table is empty: there is no event to explain")
+            raise InputError("the event table is empty: there is no event to explain")
         categorical, numerical = self._resolve_columns(frame, user, time, categorical, numerical)
 
         user_codes, users = self._encode_users(frame[user], user)
@@ -364,9 +365,9 @@ class Sequences:
         elif isinstance(query, duckdb.DuckDBPyRelation):
             relation = query
         else:
-            raise TypeError(f"from_duckdb needs SQL text or a DuckDB relation, got {type(query).__name__}")
+            raise InputTypeError(f"from_duckdb needs SQL text or a DuckDB relation, got {type(query).__name__}")
         if relation is None:
-            raise ValueError("the query returns no rows to read (is it a SELECT?)")
+            raise InputError("the query returns no rows to read (is it a SELECT?)")
         return cls(relation.df(), user=user, time=time, **params)
 
     # ------------------------------------------------------------------ input
@@ -376,19 +377,19 @@ class Sequences:
             return data
         if isinstance(data, Mapping):
             if len(data) == 0:
-                raise ValueError("the mapping of per-user frames is empty: there is no event to explain")
+                raise InputError("the mapping of per-user frames is empty: there is no event to explain")
             parts = []
             for uid, part in data.items():
                 if not isinstance(part, pd.DataFrame):
-                    raise TypeError(f"events of user {uid!r} must be a DataFrame, got {type(part).__name__}")
+                    raise InputTypeError(f"events of user {uid!r} must be a DataFrame, got {type(part).__name__}")
                 if user in part.columns:
-                    raise ValueError(
+                    raise InputError(
                         f"the frame of user {uid!r} already has a {user!r} column; "
                         "pass one long table instead of a mapping"
                     )
                 parts.append(part.assign(**{user: np.full(len(part), uid, dtype=object)}))
             return pd.concat(parts, ignore_index=True)
-        raise TypeError(
+        raise InputTypeError(
             f"Sequences needs a pandas DataFrame or a mapping of user id to DataFrame, got {type(data).__name__}"
         )
 
@@ -404,20 +405,20 @@ class Sequences:
         for kind, names in (("categorical", categorical), ("numerical", numerical)):
             for name in names or []:
                 if name not in frame.columns:
-                    raise ValueError(f"{kind} column {name!r} is not in the data; columns are {list(frame.columns)}")
+                    raise InputError(f"{kind} column {name!r} is not in the data; columns are {list(frame.columns)}")
                 if name in reserved:
-                    raise ValueError(f"column {name!r} is the user or time column and cannot also be {kind}")
+                    raise InputError(f"column {name!r} is the user or time column and cannot also be {kind}")
         if categorical is not None and numerical is not None:
             both = sorted(set(categorical) & set(numerical))
             if both:
-                raise ValueError(f"column {both[0]!r} is listed as both categorical and numerical")
+                raise InputError(f"column {both[0]!r} is listed as both categorical and numerical")
         fixed = set(categorical or []) | set(numerical or [])
         inferred_cat, inferred_num = [], []
         for name in frame.columns:
             if name in reserved or name in fixed:
                 continue
             if not isinstance(name, str):
-                raise TypeError(f"column names must be strings, got {name!r}")
+                raise InputTypeError(f"column names must be strings, got {name!r}")
             dtype = frame[name].dtype
             if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or \
                     pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
@@ -425,7 +426,7 @@ class Sequences:
             elif pd.api.types.is_numeric_dtype(dtype):
                 inferred_num.append(name)
             elif categorical is None and numerical is None:
-                raise TypeError(
+                raise InputTypeError(
                     f"column {name!r} has type {dtype} that is neither categorical nor numerical; "
                     "drop it or list the columns to use with categorical= and numerical="
                 )
@@ -436,11 +437,11 @@ class Sequences:
         numerical = list(numerical) if numerical is not None else inferred_num
         for name in categorical + numerical:
             if not isinstance(name, str):
-                raise TypeError(f"column names must be strings, got {name!r}")
+                raise InputTypeError(f"column names must be strings, got {name!r}")
         if len(set(categorical)) != len(categorical) or len(set(numerical)) != len(numerical):
-            raise ValueError("a column is listed twice")
+            raise InputError("a column is listed twice")
         if not categorical and not numerical:
-            raise ValueError("there is no categorical or numerical column to compute statistics of")
+            raise InputError("there is no categorical or numerical column to compute statistics of")
         return categorical, numerical
 
     @staticmethod
@@ -448,7 +449,7 @@ class Sequences:
         missing = column.isna().to_numpy()
         if missing.any():
             row = _plain(column.index[np.flatnonzero(missing)[0]])
-            raise ValueError(f"user column {name!r} has a missing user id at row {row!r}")
+            raise InputError(f"user column {name!r} has a missing user id at row {row!r}")
         column = _user_ids(column, name)
         codes, uniques = pd.factorize(column, sort=True)
         users = np.asarray(uniques, dtype=np.int64 if pd.api.types.is_integer_dtype(column.dtype) else object)
@@ -483,7 +484,7 @@ class Sequences:
                                         format="ISO8601", errors="coerce")
                 bad_at = np.flatnonzero(parsed.isna().to_numpy() & column.notna().to_numpy())
                 i = int(bad_at[0]) if len(bad_at) else 0
-                raise TypeError(
+                raise InputTypeError(
                     f"time column {time!r} cannot be ordered: it has type {dtype} and the value "
                     f"{_plain(column.iloc[i])!r} at row {_plain(column.index[i])!r} is not a time; "
                     "use numbers, datetimes or ISO 8601 strings"
@@ -492,7 +493,7 @@ class Sequences:
             missing = np.isnat(values)
         if missing.any():
             row = _plain(frame.index[np.flatnonzero(missing)[0]])
-            raise ValueError(f"time column {time!r} has a missing value at row {row!r}: events cannot be ordered")
+            raise InputError(f"time column {time!r} has a missing value at row {row!r}: events cannot be ordered")
         return key, values
 
     @staticmethod
@@ -500,7 +501,7 @@ class Sequences:
         """The reference time as a scalar of the time column's type (see the class docs)."""
         if times is None:
             if value is not None:
-                raise ValueError("reference_time needs a time column; time=None was given")
+                raise InputError("reference_time needs a time column; time=None was given")
             return None
         if value is None:
             return times.max()  # the latest event in the data
@@ -518,11 +519,11 @@ class Sequences:
                 ref = float(value)
         except (TypeError, ValueError, OverflowError):
             kind = {"M": "datetime", "m": "timedelta"}.get(times.dtype.kind, "numerical")
-            raise TypeError(
+            raise InputTypeError(
                 f"reference_time {value!r} does not fit the {kind} time column {time!r}"
             ) from None
         if np.isnat(ref) if times.dtype.kind in "mM" else np.isnan(ref):
-            raise ValueError(f"reference_time must be a time, got {value!r}")
+            raise InputError(f"reference_time must be a time, got {value!r}")
         return ref
 
     @staticmethod
@@ -534,14 +535,14 @@ class Sequences:
         except TypeError:
             bad = np.flatnonzero(column.map(lambda v: isinstance(v, (list, dict, set))).to_numpy())
             i = int(bad[0]) if len(bad) else 0
-            raise TypeError(
+            raise InputTypeError(
                 f"categorical column {name!r} holds a {type(column.iloc[i]).__name__} at row "
                 f"{_plain(column.index[i])!r} ({str(column.iloc[i])[:60]}); cells must be single values"
             ) from None
         strings = [_category_string(v) for v in uniques]
         if (codes < 0).any():
             if NA_CATEGORY in strings:
-                raise ValueError(
+                raise InputError(
                     f"categorical column {name!r} holds the text {NA_CATEGORY!r} as well as missing values; "
                     f"both would show as {NA_CATEGORY}: rename the text or fill the missing values"
                 )
@@ -575,7 +576,7 @@ class Sequences:
                 if len(bad):
                     advice += (f" (such as {_plain(column.iloc[bad[0]])!r} at row "
                                f"{_plain(column.index[bad[0]])!r})")
-            raise ValueError(
+            raise InputError(
                 f"categorical column {name!r} has {n_values:,} distinct values in {n_events:,} events "
                 f"(such as {examples}): it looks {looks}, not like a category; {advice}"
             )
@@ -605,7 +606,7 @@ class Sequences:
         bad = converted.isna().to_numpy() & ~column.isna().to_numpy()
         if bad.any():
             i = np.flatnonzero(bad)[0]
-            raise ValueError(
+            raise InputError(
                 f"numerical column {name!r} has a non-numeric value {column.iloc[i]!r} "
                 f"(row {_plain(column.index[i])!r}, user {_plain(users.iloc[i])!r})"
             )
@@ -646,7 +647,7 @@ class Sequences:
         """The sorted vocabulary of a categorical column."""
         if column not in self.vocabularies:
             kind = "numerical" if column in self.values else "unknown"
-            raise ValueError(f"{column!r} is not a categorical column ({kind}); categorical columns are {self.categorical}")
+            raise InputError(f"{column!r} is not a categorical column ({kind}); categorical columns are {self.categorical}")
         return self.vocabularies[column]
 
     def user_index(self, user_id: Any) -> int:
@@ -656,7 +657,7 @@ class Sequences:
         try:
             return self._user_position[user_id]
         except (KeyError, TypeError):
-            raise KeyError(f"user {user_id!r} is not in these sequences") from None
+            raise UnknownUserError(f"user {user_id!r} is not in these sequences") from None
 
     def events(self, user_id: Any) -> pd.DataFrame:
         """One user's events in time order, with categories decoded."""
@@ -685,7 +686,7 @@ class Sequences:
         """
         idx = np.unique(np.asarray(user_indices, dtype=np.int64))
         if len(idx) and (idx[0] < 0 or idx[-1] >= self.n_users):
-            raise IndexError(f"user indices must lie in [0, {self.n_users})")
+            raise IndexOutOfRange(f"user indices must lie in [0, {self.n_users})")
         pos, seg = self.batch_positions(idx)
         new = object.__new__(Sequences)
         new.user_column, new.time_column = self.user_column, self.time_column
@@ -763,7 +764,7 @@ class Sequences:
             times = arrays.get("times")
             dtype = meta.get("time_dtype")
             if times is not None and np.dtype(dtype).kind not in "mMf":
-                raise ValueError(f"time dtype {dtype!r} is not a datetime, timedelta or float")
+                raise InputError(f"time dtype {dtype!r} is not a datetime, timedelta or float")
             new.times = None if times is None else (
                 times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times, dtype=np.float64))
             ref = meta.get("reference_time")
@@ -782,12 +783,12 @@ class Sequences:
                           for i, name in enumerate(meta["numerical"])}
             new.units = _check_units(meta.get("units"), meta["numerical"])
         except (KeyError, TypeError, ValueError, OverflowError) as err:
-            raise ValueError(f"the saved sequences are incomplete or damaged: {err!r}") from None
+            raise InputError(f"the saved sequences are incomplete or damaged: {err!r}") from None
         n_events = len(new.event_user)
         if len(new.offsets) != len(new.users) + 1 or new.offsets[-1] != n_events or \
                 any(len(a) != n_events for a in [*new.codes.values(), *new.values.values(), new.input_row]) or \
                 (new.times is not None and len(new.times) != n_events):
-            raise ValueError("the saved sequences are inconsistent: array lengths do not match")
+            raise InputError("the saved sequences are inconsistent: array lengths do not match")
         cls._check_saved_contents(new)
         new._user_position = None
         new._cache = {}
@@ -799,26 +800,26 @@ class Sequences:
         users = new.users
         if new.offsets[0] != 0 or (np.diff(new.offsets) < 0).any():
             i = int(np.flatnonzero(np.diff(new.offsets) < 0)[0]) if (np.diff(new.offsets) < 0).any() else 0
-            raise ValueError(f"the saved offsets decrease (at user {_plain(users[i])!r}): events cannot be placed")
+            raise InputError(f"the saved offsets decrease (at user {_plain(users[i])!r}): events cannot be placed")
         if len(pd.unique(users)) != len(users):
             dup = pd.Index(users)[pd.Index(users).duplicated()]
-            raise ValueError(f"the saved users repeat the ids {[_plain(u) for u in dup[:5]]}")
+            raise InputError(f"the saved users repeat the ids {[_plain(u) for u in dup[:5]]}")
         expected_user = np.repeat(np.arange(len(users), dtype=np.int32), np.diff(new.offsets))
         if not np.array_equal(new.event_user, expected_user):
-            raise ValueError("the saved user of each event (event_user) disagrees with the offsets")
+            raise InputError("the saved user of each event (event_user) disagrees with the offsets")
         n_events = len(new.event_user)
         if n_events and (new.input_row.min() < 0 or new.input_row.max() >= n_events):
-            raise ValueError(f"the saved input rows fall outside [0, {n_events})")
+            raise InputError(f"the saved input rows fall outside [0, {n_events})")
         if set(new.vocabularies) != set(new.codes):
-            raise ValueError("the saved vocabularies do not match the categorical columns")
+            raise InputError("the saved vocabularies do not match the categorical columns")
         for name, codes in new.codes.items():
             size = len(new.vocabularies[name])
             bad = (codes < UNSEEN_CODE) | (codes >= size)
             if bad.any():
-                raise ValueError(f"the saved codes of column {name!r} hold {int(codes[bad][0])}, outside its "
+                raise InputError(f"the saved codes of column {name!r} hold {int(codes[bad][0])}, outside its "
                                  f"{size} categories")
         if len(set(new.codes) | set(new.values)) != len(new.codes) + len(new.values):
-            raise ValueError("a saved column is both categorical and numerical")
+            raise InputError("a saved column is both categorical and numerical")
 
     @property
     def nbytes(self) -> int:

@@ -29,6 +29,7 @@ import pandas as pd
 from rudi_explain import metrics
 from rudi_explain.data.alignment import name_users, per_user_values
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError, StateError, WaitTimeout
 from rudi_explain.explanation import archive as _archive
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.literals import Literals
@@ -91,7 +92,7 @@ class WaitInterrupted(KeyboardInterrupt):
         return ["KeyboardInterrupt"]
 
 
-class ExplanationCancelled(RuntimeError):
+class ExplanationCancelled(StateError):
     """The job was cancelled before it finished.
 
     Attributes
@@ -157,7 +158,7 @@ def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, par
         "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
     }
     if name_or_estimator not in builders:
-        raise ValueError(f"student must be one of {list(STUDENTS)} or an estimator, got {name_or_estimator!r}")
+        raise InputError(f"student must be one of {list(STUDENTS)} or an estimator, got {name_or_estimator!r}")
     return builders[name_or_estimator]()
 
 
@@ -199,7 +200,7 @@ def _check_student(name_or_estimator: Any, n_rules: int, random_state: int | Non
             if not any(p.default is inspect.Parameter.empty for p in inspect.signature(check).parameters.values()):
                 check()
     except (TypeError, ValueError) as err:
-        raise ValueError(f"student_params {params!r} do not suit the {name_or_estimator!r} student: {err}") \
+        raise InputError(f"student_params {params!r} do not suit the {name_or_estimator!r} student: {err}") \
             from None
 
 
@@ -209,7 +210,7 @@ def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) ->
     y = per_user_values(labels, seqs.users, "the labels", in_users_order=in_users_order)
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"labels must be 0 or 1; users {name_users(seqs.users[bad])} have {y[bad][:5].tolist()}")
+        raise InputError(f"labels must be 0 or 1; users {name_users(seqs.users[bad])} have {y[bad][:5].tolist()}")
     return y
 
 
@@ -372,7 +373,7 @@ class Explanation:
         n = seqs.n_users
         n_test = int(round(n * p["test_size"]))
         if n - n_test < 10 or n_test < 2:
-            raise ValueError(f"{n} users are too few to train on and hold out (test_size={p['test_size']})")
+            raise InputError(f"{n} users are too few to train on and hold out (test_size={p['test_size']})")
         self.is_test = np.zeros(n, dtype=bool)
         self.is_test[rng.permutation(n)[:n_test]] = True
         self.labels = _labels_array(labels, seqs, p.get("in_users_order", False))
@@ -494,7 +495,7 @@ class Explanation:
             When ``timeout`` seconds passed first; the job goes on.
         """
         if not self._wait_for_job(timeout):
-            raise TimeoutError(f"the explanation is still running after {timeout} s")
+            raise WaitTimeout(f"the explanation is still running after {timeout} s")
         if self.status == "cancelled":
             # One line saying where it stopped and what is kept, not the job thread's traceback.
             raise ExplanationCancelled(self._stop_message, self.statistics) from None
@@ -549,11 +550,11 @@ class Explanation:
             loaded from a file (run :func:`explain` again).
         """
         if not self.done:
-            raise RuntimeError("the explanation is still running: nothing to retry")
+            raise StateError("the explanation is still running: nothing to retry")
         if self.status == "done":
-            raise RuntimeError("the explanation finished: nothing to retry")
+            raise StateError("the explanation finished: nothing to retry")
         if self._job_args is None:
-            raise RuntimeError("this explanation was not started here (loaded from a file): run explain() again")
+            raise StateError("this explanation was not started here (loaded from a file): run explain() again")
         self._reset()
         self._cancel.clear()
         self._finished.clear()
@@ -580,7 +581,7 @@ class Explanation:
                       "exp.cancel() or an interrupt stops it", file=sys.stderr, flush=True)
             self._wait_for_job()
         if self.error is not None:
-            raise RuntimeError(f"the explanation did not finish ({self.status}): {type(self.error).__name__}: "
+            raise StateError(f"the explanation did not finish ({self.status}): {type(self.error).__name__}: "
                                f"{self.error}; there are no results: run explain() again") from None
 
     # ------------------------------------------------------------ results
@@ -662,7 +663,7 @@ class Explanation:
         """
         self._ready("exp.fidelity_curve")  # the widget asks from the job's last event: in the job, no wait
         if self.pruning is None:
-            raise ValueError(self._no_pruning or "this explanation was not pruned (explain(prune=False), a rule "
+            raise InputError(self._no_pruning or "this explanation was not pruned (explain(prune=False), a rule "
                              "list or linear terms): it has no fidelity curve")
         y = self.teacher_scores.to_numpy()[self.is_test]
         Z = self._literal_matrix[self.is_test]
@@ -693,7 +694,7 @@ class Explanation:
 
         self._ready()
         if self.pruning is None:
-            raise ValueError(self._no_pruning or "this explanation was not pruned: it has one rule set only")
+            raise InputError(self._no_pruning or "this explanation was not pruned: it has one rule set only")
         other = copy.copy(self)
         other.rules = self.pruning.at(k)
         other._fires = other.rules.fires(self._literal_matrix)
@@ -799,10 +800,10 @@ class Explanation:
 
                 data = align_vocabularies(data, self.sequences.vocabularies)
         else:
-            raise TypeError(f"predict needs a DataFrame of events or Sequences, got {type(data).__name__}")
+            raise InputTypeError(f"predict needs a DataFrame of events or Sequences, got {type(data).__name__}")
         missing = [c for c in self.sequences.columns if c not in data.columns]
         if missing:
-            raise ValueError(f"the new events lack the column(s) {missing} the rules use")
+            raise InputError(f"the new events lack the column(s) {missing} the rules use")
         return pd.Series(self.rules.score(data), index=pd.Index(data.users, name=data.user_column), name="rules")
 
     def widget(self):
@@ -969,7 +970,7 @@ def _in_teacher_units(rules: RuleSet, a: float, b: float) -> RuleSet:
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"cannot save {type(value).__name__} in an explanation file")
+    raise InputTypeError(f"cannot save {type(value).__name__} in an explanation file")
 
 
 def _check_meta(meta: dict, path: Path) -> None:
@@ -978,7 +979,7 @@ def _check_meta(meta: dict, path: Path) -> None:
     for key, types in (("params", dict), ("statistics", list), ("literals", dict), ("rules", dict),
                        ("teacher_kind", str), ("seconds", dict), ("history", list), ("sequences", dict)):
         if key not in meta:
-            raise ValueError(f"{path} is damaged: it lacks the field {key!r}")
+            raise InputError(f"{path} is damaged: it lacks the field {key!r}")
         expect(meta[key], types, key, path)
     for i, text in enumerate(meta["statistics"]):
         expect(text, str, f"statistics[{i}]", path)
@@ -1001,16 +1002,16 @@ def _check_meta(meta: dict, path: Path) -> None:
     for name in sm["categorical"]:
         vocab = expect(sm["vocabularies"].get(name), list, f"sequences.vocabularies.{name}", path)
         if not all(isinstance(v, str) for v in vocab):
-            raise ValueError(f"{path} is damaged: field 'sequences.vocabularies.{name}' holds a non-text category")
+            raise InputError(f"{path} is damaged: field 'sequences.vocabularies.{name}' holds a non-text category")
     users = sm["users"]
     # The ids a Sequences allows: all text or all whole numbers.
     if not (all(isinstance(u, str) for u in users)
             or all(isinstance(u, int) and not isinstance(u, bool) for u in users)):
-        raise ValueError(f"{path} is damaged: field 'sequences.users' must hold only text or only whole numbers")
+        raise InputError(f"{path} is damaged: field 'sequences.users' must hold only text or only whole numbers")
     if len(set(users)) != len(users):
         seen: set = set()
         dup = [u for u in users if u in seen or seen.add(u)]
-        raise ValueError(f"{path} is damaged: field 'sequences.users' repeats user ids {name_users(dup)}")
+        raise InputError(f"{path} is damaged: field 'sequences.users' repeats user ids {name_users(dup)}")
     expect(meta["literals"].get("output_names"), list, "literals.output_names", path)
     if meta.get("pruning") is not None:
         _check_pruning(meta["pruning"], path)
@@ -1070,22 +1071,22 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
-        raise ValueError(f"{path} is not a rudi-explain explanation file ({err})") from None
+        raise InputError(f"{path} is not a rudi-explain explanation file ({err})") from None
     with zf:
         reader = _archive.ArchiveReader(zf, path, _archive.default_budget(path) if max_bytes is None
                                         else int(max_bytes))
         try:
             raw = reader.read_bytes("explanation.json")
         except KeyError:
-            raise ValueError(f"{path} is not a rudi-explain explanation file (no explanation.json)") from None
+            raise InputError(f"{path} is not a rudi-explain explanation file (no explanation.json)") from None
         try:
             meta = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            raise ValueError(f"{path} is not a rudi-explain explanation file (no readable explanation.json)") from None
+            raise InputError(f"{path} is not a rudi-explain explanation file (no readable explanation.json)") from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a rudi-explain explanation file")
+            raise InputError(f"{path} is not a rudi-explain explanation file")
         if meta.get("version") != FORMAT_VERSION:
-            raise ValueError(f"{path} has format version {meta.get('version')}; this rudi-explain reads version "
+            raise InputError(f"{path} has format version {meta.get('version')}; this rudi-explain reads version "
                              f"{FORMAT_VERSION}")
         _check_meta(meta, path)
         sm = meta["sequences"]
@@ -1110,7 +1111,7 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
         if len(offsets) and offsets[0] != 0 or (np.diff(offsets) < 0).any():
             bad = np.flatnonzero(np.diff(offsets) < 0)
             where = f" at user {name_users([sm['users'][bad[0]]])}" if len(bad) else ""
-            raise ValueError(f"{path} is damaged: array arrays/seq_offsets.npy does not start at 0 and "
+            raise InputError(f"{path} is damaged: array arrays/seq_offsets.npy does not start at 0 and "
                              f"never decrease{where}")
         n_events = int(offsets[-1])
         arrays = {"seq_offsets": offsets}
@@ -1120,7 +1121,7 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
     try:
         seqs = Sequences.from_arrays(sm, {k[4:]: v for k, v in arrays.items() if k.startswith("seq_")})
     except ValueError as err:
-        raise ValueError(f"{path} is damaged: {err}") from None
+        raise InputError(f"{path} is damaged: {err}") from None
     exp = Explanation(seqs, meta["params"])
     for field_name, build in (
             ("statistics", lambda: setattr(exp, "statistics", [Statistic.parse(t) for t in meta["statistics"]])),
@@ -1129,7 +1130,7 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
         try:
             build()
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
-            raise ValueError(f"{path} is damaged: field {field_name!r}: {err}") from None
+            raise InputError(f"{path} is damaged: field {field_name!r}: {err}") from None
     exp.literals.statistics = exp.statistics
     exp.rules.literals = exp.literals
     if "pruning" not in meta:
@@ -1139,7 +1140,7 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
         try:
             exp.pruning = PruningPath.from_dict(meta["pruning"], exp.literals)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as err:
-            raise ValueError(f"{path} is damaged: field 'pruning': {err}") from None
+            raise InputError(f"{path} is damaged: field 'pruning': {err}") from None
     exp.teacher_kind = meta["teacher_kind"]
     exp.seconds = meta["seconds"]
     exp.history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])
@@ -1147,27 +1148,27 @@ def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
     index = pd.Index(seqs.users, name=seqs.user_column)
     for name in ("teacher_scores", "student_scores"):
         if not np.isfinite(arrays[name]).all():
-            raise ValueError(f"{path} is damaged: array arrays/{name}.npy has NaN or infinite scores")
+            raise InputError(f"{path} is damaged: array arrays/{name}.npy has NaN or infinite scores")
     exp.teacher_scores = pd.Series(arrays["teacher_scores"].astype(np.float64), index=index, name="teacher")
     exp.student_scores = pd.Series(arrays["student_scores"].astype(np.float64), index=index, name="student")
     exp.is_test = arrays["is_test"].astype(bool)
     n_test = int(exp.is_test.sum())
     if n_test < 2 or n_users - n_test < 2:
-        raise ValueError(f"{path} is damaged: array arrays/is_test.npy holds out {n_test} of {n_users} users; "
+        raise InputError(f"{path} is damaged: array arrays/is_test.npy holds out {n_test} of {n_users} users; "
                          "fidelity needs at least two held-out and two training users")
     if has_labels:
         labels = arrays["labels"].astype(np.float64)
         if not np.isin(labels, (0.0, 1.0)).all():
-            raise ValueError(f"{path} is damaged: array arrays/labels.npy holds labels other than 0 and 1")
+            raise InputError(f"{path} is damaged: array arrays/labels.npy holds labels other than 0 and 1")
         exp.labels = labels
     exp._values = arrays["values"].astype(np.float64)
     if exp.literals.n_outputs != n_out or (exp.literals.output_statistic >= len(exp.statistics)).any():
-        raise ValueError(f"{path} is damaged: field 'literals' does not match the statistics")
+        raise InputError(f"{path} is damaged: field 'literals' does not match the statistics")
     try:
         exp._literal_matrix = exp.literals.transform_values(exp._values)
         exp._fires = exp.rules.fires(exp._literal_matrix)
     except (IndexError, ValueError) as err:
-        raise ValueError(f"{path} is damaged: field 'rules' refers to literals the file lacks ({err})") from None
+        raise InputError(f"{path} is damaged: field 'rules' refers to literals the file lacks ({err})") from None
     exp.status = "done"
     exp.progress = exp.history[-1] if exp.history else None
     exp._finished.set()
@@ -1415,13 +1416,13 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
     Explanation
     """
     if background not in (True, False, "thread"):
-        raise ValueError(f"background must be True, False or 'thread', got {background!r}")
+        raise InputError(f"background must be True, False or 'thread', got {background!r}")
     if not 0 < test_size < 1:
-        raise ValueError(f"test_size must lie strictly between 0 and 1, got {test_size!r}")
+        raise InputError(f"test_size must lie strictly between 0 and 1, got {test_size!r}")
     if model is not None and scores is not None:
-        raise ValueError("pass either a model or its scores (scores=...), not both")
+        raise InputError("pass either a model or its scores (scores=...), not both")
     if model is None and scores is None:
-        raise ValueError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
+        raise InputError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
     event_table = None
     if isinstance(data, Sequences):
         seqs = data
@@ -1431,18 +1432,18 @@ def explain(model: Any, data: pd.DataFrame | Sequences, user: str = "user_id", t
         from rudi_explain.sql.warehouse import as_event_table, is_event_source, within_sample
 
         if not is_event_source(data):
-            raise TypeError("data must be a DataFrame of events or Sequences (or, larger than memory, a Parquet "
+            raise InputTypeError("data must be a DataFrame of events or Sequences (or, larger than memory, a Parquet "
                             f"path or a DuckDB relation), got {type(data).__name__}")
         # Larger than memory: fit on a seeded sample of users; exp.event_table scores all of them in DuckDB.
         event_table = as_event_table(data, user=user, time=time)
         seqs = event_table.sample(random_state=random_state, categorical=categorical, numerical=numerical)
         scores, labels = within_sample(scores, seqs), within_sample(labels, seqs)
     if not 0 < validation_size < 1:
-        raise ValueError(f"validation_size must lie strictly between 0 and 1, got {validation_size!r}")
+        raise InputError(f"validation_size must lie strictly between 0 and 1, got {validation_size!r}")
     for name, value in (("n_stats", n_stats), ("max_depth", max_depth), ("n_rules", n_rules),
                         ("max_rules", max_rules), ("max_literals", max_literals), ("n_quantiles", n_quantiles)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+            raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
     teacher = as_teacher(model, **{"in_users_order": in_users_order, **(teacher_params or {})}) \
         if model is not None else None
     if labels is not None:

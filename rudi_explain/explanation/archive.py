@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
+
 __all__ = ["ArchiveReader", "default_budget"]
 
 #: Largest ``.npy`` header accepted (numpy's own default limit).
@@ -70,7 +72,7 @@ class ArchiveReader:
         """Refuse before reading when the named entries declare more bytes than the budget."""
         declared = sum(i.file_size for i in map(self.info, names) if i is not None)
         if declared > self.budget:
-            raise ValueError(
+            raise InputError(
                 f"{self.path}: its entries would expand to {declared:,} bytes, more than the "
                 f"{self.budget:,} allowed for a file of its size; if you trust it, pass "
                 f"max_bytes={declared} to load()"
@@ -78,7 +80,7 @@ class ArchiveReader:
 
     def _spend(self, n: int, name: str) -> None:
         if self.used + n > self.budget:
-            raise ValueError(
+            raise InputError(
                 f"{self.path}: reading {name} would exceed the {self.budget:,} bytes allowed "
                 "(pass a larger max_bytes to load() if you trust the file)"
             )
@@ -94,9 +96,9 @@ class ArchiveReader:
             with self.zf.open(info) as fp:
                 data = fp.read(info.file_size + 1)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as err:
-            raise ValueError(f"{self.path}: entry {name} is damaged ({err})") from None
+            raise InputError(f"{self.path}: entry {name} is damaged ({err})") from None
         if len(data) != info.file_size:
-            raise ValueError(f"{self.path}: entry {name} is damaged (its size differs from the declared one)")
+            raise InputError(f"{self.path}: entry {name} is damaged (its size differs from the declared one)")
         return data
 
     def read_array(self, name: str, kinds: str, shape: tuple[int | None, ...],
@@ -116,7 +118,7 @@ class ArchiveReader:
         """
         info = self.info(name)
         if info is None:
-            raise ValueError(f"{self.path} is damaged: it lacks {name} ({what})")
+            raise InputError(f"{self.path} is damaged: it lacks {name} ({what})")
         try:
             with self.zf.open(info) as fp:
                 version = np.lib.format.read_magic(fp)
@@ -125,28 +127,28 @@ class ArchiveReader:
                 elif version in ((2, 0), (3, 0)):
                     header = np.lib.format.read_array_header_2_0(fp, max_header_size=_MAX_HEADER)
                 else:
-                    raise ValueError(f"unknown .npy version {version}")
+                    raise InputError(f"unknown .npy version {version}")
                 array_shape, fortran, dtype = header
                 if dtype.hasobject or dtype.kind not in kinds:
-                    raise ValueError(f"its dtype is {dtype}, expected kind {kinds!r}")
+                    raise InputError(f"its dtype is {dtype}, expected kind {kinds!r}")
                 if len(array_shape) != len(shape) or any(
                         want is not None and got != want for got, want in zip(array_shape, shape)):
                     promised = tuple("any" if s is None else s for s in shape)
-                    raise ValueError(f"its header declares shape {array_shape}, the file's JSON promises {promised}")
+                    raise InputError(f"its header declares shape {array_shape}, the file's JSON promises {promised}")
                 nbytes = int(np.prod(array_shape, dtype=np.int64)) * dtype.itemsize
                 start = fp.tell()
                 if info.file_size != start + nbytes:
-                    raise ValueError(f"the entry declares {info.file_size:,} bytes, its shape needs "
+                    raise InputError(f"the entry declares {info.file_size:,} bytes, its shape needs "
                                      f"{start + nbytes:,}")
                 self._spend(nbytes, name)
                 data = fp.read(nbytes)
                 # Reading past the end makes zipfile check the CRC.
                 if len(data) != nbytes or fp.read(1):
-                    raise ValueError("its data is truncated")
+                    raise InputError("its data is truncated")
         except ValueError as err:
-            raise ValueError(f"{self.path} is damaged: array {name} ({what}): {err}") from None
+            raise InputError(f"{self.path} is damaged: array {name} ({what}): {err}") from None
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as err:
-            raise ValueError(f"{self.path} is damaged: array {name} ({what}): {err}") from None
+            raise InputError(f"{self.path} is damaged: array {name} ({what}): {err}") from None
         array = np.frombuffer(data, dtype=dtype)
         array = array.reshape(array_shape, order="F" if fortran else "C")
         return np.ascontiguousarray(array.astype(dtype.newbyteorder("="), copy=True))
@@ -160,5 +162,5 @@ def expect(value: Any, types: type | tuple[type, ...], field: str, path: Path) -
         ok = isinstance(value, types)
     if not ok:
         names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        raise ValueError(f"{path} is damaged: field {field!r} should be {names}, got {type(value).__name__}")
+        raise InputError(f"{path} is damaged: field {field!r} should be {names}, got {type(value).__name__}")
     return value

@@ -13,6 +13,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
+
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
            "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
 
@@ -115,7 +117,7 @@ def formula_to_json(f: Formula) -> Any:
 
 def formula_from_json(d: Any) -> Formula:
     if not isinstance(d, dict) or len(d) < 1:
-        raise ValueError(f"not a formula: {d!r}")
+        raise InputError(f"not a formula: {d!r}")
     if "lit" in d:
         return Lit(int(d["lit"]), bool(d.get("neg", False)))
     if "const" in d:
@@ -124,7 +126,7 @@ def formula_from_json(d: Any) -> Formula:
         return And(tuple(formula_from_json(c) for c in d["and"]))
     if "or" in d:
         return Or(tuple(formula_from_json(c) for c in d["or"]))
-    raise ValueError(f"not a formula: {d!r}")
+    raise InputError(f"not a formula: {d!r}")
 
 
 # --------------------------------------------------------------------------
@@ -327,7 +329,7 @@ def literal_info(literals: Any, n_literals: int | None = None) -> LiteralInfo:
         return literals
     if literals is None:
         if n_literals is None:
-            raise ValueError("need the number of literals to name them")
+            raise InputError("need the number of literals to name them")
         return LiteralInfo.from_names([f"x{i}" for i in range(n_literals)])
     if hasattr(literals, "literal_info"):
         return literals.literal_info()

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import LiteralInfo, format_threshold
 
 __all__ = ["Literals"]
@@ -121,9 +122,9 @@ class Literals:
         self.column = np.asarray(column, dtype=np.int64).reshape(-1)
         self.thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
         if self.column.shape != self.thresholds.shape:
-            raise ValueError("column and thresholds must have one entry per literal")
+            raise InputError("column and thresholds must have one entry per literal")
         if self.column.size and (self.column.min() < 0 or self.column.max() >= n_out):
-            raise ValueError("a literal refers to an output that does not exist")
+            raise InputError("a literal refers to an output that does not exist")
         self.output_names = [str(x) for x in output_names]
         self.output_descriptions = (
             [str(x) for x in output_descriptions] if output_descriptions is not None
@@ -144,7 +145,7 @@ class Literals:
         self.output_kind = [str(k) for k in output_kind] if output_kind is not None else ["value"] * n_out
         bad = [k for k in self.output_kind if k not in OUTPUT_KINDS]
         if bad or len(self.output_kind) != n_out:
-            raise ValueError(f"output_kind needs one of {OUTPUT_KINDS} per output, got {bad or self.output_kind}")
+            raise InputError(f"output_kind needs one of {OUTPUT_KINDS} per output, got {bad or self.output_kind}")
         self.output_undefined_words = (
             [str(x) for x in output_undefined_words] if output_undefined_words is not None
             else ["users for whom it is undefined" if u else "" for u in self.output_undefined]
@@ -154,10 +155,10 @@ class Literals:
                      dtype=np.float64) if output_min is not None else np.full(n_out, np.nan)
         )
         if self.output_min.size != n_out:
-            raise ValueError(f"output_min needs one entry per output, got {self.output_min.size}")
+            raise InputError(f"output_min needs one entry per output, got {self.output_min.size}")
         self.output_unit = [str(u) for u in output_unit] if output_unit is not None else [""] * n_out
         if len(self.output_unit) != n_out:
-            raise ValueError(f"output_unit needs one entry per output, got {len(self.output_unit)}")
+            raise InputError(f"output_unit needs one entry per output, got {len(self.output_unit)}")
         self.statistics = list(statistics) if statistics is not None else None
         self.vocabularies = (
             {k: list(v) for k, v in vocabularies.items()} if vocabularies is not None else None
@@ -200,13 +201,13 @@ class Literals:
         """
         statistics = [_as_statistic(s) for s in statistics]
         if not statistics:
-            raise ValueError("need at least one statistic to make literals from")
+            raise InputError("need at least one statistic to make literals from")
         blocks, names, descriptions, stat_of, index_of, kinds, why = [], [], [], [], [], [], []
         for k, stat in enumerate(statistics):
             values = _as_2d(stat.evaluate(seqs))
             out_names = list(stat.output_names(seqs))
             if values.shape[1] != len(out_names):
-                raise ValueError(f"statistic {stat} gave {values.shape[1]} outputs for {len(out_names)} names")
+                raise InputError(f"statistic {stat} gave {values.shape[1]} outputs for {len(out_names)} names")
             vector = len(out_names) > 1 or stat.is_vector(seqs)
             kind = _statistic_kind(stat, seqs)
             for j, name in enumerate(out_names):
@@ -263,10 +264,10 @@ class Literals:
         n_out = V.shape[1]
         names = list(names) if names is not None else [f"v{j}" for j in range(n_out)]
         if len(names) != n_out:
-            raise ValueError(f"{len(names)} names for {n_out} columns")
+            raise InputError(f"{len(names)} names for {n_out} columns")
         given = list(kinds) if kinds is not None else [None] * n_out
         if len(given) != n_out:
-            raise ValueError(f"{len(given)} kinds for {n_out} columns")
+            raise InputError(f"{len(given)} kinds for {n_out} columns")
         kinds = [_data_kind(V[:, j], given[j]) for j in range(n_out)]
         column, thresholds = _binarize(V, kinds, n_quantiles, move_tolerance)
         return cls(column, thresholds, names, descriptions,
@@ -318,7 +319,7 @@ class Literals:
             NaN where a statistic is undefined.
         """
         if self.statistics is None:
-            raise ValueError("these literals were built from values; pass a value matrix instead")
+            raise InputError("these literals were built from values; pass a value matrix instead")
         blocks = []
         for k, stat in enumerate(self.statistics):
             values = _as_2d(stat.evaluate(seqs))
@@ -331,7 +332,7 @@ class Literals:
             pos = {n: i for i, n in enumerate(new_names)}
             missing = [self.output_names[i] for i in mine if self.output_names[i] not in pos]
             if missing:
-                raise ValueError(
+                raise InputError(
                     f"statistic {stat} has no output {missing[0]!r} on these users: build their "
                     "Sequences with vocabularies=literals.vocabularies"
                 )
@@ -353,7 +354,7 @@ class Literals:
         """
         V = _as_value_matrix(values)
         if V.shape[1] != self.n_outputs:
-            raise ValueError(f"expected {self.n_outputs} value columns, got {V.shape[1]}")
+            raise InputError(f"expected {self.n_outputs} value columns, got {V.shape[1]}")
         with np.errstate(invalid="ignore"):
             return V[:, self.column] > self.thresholds  # NaN > t is False
 
@@ -455,7 +456,7 @@ class Literals:
     @classmethod
     def from_dict(cls, d: dict) -> Literals:
         if d.get("format") != "rudi-explain/literals":
-            raise ValueError("not a rudi-explain literal table")
+            raise InputError("not a rudi-explain literal table")
         statistics = None
         if d.get("statistics") is not None:
             from rudi_explain.statistics import Statistic
@@ -518,7 +519,7 @@ def _data_kind(v: np.ndarray, kind: str | None) -> str:
         whole = d.size > 0 and bool((d == np.round(d)).all()) and bool((d >= 0).all())
         return "count" if whole else "value"
     if kind not in OUTPUT_KINDS:
-        raise ValueError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
     return kind
 
 
@@ -569,13 +570,13 @@ def _as_2d(values: np.ndarray) -> np.ndarray:
 def _as_value_matrix(values: ArrayLike) -> np.ndarray:
     V = np.asarray(values)
     if V.ndim != 2:
-        raise ValueError(f"expected a value matrix (n_users, n_outputs), got shape {V.shape}")
+        raise InputError(f"expected a value matrix (n_users, n_outputs), got shape {V.shape}")
     if V.dtype != bool and not np.issubdtype(V.dtype, np.number):
-        raise ValueError(f"values must be numeric, got dtype {V.dtype}")
+        raise InputError(f"values must be numeric, got dtype {V.dtype}")
     V = V.astype(np.float64, copy=False)
     if np.isinf(V).any():
         j = int(np.flatnonzero(np.isinf(V).any(axis=0))[0])
-        raise ValueError(f"value column {j} has infinite values; a threshold can not be placed")
+        raise InputError(f"value column {j} has infinite values; a threshold can not be placed")
     return V
 
 
@@ -592,11 +593,11 @@ def _binarize(
     """
     n, p = V.shape
     if n == 0:
-        raise ValueError("need at least one user to place thresholds")
+        raise InputError("need at least one user to place thresholds")
     if isinstance(n_quantiles, bool) or not isinstance(n_quantiles, (int, np.integer)) or n_quantiles < 1:
-        raise ValueError(f"n_quantiles must be a whole number >= 1, got {n_quantiles!r}")
+        raise InputError(f"n_quantiles must be a whole number >= 1, got {n_quantiles!r}")
     if not 0 <= move_tolerance < 0.5:
-        raise ValueError(f"move_tolerance must lie in [0, 0.5), got {move_tolerance!r}")
+        raise InputError(f"move_tolerance must lie in [0, 0.5), got {move_tolerance!r}")
     percentiles = np.linspace(0, 100, n_quantiles + 1)
     columns: list[np.ndarray] = []
     thresholds: list[np.ndarray] = []

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Const, Formula, Lit, _sort_key, formula_literals, simplify
 from rudi_explain.rules.ruleset import Rule, RuleSet
@@ -109,7 +110,7 @@ class PruningPath:
         from rudi_explain.rules.formula import formula_from_json, literal_info
 
         if not isinstance(d, dict) or d.get("format") != "rudi-explain/pruning":
-            raise ValueError("not a rudi-explain pruning path")
+            raise InputError("not a rudi-explain pruning path")
         info = literal_info(literals)
 
         def rules_from(x: dict) -> RuleSet:
@@ -117,30 +118,30 @@ class PruningPath:
             for r in rules:
                 bad = [lit.index for lit in formula_literals(r.formula) if not 0 <= lit.index < info.n_literals]
                 if bad:
-                    raise ValueError(f"a pruned rule refers to literal {bad[0]}, the table has {info.n_literals}")
+                    raise InputError(f"a pruned rule refers to literal {bad[0]}, the table has {info.n_literals}")
             return RuleSet(rules, float(x["intercept"]), literals)
 
         rule_sets = [rules_from(x) for x in d["rule_sets"]]
         n_rules = np.asarray(d["n_rules"], dtype=np.int64)
         if len(n_rules) != len(rule_sets) or [len(r) for r in rule_sets] != n_rules.tolist():
-            raise ValueError("the pruning path's rule counts do not match its rule sets")
+            raise InputError("the pruning path's rule counts do not match its rule sets")
         fidelity_valid = np.asarray(d["fidelity_valid"], dtype=np.float64)
         if fidelity_valid.shape != (len(rule_sets),):
-            raise ValueError(f"the pruning path has {len(rule_sets)} rule sets but {fidelity_valid.size} "
+            raise InputError(f"the pruning path has {len(rule_sets)} rule sets but {fidelity_valid.size} "
                              "validation fidelities")
         default = int(d["default"])
         if not 0 <= default < len(rule_sets):
-            raise ValueError(f"the pruning path's default point {default} does not exist")
+            raise InputError(f"the pruning path's default point {default} does not exist")
         return cls(rules_from(d["unpruned"]), rule_sets, n_rules, fidelity_valid,
                    float(d["fidelity_unpruned"]), default, dict(d.get("settings", {})))
 
     def index_of(self, k: int) -> int:
         """Index of the point with ``k`` rules (see :meth:`at`)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"the number of rules must be a whole number >= 1, got {k!r}")
+            raise InputError(f"the number of rules must be a whole number >= 1, got {k!r}")
         fits = np.flatnonzero(self.n_rules <= k)
         if not fits.size:
-            raise ValueError(f"no point of the curve has {k} rules or fewer (smallest: {self.n_rules.min()})")
+            raise InputError(f"no point of the curve has {k} rules or fewer (smallest: {self.n_rules.min()})")
         return int(fits[np.argmax(self.n_rules[fits])])
 
 
@@ -331,12 +332,12 @@ def prune_rules(
     y = np.asarray(y, dtype=np.float64)
     is_valid = np.asarray(is_valid, dtype=bool)
     if Z.shape[0] != y.size or is_valid.size != y.size:
-        raise ValueError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
+        raise InputError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
     if is_valid.sum() < 2 or (~is_valid).sum() < 2:
-        raise ValueError("pruning needs at least 2 validation users and 2 fitting users")
+        raise InputError("pruning needs at least 2 validation users and 2 fitting users")
     for name, value in (("max_rules", max_rules), ("max_literals", max_literals)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+            raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
     settings = {"max_rules": int(max_rules), "max_literals": int(max_literals), "tolerance": float(tolerance)}
     literals = rules.literals if rules.literals is not None else rules.info
     yv = y[is_valid]

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import And, Const, Formula, Lit, evaluate_formula, formula_literals
 from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold
@@ -250,11 +251,11 @@ def refine_thresholds(
     y = np.asarray(y, dtype=np.float64)
     is_valid = np.asarray(is_valid, dtype=bool)
     if V.shape != (y.size, literals.n_outputs) or is_valid.shape != y.shape:
-        raise ValueError(f"V {V.shape}, y {y.shape} and is_valid {is_valid.shape} must describe the same users "
+        raise InputError(f"V {V.shape}, y {y.shape} and is_valid {is_valid.shape} must describe the same users "
                          f"and the {literals.n_outputs} outputs of the literal table")
     for name, value, low in (("n_candidates", n_candidates, 1), ("n_global", n_global, 0), ("passes", passes, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules

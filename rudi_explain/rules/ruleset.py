@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import (
     FALSE,
     TRUE,
@@ -183,7 +184,7 @@ class RuleSet:
         self.intercept = float(intercept)
         self.linear = any(isinstance(r, LinearTerm) for r in self.rules)
         if self.linear and not all(isinstance(r, LinearTerm) for r in self.rules):
-            raise ValueError("a RuleSet holds either rules or linear terms, not both")
+            raise InputError("a RuleSet holds either rules or linear terms, not both")
 
     # -- construction -------------------------------------------------------
 
@@ -217,7 +218,7 @@ class RuleSet:
         """
         weights = np.asarray(weights, dtype=np.float64).reshape(-1)
         if len(formulas) != weights.size:
-            raise ValueError(f"{len(formulas)} formulas but {weights.size} weights")
+            raise InputError(f"{len(formulas)} formulas but {weights.size} weights")
         info = literal_info(literals, n_literals)
         total: dict[Formula, float] = {}
         b = float(intercept)
@@ -251,7 +252,7 @@ class RuleSet:
             if isinstance(r, Rule):
                 bad = [lit.index for lit in formula_literals(r.formula) if lit.index >= info.n_literals]
                 if bad:
-                    raise ValueError(f"a rule refers to literal {bad[0]}, the table has {info.n_literals}")
+                    raise InputError(f"a rule refers to literal {bad[0]}, the table has {info.n_literals}")
         rules = [Rule(r.formula, r.weight, info) if isinstance(r, Rule) else r for r in self.rules]
         return type(self)(rules, self.intercept, literals)
 
@@ -294,23 +295,23 @@ class RuleSet:
         """Literal matrix (rules) or value matrix (linear terms) for ``data``."""
         if not isinstance(data, np.ndarray) and hasattr(data, "n_users"):
             if self.literals is None:
-                raise ValueError(
+                raise InputError(
                     "this RuleSet was built without a Literals table; pass the literal matrix"
                 )
             values = self.literals.values(data)
             return values if self.linear else self.literals.transform_values(values)
         X = np.asarray(data)
         if X.ndim != 2:
-            raise ValueError(f"expected a 2-D matrix, got shape {X.shape}")
+            raise InputError(f"expected a 2-D matrix, got shape {X.shape}")
         if self.linear:
             return X.astype(np.float64, copy=False)
         if X.shape[1] != self.info.n_literals:
-            raise ValueError(
+            raise InputError(
                 f"the literal matrix has {X.shape[1]} columns, the rules use {self.info.n_literals} literals"
             )
         if X.dtype != bool:
             if np.isnan(X.astype(np.float64)).any() or not np.isin(X, (0, 1)).all():
-                raise ValueError("the literal matrix must be binary (bool or 0/1)")
+                raise InputError("the literal matrix must be binary (bool or 0/1)")
             X = X.astype(bool)
         return X
 
@@ -397,7 +398,7 @@ class RuleSet:
     @classmethod
     def from_dict(cls, d: dict) -> RuleSet:
         if d.get("format") != "rudi-explain/ruleset":
-            raise ValueError("not a rudi-explain rule set")
+            raise InputError("not a rudi-explain rule set")
         if "literals" in d:
             from rudi_explain.rules.literals import Literals
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Lit, literal_info, simplify
 from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
@@ -153,10 +154,10 @@ def swap_rules(
     y = np.asarray(y, dtype=np.float64)
     is_valid = np.asarray(is_valid, dtype=bool)
     if Z.shape[0] != y.size or is_valid.shape != y.shape:
-        raise ValueError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
+        raise InputError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
     for name, value, low in (("n_pairs", n_pairs, 2), ("passes", passes, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules

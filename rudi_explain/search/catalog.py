@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError
 from rudi_explain.statistics import (
     Count,
     FilterBy,
@@ -434,7 +435,7 @@ class ColumnScreen:
             and the rows it is fitted on. Needed only with ``max_columns``.
         """
         if max_columns is not None and target is None:
-            raise ValueError("ColumnScreen.build: max_columns needs the target to rank columns by")
+            raise InputError("ColumnScreen.build: max_columns needs the target to rank columns by")
         seen = set() if seen is None else seen
         n = sample.n_users
         if max_columns is not None and rows is None:

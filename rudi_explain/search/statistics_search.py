@@ -35,6 +35,7 @@ import numpy as np
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.search.catalog import (
     ColumnScreen,
     StepModel,
@@ -110,7 +111,7 @@ class SearchProgress:
     elapsed: float
 
 
-class SearchCancelled(RuntimeError):
+class SearchCancelled(StateError):
     """Raised when the progress callback asked to stop; ``statistics`` holds those found so far."""
 
     def __init__(self, statistics: list[Statistic]):
@@ -265,24 +266,24 @@ class StatisticsSearch:
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
         if not isinstance(seqs, Sequences):
-            raise TypeError(f"search_statistics needs a Sequences, got {type(seqs).__name__}")
+            raise InputTypeError(f"search_statistics needs a Sequences, got {type(seqs).__name__}")
         for name in ("n_stats", "max_depth", "batch_size", "n_simulations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+                raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
         value = self.screen_columns
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"screen_columns must be None or a whole number >= 1, got {value!r}")
+            raise InputError(f"screen_columns must be None or a whole number >= 1, got {value!r}")
         if self.commit not in ("mean", "max"):
-            raise ValueError(f"commit must be 'mean' or 'max', got {self.commit!r}")
+            raise InputError(f"commit must be 'mean' or 'max', got {self.commit!r}")
         check_grammar(self.grammar)
         if self.reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+            raise InputError(f"reward must be one of {REWARDS}, got {self.reward!r}")
         y = _target_array(target, seqs)
         if np.ptp(y) == 0:
-            raise ValueError("the target is constant: there is nothing to explain")
+            raise InputError("the target is constant: there is nothing to explain")
         return y
 
     # ------------------------------------------------------------------ fit

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import And, Const, Lit, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.sql.statistics import _compile, _options, _unique, _users_cte, _with, float_literal
@@ -51,7 +52,7 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
 
     literals = literals if literals is not None else rules.literals
     if literals is None or getattr(literals, "statistics", None) is None:
-        raise ValueError("to_sql needs the Literals table the rules were learned on (with its statistics): "
+        raise InputError("to_sql needs the Literals table the rules were learned on (with its statistics): "
                          "pass literals=")
     if vocabularies is None and schema is None:
         vocabularies = literals.vocabularies
@@ -70,7 +71,7 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
     lit_columns = range(literals.n_literals) if include_literals else sorted(used_lits)
     for i in list(used_lits) + list(lit_columns):
         if not 0 <= i < literals.n_literals:
-            raise ValueError(f"a rule refers to literal {i}, the table has {literals.n_literals}")
+            raise InputError(f"a rule refers to literal {i}, the table has {literals.n_literals}")
         needed.add(int(literals.column[i]))
 
     # Compile each statistic once, and find each needed output among its outputs.
@@ -91,7 +92,7 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
         for c in outs:
             out = str(stat) if scalar else literals.output_names[c]
             if out not in exprs:
-                raise ValueError(f"statistic {stat} has no output {out!r} with these vocabularies: "
+                raise InputError(f"statistic {stat} has no output {out!r} with these vocabularies: "
                                  "pass vocabularies=literals.vocabularies")
             value_expr[c] = exprs[out].format(a=alias)
     value_name = {c: (str(literals.statistics[int(literals.output_statistic[c])]) if

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.statistics.grammar import Schema
 from rudi_explain.statistics.operators import (
     ANY_COLUMN,
@@ -107,7 +108,7 @@ def _ascending(key: str) -> str:
 # ------------------------------------------------------------------ quoting
 def _check_dialect(dialect: str) -> str:
     if dialect not in DIALECTS:
-        raise ValueError(f"dialect must be one of {DIALECTS}, got {dialect!r}")
+        raise InputError(f"dialect must be one of {DIALECTS}, got {dialect!r}")
     return dialect
 
 
@@ -123,9 +124,9 @@ def quote_identifier(name: str, dialect: str = "duckdb") -> str:
     """
     _check_dialect(dialect)
     if not isinstance(name, str) or not name:
-        raise ValueError(f"a SQL identifier must be a non-empty string, got {name!r}")
+        raise InputError(f"a SQL identifier must be a non-empty string, got {name!r}")
     if "\x00" in name:
-        raise ValueError(f"a SQL identifier cannot hold a NUL character: {name!r}")
+        raise InputError(f"a SQL identifier cannot hold a NUL character: {name!r}")
     if dialect == "spark":
         return "`" + name.replace("`", "``") + "`"
     return '"' + name.replace('"', '""') + '"'
@@ -141,7 +142,7 @@ def quote_string(value: str, dialect: str = "duckdb") -> str:
     _check_dialect(dialect)
     value = str(value)
     if "\x00" in value:
-        raise ValueError(f"a SQL string cannot hold a NUL character: {value!r}")
+        raise InputError(f"a SQL string cannot hold a NUL character: {value!r}")
     if dialect == "spark":
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return "'" + value.replace("'", "''") + "'"
@@ -155,7 +156,7 @@ def float_literal(x: float) -> str:
     """
     x = float(x)
     if not math.isfinite(x):
-        raise ValueError(f"SQL has no portable literal for {x!r}")
+        raise InputError(f"SQL has no portable literal for {x!r}")
     text = repr(x)
     if "e" in text:
         mantissa, exponent = text.split("e")
@@ -170,7 +171,7 @@ def _table_sql(table: str | Sequence[str], dialect: str) -> str:
         return quote_identifier(table, dialect)
     parts = list(table)
     if not parts:
-        raise ValueError("table must be a name or a sequence of name parts (schema, table)")
+        raise InputError("table must be a name or a sequence of name parts (schema, table)")
     return ".".join(quote_identifier(p, dialect) for p in parts)
 
 
@@ -210,7 +211,7 @@ def _options(table, user, time, dialect, vocabularies, reference_time, event_ord
     _check_dialect(dialect)
     for what, name in (("user", user), ("time", time), ("event_order", event_order)):
         if name is not None and (not isinstance(name, str) or not name):
-            raise ValueError(f"{what} must be a column name, got {name!r}")
+            raise InputError(f"{what} must be a column name, got {name!r}")
     if schema is not None:
         schema = Schema.of(schema)
         if vocabularies is None:
@@ -218,7 +219,7 @@ def _options(table, user, time, dialect, vocabularies, reference_time, event_ord
         if time_unit is None:
             time_unit = schema.time_unit
     if time_unit not in (None, "datetime", "number"):
-        raise ValueError(f"time_unit must be 'datetime', 'number' or None, got {time_unit!r}")
+        raise InputError(f"time_unit must be 'datetime', 'number' or None, got {time_unit!r}")
     vocab = None if vocabularies is None else {str(k): tuple(str(v) for v in vs) for k, vs in vocabularies.items()}
     return _Options(dialect, _table_sql(table, dialect), user, time, event_order, vocab, reference_time, time_unit,
                     bool(exact_sums))
@@ -613,7 +614,7 @@ def _unique(names: list[str], what: str) -> None:
     seen: set[str] = set()
     for n in names:
         if n in seen:
-            raise ValueError(f"two output columns would be named {n!r} ({what}): give the user column another name, "
+            raise InputError(f"two output columns would be named {n!r} ({what}): give the user column another name, "
                              "or drop the repeated literal")
         seen.add(n)
 

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError, MissingFileError
 from rudi_explain.sql.statistics import quote_identifier, quote_string, statistics_sql
 
 __all__ = ["EventTable", "DEFAULT_SAMPLE_USERS", "is_event_source", "as_event_table", "within_sample"]
@@ -115,7 +116,7 @@ class EventTable:
                  config: dict[str, Any] | None = None) -> None:
         duckdb = _duckdb()
         if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
-            raise ValueError(f"n_users must be a whole number >= 1, got {n_users!r}")
+            raise InputError(f"n_users must be a whole number >= 1, got {n_users!r}")
         self.user, self.time, self.n_users = user, time, int(n_users)
         self.event_order = event_order
         self.source = source
@@ -132,18 +133,18 @@ class EventTable:
             path = str(source)
             if path.lower().endswith(_DATABASE):
                 if not Path(path).exists():
-                    raise FileNotFoundError(f"the DuckDB database {path} does not exist")
+                    raise MissingFileError(f"the DuckDB database {path} does not exist")
                 if table is None:
-                    raise ValueError(f"name the table to read from {path} with table=")
+                    raise InputError(f"name the table to read from {path} with table=")
                 self._con = duckdb.connect(path, read_only=True, config=config)
                 relation = self._con.sql(f"SELECT * FROM {self._table_name(table)}")
             else:
                 if not path.lower().endswith(_PARQUET):
-                    raise ValueError(f"cannot read {path}: give a .parquet file (or a glob of them), "
+                    raise InputError(f"cannot read {path}: give a .parquet file (or a glob of them), "
                                      "a .duckdb database with table=, or a DuckDB relation")
                 files = sorted(glob.glob(path)) if any(ch in path for ch in "*?[") else [path]
                 if not files or not Path(files[0]).exists():
-                    raise FileNotFoundError(f"no Parquet file at {path}")
+                    raise MissingFileError(f"no Parquet file at {path}")
                 self._con = duckdb.connect(config=config)
                 rows = event_order is None and len(files) == 1
                 if rows:  # a single file's row numbers are its input order
@@ -154,13 +155,13 @@ class EventTable:
                 else:
                     relation = self._con.sql(f"SELECT * FROM read_parquet({quote_string(path)})")
         else:
-            raise TypeError("an event table is a Parquet path, a DuckDB relation or (connection, table name), "
+            raise InputTypeError("an event table is a Parquet path, a DuckDB relation or (connection, table name), "
                             f"got {type(source).__name__}")
         self._relation = relation
         columns = self.columns_all
         for what, name in (("user", user), ("time", time), ("event_order", self.event_order)):
             if name is not None and name not in columns:
-                raise ValueError(f"{what} column {name!r} is not in the table; columns are "
+                raise InputError(f"{what} column {name!r} is not in the table; columns are "
                                  f"{[c for c in columns if c != _ROW]}")
         self._reference_time: Any = None
         self._users: np.ndarray | None = None
@@ -309,6 +310,6 @@ def within_sample(values: Any, seqs: Sequences) -> Any:
     if isinstance(values, pd.DataFrame) and values.shape[1] == 1:
         values = values.iloc[:, 0]
     if not isinstance(values, pd.Series):
-        raise ValueError("with a table larger than memory, pass scores and labels as a pandas Series indexed "
+        raise InputError("with a table larger than memory, pass scores and labels as a pandas Series indexed "
                          f"by user id (the sample is cut from them), got {type(values).__name__}")
     return values[values.index.isin(seqs.users)]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from rudi_explain.exceptions import InputTypeError
+
 __all__ = ["Schema", "PipelineState"]
 
 
@@ -52,7 +54,7 @@ class Schema:
         vocab = getattr(data, "vocabularies", None)
         numerical = getattr(data, "numerical", None)
         if vocab is None or numerical is None:
-            raise TypeError(f"expected Sequences or Schema, got {type(data).__name__}")
+            raise InputTypeError(f"expected Sequences or Schema, got {type(data).__name__}")
         times = getattr(data, "times", None)
         time = getattr(data, "time_column", None) if times is not None else None
         time_unit = None if time is None else ("datetime" if times.dtype.kind in "mM" else "number")

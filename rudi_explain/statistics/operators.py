@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics import kernels
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
@@ -98,7 +99,7 @@ class Operator:
     def from_arguments(cls, positional: list[Any], keyword: list[tuple[str, Any]]) -> Operator:
         """Build from parsed arguments; ``ValueError`` if they do not fit."""
         if positional or keyword:
-            raise ValueError(f"{cls.name} takes no arguments")
+            raise InputError(f"{cls.name} takes no arguments")
         return cls()
 
     def check(self, state: PipelineState, schema: Schema) -> str | None:
@@ -153,7 +154,7 @@ class Select(Operator):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if len(positional) != 1 or keyword:
-            raise ValueError("Select takes one column: Select(amount), or Select(*) before Count")
+            raise InputError("Select takes one column: Select(amount), or Select(*) before Count")
         return cls(str(positional[0]))
 
     def check(self, state, schema):
@@ -198,7 +199,7 @@ class _ByValue(RowOperator):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if positional or len(keyword) != 1:
-            raise ValueError(f"{cls.name} takes one column=value pair: {cls.name}(card_type=debit)")
+            raise InputError(f"{cls.name} takes one column=value pair: {cls.name}(card_type=debit)")
         column, value = keyword[0]
         return cls(column, str(value))
 
@@ -270,7 +271,7 @@ class SortBy(RowOperator):
 
     def __post_init__(self):
         if self.direction not in ("asc", "desc"):
-            raise ValueError(f"SortBy direction must be 'asc' or 'desc', got {self.direction!r}")
+            raise InputError(f"SortBy direction must be 'asc' or 'desc', got {self.direction!r}")
 
     def arguments(self):
         return [quote(self.column), self.direction]
@@ -278,7 +279,7 @@ class SortBy(RowOperator):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if keyword or not 1 <= len(positional) <= 2:
-            raise ValueError("SortBy takes a numerical column and a direction: SortBy(amount, desc)")
+            raise InputError("SortBy takes a numerical column and a direction: SortBy(amount, desc)")
         return cls(str(positional[0]), str(positional[1]) if len(positional) > 1 else "asc")
 
     def check(self, state, schema):
@@ -313,7 +314,7 @@ class Top(RowOperator):
 
     def __post_init__(self):
         if not isinstance(self.k, (int, np.integer)) or isinstance(self.k, bool) or self.k < 1:
-            raise ValueError(f"Top(k) needs a whole number k >= 1, got {self.k!r}")
+            raise InputError(f"Top(k) needs a whole number k >= 1, got {self.k!r}")
 
     def arguments(self):
         return [str(self.k)]  # always written, Top(5) included
@@ -321,7 +322,7 @@ class Top(RowOperator):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if keyword or len(positional) > 1:
-            raise ValueError("Top takes one whole number: Top(5)")
+            raise InputError("Top takes one whole number: Top(5)")
         return cls(int(positional[0]) if positional else 5)
 
     def check(self, state, schema):
@@ -385,7 +386,7 @@ class GroupBy(Operator):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if len(positional) != 1 or keyword:
-            raise ValueError("GroupBy takes one categorical column: GroupBy(channel)")
+            raise InputError("GroupBy takes one categorical column: GroupBy(channel)")
         return cls(str(positional[0]))
 
     def check(self, state, schema):
@@ -593,7 +594,7 @@ class Percentile(Aggregation):
 
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, (int, float, np.number)) or not 0 <= self.k <= 100:
-            raise ValueError(f"Percentile(k) needs 0 <= k <= 100, got {self.k!r}")
+            raise InputError(f"Percentile(k) needs 0 <= k <= 100, got {self.k!r}")
 
     def arguments(self):
         k = self.k
@@ -602,7 +603,7 @@ class Percentile(Aggregation):
     @classmethod
     def from_arguments(cls, positional, keyword):
         if keyword or len(positional) != 1:
-            raise ValueError("Percentile takes one number: Percentile(90)")
+            raise InputError("Percentile takes one number: Percentile(90)")
         value = float(positional[0])
         return cls(int(value) if value.is_integer() else value)
 
@@ -637,14 +638,14 @@ def register_operator(cls: type[Operator]) -> type[Operator]:
     """Make an operator class known to the parser (and to the search, through
     its ``candidates``). Usable as a class decorator."""
     if not (isinstance(cls, type) and issubclass(cls, Operator)):
-        raise TypeError("register_operator takes a subclass of Operator")
+        raise InputTypeError("register_operator takes a subclass of Operator")
     if not cls.name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", cls.name):
-        raise ValueError(f"operator class {cls.__name__} needs a name made of letters, digits and _")
+        raise InputError(f"operator class {cls.__name__} needs a name made of letters, digits and _")
     if cls.kind not in ("row", "aggregation"):
-        raise ValueError("a new operator must subclass RowOperator or Aggregation")
+        raise InputError("a new operator must subclass RowOperator or Aggregation")
     existing = OPERATORS.get(cls.name)
     if existing is not None and existing is not cls:
-        raise ValueError(f"an operator named {cls.name!r} is already registered")
+        raise InputError(f"an operator named {cls.name!r} is already registered")
     OPERATORS[cls.name] = cls
     return cls
 

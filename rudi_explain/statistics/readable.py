@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
     ANY_COLUMN,
@@ -50,7 +51,7 @@ INDICATOR_AGGREGATIONS = frozenset({"Sum", "Mean", "Max", "Min", "First"})
 def check_grammar(grammar: str) -> str:
     """``grammar`` itself, or a ``ValueError`` naming the choices."""
     if grammar not in GRAMMARS:
-        raise ValueError(f"grammar must be one of {GRAMMARS}, got {grammar!r}")
+        raise InputError(f"grammar must be one of {GRAMMARS}, got {grammar!r}")
     return grammar
 
 

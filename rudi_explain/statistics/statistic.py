@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
@@ -60,19 +61,19 @@ class Statistic:
     def __init__(self, operators: Iterable[Operator]) -> None:
         ops = tuple(operators)
         if not ops:
-            raise ValueError("a statistic needs at least Select and an aggregation")
+            raise InputError("a statistic needs at least Select and an aggregation")
         for op in ops:
             if not isinstance(op, Operator):
-                raise TypeError(f"a statistic is made of operators, got {op!r}")
+                raise InputTypeError(f"a statistic is made of operators, got {op!r}")
         if not isinstance(ops[0], Select):
-            raise ValueError(f"a statistic starts with Select, not {ops[0]}")
+            raise InputError(f"a statistic starts with Select, not {ops[0]}")
         if not isinstance(ops[-1], Aggregation):
-            raise ValueError(f"a statistic ends with an aggregation (Mean, Sum, ...), not {ops[-1]}")
+            raise InputError(f"a statistic ends with an aggregation (Mean, Sum, ...), not {ops[-1]}")
         for i, op in enumerate(ops[1:-1], start=1):
             if isinstance(op, (Select, Aggregation)):
-                raise ValueError(f"{op} can only come {'first' if isinstance(op, Select) else 'last'}")
+                raise InputError(f"{op} can only come {'first' if isinstance(op, Select) else 'last'}")
             if isinstance(op, GroupBy) and i != len(ops) - 2:
-                raise ValueError("GroupBy must come right before the aggregation")
+                raise InputError("GroupBy must come right before the aggregation")
         self.operators: tuple[Operator, ...] = ops
         self._key: tuple | None = None
         self._hash = hash(ops)
@@ -127,7 +128,7 @@ class Statistic:
         """Check every operator against the columns of ``data``; ``ValueError`` if invalid."""
         reason = _invalid_reason(self.operators, Schema.of(data))
         if reason is not None:
-            raise ValueError(f"invalid statistic {str(self)!r}: {reason}")
+            raise InputError(f"invalid statistic {str(self)!r}: {reason}")
         return self
 
     def is_valid(self, data: Sequences | Schema) -> bool:
@@ -173,16 +174,16 @@ class Statistic:
             :meth:`output_names`. NaN where the statistic is undefined.
         """
         if not isinstance(seqs, Sequences):
-            raise TypeError(f"evaluate needs a Sequences, got {type(seqs).__name__}")
+            raise InputTypeError(f"evaluate needs a Sequences, got {type(seqs).__name__}")
         _validate_cached(self, seqs)
         if users is None:
             frame = EventFrame.of_all_users(seqs)
         else:
             idx = np.asarray(users)
             if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-                raise TypeError("users must be a 1-d array of user indices (integers)")
+                raise InputTypeError("users must be a 1-d array of user indices (integers)")
             if len(idx) and (idx.min() < 0 or idx.max() >= seqs.n_users):
-                raise IndexError(f"user indices must lie in [0, {seqs.n_users})")
+                raise IndexOutOfRange(f"user indices must lie in [0, {seqs.n_users})")
             frame = EventFrame.batch(seqs, idx)
         for op in self.operators[1:-1]:
             frame = op.apply(frame)
@@ -320,10 +321,10 @@ class Pipeline:
         self.operators = tuple(operators)
         if state is None:
             if schema is None:
-                raise ValueError("a Pipeline needs its state or a schema to compute it")
+                raise InputError("a Pipeline needs its state or a schema to compute it")
             state, reason = _fold(self.operators, schema)
             if reason:
-                raise ValueError(f"invalid pipeline: {reason}")
+                raise InputError(f"invalid pipeline: {reason}")
         self.state = state
 
     def then(self, op: Operator, schema: Schema) -> Pipeline:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics.operators import OPERATORS, Operator
 
 __all__ = ["parse_operators"]
@@ -26,7 +27,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     while i < end:
         m = _TOKEN.match(text, i)
         if m is None:
-            raise ValueError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} "
+            raise InputError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} "
                              f"at position {i}")
         kind = m.lastgroup
         value = m.group(kind)
@@ -40,10 +41,10 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
 def parse_operators(text: str) -> list[Operator]:
     """Operators of a pipeline text, in order; ``ValueError`` naming what is wrong."""
     if not isinstance(text, str):
-        raise TypeError(f"a statistic's text must be a string, got {type(text).__name__}")
+        raise InputTypeError(f"a statistic's text must be a string, got {type(text).__name__}")
     tokens = _tokens(text)
     if not tokens:
-        raise ValueError("cannot read an empty statistic")
+        raise InputError("cannot read an empty statistic")
     ops: list[Operator] = []
     i = 0
 
@@ -51,17 +52,17 @@ def parse_operators(text: str) -> list[Operator]:
         nonlocal i
         if i >= len(tokens) or tokens[i][0] == "punct":
             where = tokens[i][2] if i < len(tokens) else len(text)
-            raise ValueError(f"cannot read {_short(text)}: expected a name or value at position {where}")
+            raise InputError(f"cannot read {_short(text)}: expected a name or value at position {where}")
         i += 1
         return tokens[i - 1][1]
 
     while True:
         kind, name, pos = tokens[i] if i < len(tokens) else ("end", "", len(text))
         if kind != "word":
-            raise ValueError(f"cannot read {_short(text)}: expected an operator name at position {pos}")
+            raise InputError(f"cannot read {_short(text)}: expected an operator name at position {pos}")
         cls = OPERATORS.get(name)
         if cls is None:
-            raise ValueError(f"unknown operator {name!r} in {_short(text)}; known: {sorted(OPERATORS)}")
+            raise InputError(f"unknown operator {name!r} in {_short(text)}; known: {sorted(OPERATORS)}")
         i += 1
         positional, keyword = [], []
         if i < len(tokens) and tokens[i][1] == "(" and tokens[i][0] == "punct":
@@ -82,13 +83,13 @@ def parse_operators(text: str) -> list[Operator]:
                     if i < len(tokens) and tokens[i][0] == "punct" and tokens[i][1] == ")":
                         i += 1
                         break
-                    raise ValueError(f"cannot read {_short(text)}: expected ',' or ')' in the arguments of {name}")
+                    raise InputError(f"cannot read {_short(text)}: expected ',' or ')' in the arguments of {name}")
         try:
             ops.append(cls.from_arguments(positional, keyword))
         except (ValueError, TypeError) as err:
-            raise ValueError(f"cannot read {_short(text)}: {err}") from None
+            raise InputError(f"cannot read {_short(text)}: {err}") from None
         if i == len(tokens):
             return ops
         if tokens[i][0] != "punct" or tokens[i][1] != "|":
-            raise ValueError(f"cannot read {_short(text)}: expected '|' at position {tokens[i][2]}")
+            raise InputError(f"cannot read {_short(text)}: expected '|' at position {tokens[i][2]}")
         i += 1

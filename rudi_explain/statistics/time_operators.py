@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics import kernels
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
@@ -77,7 +78,7 @@ def _event_times(frame: EventFrame) -> np.ndarray:
     """Times of the events left, as int64 nanoseconds (datetime, timedelta) or float."""
     times = frame.seqs.times
     if times is None:
-        raise ValueError("time operators need a time column, and these sequences have none")
+        raise InputError("time operators need a time column, and these sequences have none")
     if times.dtype.kind in "mM":
         times = times.view(np.int64)
     return times if frame.positions is None else times[frame.positions]
@@ -125,9 +126,9 @@ class Within(RowOperator):
     def __post_init__(self):
         if isinstance(self.length, bool) or not isinstance(self.length, (int, float, np.number)) \
                 or not math.isfinite(self.length) or self.length <= 0:
-            raise ValueError(f"Within needs a window length > 0, got {self.length!r}")
+            raise InputError(f"Within needs a window length > 0, got {self.length!r}")
         if self.unit is not None and self.unit not in TIME_UNITS:
-            raise ValueError(f"Within: unknown time unit {self.unit!r}; use one of {sorted(TIME_UNITS)} or none")
+            raise InputError(f"Within: unknown time unit {self.unit!r}; use one of {sorted(TIME_UNITS)} or none")
 
     def arguments(self) -> list[str]:
         return [f"{_number_text(self.length)}{self.unit or ''}"]
@@ -136,7 +137,7 @@ class Within(RowOperator):
     def from_arguments(cls, positional, keyword):
         m = _WINDOW_TEXT.match(str(positional[0])) if len(positional) == 1 and not keyword else None
         if m is None:
-            raise ValueError("Within takes one window: Within(7d), Within(24h), or Within(30) on a numerical time column")
+            raise InputError("Within takes one window: Within(7d), Within(24h), or Within(30) on a numerical time column")
         length = float(m["length"])
         return cls(int(length) if length.is_integer() else length, m["unit"] or None)
 
@@ -219,10 +220,10 @@ class TimeAggregation(Aggregation):
         return super().check(state, schema) or _no_time_reason(self.name, schema)
 
     def reduce(self, values, keys, n_keys):
-        raise TypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
+        raise InputTypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
 
     def reduce_onehot(self, codes, keys, n_keys, n_categories):
-        raise TypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
+        raise InputTypeError(f"{self.name} aggregates event times, not values: evaluate it with Statistic.evaluate")
 
     def reduce_events(self, frame: EventFrame, rows: np.ndarray | None, keys: np.ndarray,
                       n_keys: int) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.metrics import fidelity
 
 __all__ = [
@@ -70,22 +71,22 @@ def check_binary_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
     ndarray of bool, shape (n_users, n_literals)
     """
     if hasattr(X, "n_users") and not isinstance(X, np.ndarray):
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be a literal matrix; for Sequences, pass literals.transform(seqs)"
         )
     arr = np.asarray(X)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_users, n_literals), got shape {arr.shape}")
+        raise InputError(f"{name} must be 2-D (n_users, n_literals), got shape {arr.shape}")
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} has no columns (no literals)")
+        raise InputError(f"{name} has no columns (no literals)")
     if arr.dtype == bool:
         return arr
     if not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be binary (bool or 0/1), got dtype {arr.dtype}")
+        raise InputError(f"{name} must be binary (bool or 0/1), got dtype {arr.dtype}")
     bad = ~((arr == 0) | (arr == 1))  # NaN lands here too
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise ValueError(
+        raise InputError(
             f"{name} must be binary (bool or 0/1): {name}[{i}, {j}] = {arr[i, j]!r}; "
             "binarize statistics with rudi_explain.Literals first"
         )
@@ -96,14 +97,14 @@ def check_value_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
     """``X`` as a float matrix (NaN allowed: undefined statistics)."""
     arr = np.asarray(X)
     if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_users, n_outputs), got shape {arr.shape}")
+        raise InputError(f"{name} must be 2-D (n_users, n_outputs), got shape {arr.shape}")
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} has no columns")
+        raise InputError(f"{name} has no columns")
     if arr.dtype != bool and not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+        raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
     if np.isinf(arr).any():
-        raise ValueError(f"{name} has infinite values")
+        raise InputError(f"{name} has infinite values")
     return arr
 
 
@@ -113,22 +114,22 @@ def check_target(y: ArrayLike, n_users: int, name: str = "y") -> np.ndarray:
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one teacher score per user), got shape {arr.shape}")
+        raise InputError(f"{name} must be 1-D (one teacher score per user), got shape {arr.shape}")
     if arr.dtype != bool and not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
+        raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
     if arr.size != n_users:
-        raise ValueError(f"X has {n_users} users (rows) but {name} has {arr.size} scores")
+        raise InputError(f"X has {n_users} users (rows) but {name} has {arr.size} scores")
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise ValueError(
+        raise InputError(
             f"{name} has {int(bad.sum())} NaN or infinite score(s), the first for user row "
             f"{int(np.flatnonzero(bad)[0])}"
         )
     if n_users < 2:
-        raise ValueError("need at least two users to learn an order")
+        raise InputError("need at least two users to learn an order")
     if np.all(arr == arr[0]):
-        raise ValueError(f"{name} is constant: the teacher gives every user the same score")
+        raise InputError(f"{name} is constant: the teacher gives every user the same score")
     return arr
 
 

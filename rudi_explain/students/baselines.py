@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import TRUE, And, Lit, literal_info
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
 from rudi_explain.students.base import (
@@ -37,7 +38,7 @@ __all__ = ["LassoStatistics", "LassoLiterals", "CARTRules"]
 
 def _check_n_rules(n_rules: Any) -> None:
     if not isinstance(n_rules, (int, np.integer)) or isinstance(n_rules, bool) or n_rules < 1:
-        raise ValueError(f"n_rules must be an integer >= 1, got {n_rules!r}")
+        raise InputError(f"n_rules must be an integer >= 1, got {n_rules!r}")
 
 
 def _lasso_with_budget(X: np.ndarray, y: np.ndarray, n_nonzero: int, n_alphas: int):
@@ -151,7 +152,7 @@ class LassoStatistics(RuleStudent):
         else:
             names = [f"v{j}" for j in range(self.n_features_in_)]
         if len(names) != self.n_features_in_:
-            raise ValueError(f"{len(names)} names for {self.n_features_in_} value columns")
+            raise InputError(f"{len(names)} names for {self.n_features_in_} value columns")
         nz = np.flatnonzero(self.coef_)
         undefined = (
             literals.output_undefined if hasattr(literals, "output_undefined")

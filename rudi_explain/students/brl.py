@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import (
     FALSE,
     TRUE,
@@ -388,13 +389,13 @@ class _ListPosterior:
 def _check_positive(name: str, v: Any, strict: bool = True) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
             or (v <= 0 if strict else v < 0):
-        raise ValueError(f"{name} must be a {'positive' if strict else 'non-negative'} number, got {v!r}")
+        raise InputError(f"{name} must be a {'positive' if strict else 'non-negative'} number, got {v!r}")
     return float(v)
 
 
 def _check_int(name: str, v: Any, low: int) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        raise InputError(f"{name} must be an integer >= {low}, got {v!r}")
     return int(v)
 
 
@@ -509,7 +510,7 @@ class BayesianRuleList(RuleStudent):
         alpha = np.broadcast_to(np.asarray(self.alpha, dtype=np.float64), (2,)).copy() \
             if np.ndim(self.alpha) <= 1 and np.size(self.alpha) in (1, 2) else None
         if alpha is None or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-            raise ValueError(f"alpha must be a positive number or a pair of them, got {self.alpha!r}")
+            raise InputError(f"alpha must be a positive number or a pair of them, got {self.alpha!r}")
         _check_int("max_cardinality", self.max_cardinality, 1)
         _check_int("max_antecedents", self.max_antecedents, 1)
         _check_int("max_mining_users", self.max_mining_users, 2)
@@ -517,17 +518,17 @@ class BayesianRuleList(RuleStudent):
         _check_int("n_iterations", self.n_iterations, 2)
         q = self.target_quantile
         if isinstance(q, bool) or not isinstance(q, (int, float, np.number)) or not 0 < q < 1:
-            raise ValueError(f"target_quantile must be in (0, 1), got {q!r}")
+            raise InputError(f"target_quantile must be in (0, 1), got {q!r}")
         c = self.credible_level
         if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not 0 < c < 1:
-            raise ValueError(f"credible_level must be in (0, 1), got {c!r}")
+            raise InputError(f"credible_level must be in (0, 1), got {c!r}")
         s = self.min_support
         if isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
             min_rows = int(s)
         elif isinstance(s, (float, np.floating)) and 0 < s <= 1:
             min_rows = max(1, int(math.ceil(s * n_rows)))
         else:
-            raise ValueError(f"min_support must be a share in (0, 1] or a number of users >= 1, got {s!r}")
+            raise InputError(f"min_support must be a share in (0, 1] or a number of users >= 1, got {s!r}")
         return alpha, min_rows
 
     def _labels(self, y: np.ndarray) -> np.ndarray:
@@ -685,7 +686,7 @@ class BayesianRuleList(RuleStudent):
             itemsets = singles + [tuple(int(top[i]) for i in s) for s in combined if len(s) > 1]
         self.n_mined_ = len(itemsets)
         if not itemsets:
-            raise ValueError(
+            raise InputError(
                 f"no antecedent holds for at least {min_s} of the {n_s} mining users "
                 f"(min_support={self.min_support!r}); lower min_support"
             )
@@ -717,7 +718,7 @@ class BayesianRuleList(RuleStudent):
         self._check_fitted()
         info = literal_info(literals, self.n_features_in_)
         if info.n_literals != self.n_features_in_:
-            raise ValueError(f"{info.n_literals} literal names for {self.n_features_in_} literals")
+            raise InputError(f"{info.n_literals} literal names for {self.n_features_in_} literals")
         default = float(self.probabilities_[-1])
         out = []
         earlier: list[Formula] = []

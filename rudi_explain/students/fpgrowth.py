@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rudi_explain.exceptions import InputError
+
 __all__ = ["item_matrix", "frequent_itemsets", "pack_rows", "popcount"]
 
 
@@ -70,9 +72,9 @@ def frequent_itemsets(
     items = np.asarray(items, dtype=bool)
     n_rows, n_items = items.shape
     if min_support < 1:
-        raise ValueError(f"min_support must be >= 1 row, got {min_support}")
+        raise InputError(f"min_support must be >= 1 row, got {min_support}")
     if max_cardinality < 1:
-        raise ValueError(f"max_cardinality must be >= 1, got {max_cardinality}")
+        raise InputError(f"max_cardinality must be >= 1, got {max_cardinality}")
     # float32 matrix product counts supports exactly for up to 2**24 rows
     dtype = np.float32 if n_rows < 2**24 else np.float64
     M = items.astype(dtype)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Formula, Lit, Or, literal_info
 from rudi_explain.rules.ruleset import RuleSet
@@ -298,7 +299,7 @@ class GSNLN(RuleStudent):
         def positive_int(name: str, minimum: int = 1) -> None:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+                raise InputError(f"{name} must be an integer >= {minimum}, got {v!r}")
 
         positive_int("n_rules", 1)
         positive_int("hidden_size", 1)
@@ -310,9 +311,9 @@ class GSNLN(RuleStudent):
         for name in ("lr_start", "lr_end", "temperature_start", "temperature_end"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
+                raise InputError(f"{name} must be a positive number, got {v!r}")
         if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
-            raise ValueError(f"random_state must be an int or None, got {self.random_state!r}")
+            raise InputError(f"random_state must be an int or None, got {self.random_state!r}")
 
     def _layer_sizes(self, n_features: int) -> list[tuple[int, int, int, bool]]:
         """(inputs, conjunctions, disjunctions, skip) per logical layer."""
@@ -543,7 +544,7 @@ class GSNLN(RuleStudent):
 
     def _check_width(self, Xb: np.ndarray) -> None:
         if Xb.shape[1] != self.n_features_in_:
-            raise ValueError(
+            raise InputError(
                 f"X has {Xb.shape[1]} literals, the student was fitted on {self.n_features_in_}"
             )
 
@@ -583,7 +584,7 @@ class GSNLN(RuleStudent):
         self._check_fitted()
         info = literal_info(literals, self.n_features_in_)
         if info.n_literals != self.n_features_in_:
-            raise ValueError(
+            raise InputError(
                 f"the literal table has {info.n_literals} literals, the student was fitted on "
                 f"{self.n_features_in_}"
             )

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
@@ -144,18 +145,18 @@ class HKLRuleEnsemble(RuleStudent):
             return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and np.isfinite(v)
 
         if not is_int(self.n_rules, 1):
-            raise ValueError(f"n_rules must be an integer >= 1, got {self.n_rules!r}")
+            raise InputError(f"n_rules must be an integer >= 1, got {self.n_rules!r}")
         if not is_num(self.rho) or not 1 < self.rho <= 2:
-            raise ValueError(f"rho must be in (1, 2], got {self.rho!r}")
+            raise InputError(f"rho must be in (1, 2], got {self.rho!r}")
         if self.beta is not None and (not is_num(self.beta) or self.beta <= 0):
-            raise ValueError(f"beta must be a positive number or None, got {self.beta!r}")
+            raise InputError(f"beta must be a positive number or None, got {self.beta!r}")
         for name in ("max_literals", "max_add"):
             if not is_int(getattr(self, name), 1):
-                raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
         if not is_int(self.max_samples, 2):
-            raise ValueError(f"max_samples must be an integer >= 2, got {self.max_samples!r}")
+            raise InputError(f"max_samples must be an integer >= 2, got {self.max_samples!r}")
         if not is_num(self.tol) or self.tol <= 0:
-            raise ValueError(f"tol must be a positive number, got {self.tol!r}")
+            raise InputError(f"tol must be a positive number, got {self.tol!r}")
 
     # -- fitting ---------------------------------------------------------------
 

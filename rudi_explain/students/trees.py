@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import TRUE, And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
@@ -106,15 +107,15 @@ class SumOfTrees(RuleStudent):
 
     def _check_params(self) -> None:
         if not _is_int(self.n_rules, 2):
-            raise ValueError(f"n_rules must be an integer >= 2 (a split makes two leaves), got {self.n_rules!r}")
+            raise InputError(f"n_rules must be an integer >= 2 (a split makes two leaves), got {self.n_rules!r}")
         if not _is_int(self.max_depth, 1) or self.max_depth > 4:
-            raise ValueError(f"max_depth must be an integer from 1 to 4, got {self.max_depth!r}")
+            raise InputError(f"max_depth must be an integer from 1 to 4, got {self.max_depth!r}")
         if self.max_trees is not None and not _is_int(self.max_trees, 1):
-            raise ValueError(f"max_trees must be an integer >= 1 or None, got {self.max_trees!r}")
+            raise InputError(f"max_trees must be an integer >= 1 or None, got {self.max_trees!r}")
         if not _is_int(self.min_samples_leaf, 1):
-            raise ValueError(f"min_samples_leaf must be an integer >= 1, got {self.min_samples_leaf!r}")
+            raise InputError(f"min_samples_leaf must be an integer >= 1, got {self.min_samples_leaf!r}")
         if self.random_state is not None and not _is_int(self.random_state, 0):
-            raise ValueError(f"random_state must be a non-negative int or None, got {self.random_state!r}")
+            raise InputError(f"random_state must be a non-negative int or None, got {self.random_state!r}")
 
     # ------------------------------------------------------------------ fit
 
@@ -305,7 +306,7 @@ class SumOfTrees(RuleStudent):
         self._check_fitted()
         info = literal_info(literals, self.n_features_in_)
         if info.n_literals != self.n_features_in_:
-            raise ValueError(f"the literal table has {info.n_literals} literals, the student was fitted on "
+            raise InputError(f"the literal table has {info.n_literals} literals, the student was fitted on "
                              f"{self.n_features_in_}")
         formulas, values = self.leaf_formulas()
         return RuleSet.from_formulas(formulas, values, 0.0, literals=literals, n_literals=self.n_features_in_)
@@ -315,7 +316,7 @@ class SumOfTrees(RuleStudent):
         self._check_fitted()
         Xb = check_binary_matrix(X)
         if Xb.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {Xb.shape[1]} literals, the student was fitted on {self.n_features_in_}")
+            raise InputError(f"X has {Xb.shape[1]} literals, the student was fitted on {self.n_features_in_}")
         if self._plain_rules is None:
             self._plain_rules = self.rules()
         return self._plain_rules.score(Xb)

@@ -30,6 +30,7 @@ import pandas as pd
 
 from rudi_explain.data.alignment import check_order, name_users, reindex_series
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError, StateError
 
 __all__ = [
     "Teacher",
@@ -49,7 +50,7 @@ TORCH_BATCH_SIZE = 256
 #: How many user ids an error message names.
 
 
-class TeacherError(RuntimeError):
+class TeacherError(StateError):
     """The model raised while scoring; the message names the batch and users.
 
     The model's own exception is the ``__cause__``.
@@ -86,21 +87,21 @@ def check_scores(scores: Any, users: np.ndarray, *, allow_constant: bool = False
     try:
         arr = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"scores from {source} are not numbers: {err}") from None
+        raise InputError(f"scores from {source} are not numbers: {err}") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
-        raise ValueError(f"scores from {source} must be one number per user, got an array of shape {arr.shape}")
+        raise InputError(f"scores from {source} must be one number per user, got an array of shape {arr.shape}")
     if len(arr) != len(users):
-        raise ValueError(f"{source} gave {len(arr)} scores for {len(users)} users; "
+        raise InputError(f"{source} gave {len(arr)} scores for {len(users)} users; "
                          "scores must line up with seqs.users")
     bad = ~np.isfinite(arr)
     if bad.any():
         kinds = " or ".join(k for k, m in (("NaN", np.isnan(arr)), ("infinite", np.isinf(arr))) if m.any())
-        raise ValueError(f"{source} gave {kinds} scores for {int(bad.sum())} users: "
+        raise InputError(f"{source} gave {kinds} scores for {int(bad.sum())} users: "
                          f"{name_users(np.asarray(users, dtype=object)[bad])}")
     if not allow_constant and len(arr) > 1 and np.all(arr == arr[0]):
-        raise ValueError(f"{source} gave the same score ({arr[0]:g}) to all {len(arr)} users: "
+        raise InputError(f"{source} gave the same score ({arr[0]:g}) to all {len(arr)} users: "
                          "there is nothing to explain")
     return arr
 
@@ -132,10 +133,10 @@ def given_scores(scores: pd.Series | np.ndarray | Any, seqs: Sequences, *,
         ``out[i]`` is the score of ``seqs.users[i]``.
     """
     if not isinstance(seqs, Sequences):
-        raise TypeError(f"given_scores needs the Sequences the scores belong to, got {type(seqs).__name__}")
+        raise InputTypeError(f"given_scores needs the Sequences the scores belong to, got {type(seqs).__name__}")
     if isinstance(scores, pd.DataFrame):
         if scores.shape[1] != 1:
-            raise ValueError(f"scores as a DataFrame must have one column, got {list(scores.columns)}")
+            raise InputError(f"scores as a DataFrame must have one column, got {list(scores.columns)}")
         scores = scores.iloc[:, 0]
     check_order(scores, seqs.users, "the given scores", in_users_order)
     if isinstance(scores, pd.Series):
@@ -153,7 +154,7 @@ def _check_batch_size(batch_size: Any) -> int | None:
     if batch_size is None:
         return None
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive whole number or None, got {batch_size!r}")
+        raise InputError(f"batch_size must be a positive whole number or None, got {batch_size!r}")
     return int(batch_size)
 
 
@@ -206,7 +207,7 @@ class Teacher:
             The scores are not one finite number per user, or all equal.
         """
         if not isinstance(seqs, Sequences):
-            raise TypeError(f"a teacher scores a rudi_explain.Sequences, got {type(seqs).__name__}")
+            raise InputTypeError(f"a teacher scores a rudi_explain.Sequences, got {type(seqs).__name__}")
         raw = self._raw_scores(seqs)
         return check_scores(raw, seqs.users, allow_constant=allow_constant, source=self._describe())
 
@@ -244,7 +245,7 @@ class Teacher:
                                       pairs=pairs))
         widths = {r.ndim for r in results}
         if len(widths) > 1:
-            raise ValueError(f"{self._describe()} returned two columns for some batches and one for others")
+            raise InputError(f"{self._describe()} returned two columns for some batches and one for others")
         out = np.empty((n,) + results[0].shape[1:], dtype=np.float64)
         for pos, values in zip(batches, results):
             out[pos if order is None else order[pos]] = values
@@ -264,14 +265,14 @@ def _as_vector(result: Any, users: np.ndarray, source: str, pairs: bool = False)
     try:
         arr = np.asarray(result, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{source} returned {type(result).__name__}, not numbers: {err}") from None
+        raise InputError(f"{source} returned {type(result).__name__}, not numbers: {err}") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if pairs and arr.ndim == 2 and arr.shape == (len(users), 2):
         return arr
     if arr.ndim != 1 or len(arr) != len(users):
         expected = f"({len(users)},), ({len(users)}, 1) or ({len(users)}, 2)" if pairs else f"({len(users)},)"
-        raise ValueError(f"{source} returned an array of shape {arr.shape} for {len(users)} users; "
+        raise InputError(f"{source} returned an array of shape {arr.shape} for {len(users)} users; "
                          f"expected shape {expected}")
     return arr
 
@@ -352,11 +353,11 @@ class SklearnTeacher(Teacher):
         if method is None:
             method = next((m for m in _SKLEARN_METHODS if hasattr(model, m)), None)
             if method is None:
-                raise TypeError(f"{type(model).__name__} has none of {', '.join(_SKLEARN_METHODS)}")
+                raise InputTypeError(f"{type(model).__name__} has none of {', '.join(_SKLEARN_METHODS)}")
         elif method not in _SKLEARN_METHODS:
-            raise ValueError(f"method must be one of {_SKLEARN_METHODS} or None, got {method!r}")
+            raise InputError(f"method must be one of {_SKLEARN_METHODS} or None, got {method!r}")
         elif not hasattr(model, method):
-            raise ValueError(f"{type(model).__name__} has no {method}")
+            raise InputError(f"{type(model).__name__} has no {method}")
         self.method = method
         _check_fitted(model)
 
@@ -371,7 +372,7 @@ class SklearnTeacher(Teacher):
         arr = np.asarray(out)
         if arr.ndim == 2 and arr.shape[1] > 1:
             if arr.shape[1] > 2:
-                raise ValueError(
+                raise InputError(
                     f"{self.method} gave {arr.shape[1]} columns (a multi-class model); rudi-explain "
                     "explains one score per user: pass a callable that returns it")
             # The positive class is the last of classes_, as sklearn orders them.
@@ -393,7 +394,7 @@ def _check_fitted(model: Any) -> None:
         try:
             check_is_fitted(model)
         except NotFittedError as err:
-            raise ValueError(f"the scikit-learn model {type(model).__name__} is not fitted: call fit first") from err
+            raise InputError(f"the scikit-learn model {type(model).__name__} is not fitted: call fit first") from err
 
 
 # --------------------------------------------------------------------------- PyTorch
@@ -446,10 +447,10 @@ def encode_padded(seqs: Sequences, user_indices: np.ndarray | None = None, max_l
     numerical = list(seqs.numerical) if numerical is None else list(numerical)
     for column in numerical:
         if column not in seqs.values:
-            raise ValueError(f"numerical column {column!r} is missing from the sequences (numerical {seqs.numerical})")
+            raise InputError(f"numerical column {column!r} is missing from the sequences (numerical {seqs.numerical})")
     for column in categorical:
         if column not in seqs.codes:
-            raise ValueError(f"categorical column {column!r} is missing from the sequences "
+            raise InputError(f"categorical column {column!r} is missing from the sequences "
                              f"(categorical {seqs.categorical})")
     if vocabularies is not None:
         seqs = align_vocabularies(seqs, {c: vocabularies[c] for c in categorical if c in vocabularies})
@@ -458,7 +459,7 @@ def encode_padded(seqs: Sequences, user_indices: np.ndarray | None = None, max_l
     lengths = ends - starts
     if max_len is not None:
         if max_len < 1:
-            raise ValueError(f"max_len must be positive, got {max_len!r}")
+            raise InputError(f"max_len must be positive, got {max_len!r}")
         # Keep the most recent events: they say most about the current risk.
         lengths = np.minimum(lengths, max_len)
         starts = ends - lengths
@@ -531,10 +532,10 @@ class TorchTeacher(Teacher):
         super().__init__(model, batch_size=TORCH_BATCH_SIZE if batch_size is None else batch_size)
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
                                         or num_threads < 1):
-            raise ValueError(f"num_threads must be a positive whole number or None, got {num_threads!r}")
+            raise InputError(f"num_threads must be a positive whole number or None, got {num_threads!r}")
         self.num_threads = num_threads
         if encode is not None and not callable(encode):
-            raise TypeError(f"encode must be a callable (seqs, user_indices) -> tensors, got {type(encode).__name__}")
+            raise InputTypeError(f"encode must be a callable (seqs, user_indices) -> tensors, got {type(encode).__name__}")
         self.encode = encode
         self.device = device
 
@@ -567,7 +568,7 @@ class TorchTeacher(Teacher):
         def forward(s: Sequences, idx: np.ndarray) -> np.ndarray:
             out = _call_module(self.model, encode(s, idx), device)
             if not isinstance(out, torch.Tensor):
-                raise TypeError(f"the module returned {type(out).__name__}, expected one tensor of shape "
+                raise InputTypeError(f"the module returned {type(out).__name__}, expected one tensor of shape "
                                 "(B,), (B, 1) or (B, 2)")
             return out.detach().to("cpu", torch.float64).numpy()
 
@@ -605,7 +606,7 @@ def _call_module(model: Any, inputs: Any, device: Any) -> Any:
         return model(**{k: move(v) for k, v in inputs.items()})
     if isinstance(inputs, (tuple, list)):
         return model(*(move(x) for x in inputs))
-    raise TypeError(f"encode returned {type(inputs).__name__}; expected a tuple of tensors, a dict or a tensor")
+    raise InputTypeError(f"encode returned {type(inputs).__name__}; expected a tuple of tensors, a dict or a tensor")
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -662,7 +663,7 @@ def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: 
     'callable'
     """
     if model is None:
-        raise ValueError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
+        raise InputError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
     torch_only = {"encode": encode, "device": device, "num_threads": num_threads}
     used_torch_only = [k for k, v in torch_only.items() if v is not None]
     if isinstance(model, Teacher):
@@ -679,7 +680,7 @@ def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: 
     if callable(model):
         _reject(used_torch_only + (["method"] if method is not None else []), "a callable")
         return CallableTeacher(model, batch_size=batch_size)
-    raise TypeError(
+    raise InputTypeError(
         f"cannot use a {type(model).__module__}.{type(model).__name__} as a teacher: pass a torch.nn.Module, "
         "a fitted scikit-learn estimator or pipeline that takes Sequences, a callable seqs -> scores, "
         "or the scores (a pandas Series indexed by user id)"
@@ -688,4 +689,4 @@ def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: 
 
 def _reject(options: list[str], what: str) -> None:
     if options:
-        raise ValueError(f"{', '.join(options)} do(es) not apply to {what}")
+        raise InputError(f"{', '.join(options)} do(es) not apply to {what}")

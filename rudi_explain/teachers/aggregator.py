@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from rudi_explain.data.alignment import check_order, name_users, reindex_series
 from rudi_explain.data.sequences import UNSEEN_CODE, Sequences
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics import PERCENTILES, Aggregation, Count, Select, Statistic
 
 __all__ = ["SequenceAggregator", "align_vocabularies", "NUMERICAL_AGGREGATIONS", "CATEGORICAL_AGGREGATIONS"]
@@ -55,7 +56,7 @@ def _parse_aggregation(text: str) -> Aggregation:
     # of the statistic language (and custom aggregations work too).
     stat = Statistic.parse(f"Select(x) | {text}")
     if len(stat.operators) != 2:
-        raise ValueError(f"{text!r} is not a single aggregation")
+        raise InputError(f"{text!r} is not a single aggregation")
     return stat.aggregation
 
 
@@ -83,7 +84,7 @@ def align_vocabularies(seqs: Sequences, vocabularies: Mapping[str, SequenceT[str
     changed: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
     for column, target in vocabularies.items():
         if column not in seqs.vocabularies:
-            raise ValueError(
+            raise InputError(
                 f"categorical column {column!r} is missing from the sequences; "
                 f"their categorical columns are {seqs.categorical}"
             )
@@ -210,7 +211,7 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         if y is not None:
             self._check_target(y, seqs)
         if self.fill_value is not None and not np.isscalar(self.fill_value):
-            raise TypeError(f"fill_value must be a number or None, got {self.fill_value!r}")
+            raise InputTypeError(f"fill_value must be a number or None, got {self.fill_value!r}")
         num_aggs = [_parse_aggregation(a) for a in
                     (NUMERICAL_AGGREGATIONS if self.numerical_aggregations is None else self.numerical_aggregations)]
         cat_aggs = [_parse_aggregation(a) for a in
@@ -269,7 +270,7 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         missing = [c for c in self.numerical_ if c not in seqs.values]
         missing += [c for c in self.categorical_ if c not in seqs.vocabularies]
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"column {missing[0]!r} seen in fit is missing from the sequences "
                 f"(categorical {seqs.categorical}, numerical {seqs.numerical})"
             )
@@ -300,14 +301,14 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
         try:
             check_order(y, seqs.users, source, bool(self.in_users_order))
         except ValueError as err:
-            raise ValueError(f"{err}; in a pipeline, say so with SequenceAggregator(in_users_order=True)") from None
+            raise InputError(f"{err}; in a pipeline, say so with SequenceAggregator(in_users_order=True)") from None
         if isinstance(y, (pd.Series, pd.DataFrame)):
             reindex_series(y, seqs.users, source)  # missing, extra or repeated ids: errors naming them
             ids = y.index.to_numpy()
             # Same ids (checked above) but in another order: the last step would read them by position.
             moved = np.flatnonzero(np.asarray(ids, dtype=object) != np.asarray(seqs.users, dtype=object))
             if moved.size:
-                raise ValueError(
+                raise InputError(
                     f"{source} are indexed by user id but not in the order of the sequences' users "
                     f"(first out of place: position {moved[0]} holds {name_users(ids[moved[:1]])}, the "
                     f"users have {name_users(seqs.users[moved[:1]])}); a scikit-learn Pipeline gives y to its "
@@ -315,12 +316,12 @@ class SequenceAggregator(TransformerMixin, BaseEstimator):
             return
         n = len(y) if hasattr(y, "__len__") else -1
         if n != seqs.n_users:
-            raise ValueError(f"{source} must have one row per user ({seqs.n_users}), got {n}")
+            raise InputError(f"{source} must have one row per user ({seqs.n_users}), got {n}")
 
     @staticmethod
     def _check_sequences(X: Any) -> Sequences:
         if not isinstance(X, Sequences):
-            raise TypeError(
+            raise InputTypeError(
                 f"SequenceAggregator transforms a rudi_explain.Sequences, got {type(X).__name__}; "
                 "build one with rx.Sequences(events, user=..., time=...)"
             )

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.teachers.adapters import encode_padded, given_scores
 from rudi_explain.teachers.aggregator import SequenceAggregator
 
@@ -193,14 +194,14 @@ def train_demo_gru(
     import torch
 
     if not isinstance(seqs, Sequences):
-        raise TypeError(f"train_demo_gru needs a Sequences, got {type(seqs).__name__}")
+        raise InputTypeError(f"train_demo_gru needs a Sequences, got {type(seqs).__name__}")
     y = given_scores(target, seqs, in_users_order=in_users_order)
     if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("the demo GRU is trained on 0/1 labels; the target has other values")
+        raise InputError("the demo GRU is trained on 0/1 labels; the target has other values")
     for name, value, low in (("hidden_size", hidden_size, 1), ("embedding_dim", embedding_dim, 1),
                              ("epochs", epochs, 1), ("batch_size", batch_size, 1), ("max_len", max_len, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
     device = torch.device(device)
     categorical, numerical = list(seqs.categorical), list(seqs.numerical)
     cat, num, lengths = encode_padded(seqs, None, max_len)

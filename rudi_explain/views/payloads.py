@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.exceptions import UnknownUserError
 from rudi_explain.rules.formula import Lit, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.frame import EventFrame
@@ -601,7 +602,7 @@ def resolve_user(exp: Any, key: Any) -> Any:
             return candidate
         except KeyError:
             continue
-    raise KeyError(f"user {text!r} is not among the explained users")
+    raise UnknownUserError(f"user {text!r} is not among the explained users")
 
 
 def _as_int(text: str) -> int | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rudi_explain.exceptions import MissingFileError
 from rudi_explain.views import payloads as ws
 
 __all__ = ["write_html", "report_html", "audit_header", "sample_users", "front_end", "front_end_dir"]
@@ -37,7 +38,7 @@ def front_end_dir() -> Path:
     for folder in candidates:
         if (folder / "explanation.js").is_file() and (folder / "explanation.css").is_file():
             return folder
-    raise FileNotFoundError("the widget's front end (explanation.js, explanation.css) is missing; looked in "
+    raise MissingFileError("the widget's front end (explanation.js, explanation.css) is missing; looked in "
                             + ", ".join(str(c) for c in candidates))
 
 

@@ -46,6 +46,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from rudi_explain.exceptions import InputError
 from rudi_explain.views import payloads as ws
 from rudi_explain.views.report import front_end, front_end_dir
 
@@ -316,7 +317,7 @@ class ExplanationWidget(anywidget.AnyWidget):
         try:
             n = ws.AGREEMENT_USERS if n_users is None else int(n_users)
             if n < 1:
-                raise ValueError(f"n_users must be at least 1, got {n_users!r}")
+                raise InputError(f"n_users must be at least 1, got {n_users!r}")
         except (TypeError, ValueError) as err:
             return reply | {"ok": False, "error": str(err)}
 
