@@ -74,8 +74,8 @@ def check_real(value: Any, name: str, *, min_value: float | None = None, max_val
         raise InputError(f"{name} must be a finite number, got {value!r}")
     try:
         check_scalar(x, name, numbers.Real, min_val=min_value, max_val=max_value,
-                     include_boundaries=_boundaries(include_min or min_value is None,
-                                                        include_max or max_value is None))
+                     include_boundaries=_boundaries(include_min and min_value is not None,
+                                                        include_max and max_value is not None))
     except ValueError as err:
         raise InputError(str(err)) from None
     return x
