@@ -28,7 +28,8 @@ _TIMES = re.compile(r"\d+(\.\d+)? s\b|in \d+(\.\d+)? s|Seconds: .*")
 def _without_times(meta: dict) -> dict:
     meta = dict(meta)
     meta.pop("seconds", None)
-    meta["history"] = [{k: v for k, v in e.items() if k != "elapsed"} for e in meta.get("history", [])]
+    meta["history"] = [{k: _TIMES.sub("<time>", v) if k == "message" else v for k, v in e.items() if k != "elapsed"}
+                       for e in meta.get("history", [])]
     return meta
 
 
