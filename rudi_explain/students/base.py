@@ -4,6 +4,13 @@ A student learns from a binary literal matrix (or, for the Lasso on raw
 statistics, a value matrix) and the teacher's scores, and hands back its
 model as a :class:`~rudi_explain.rules.RuleSet` that scores exactly as the
 student does.
+
+Every student is a scikit-learn regressor (:class:`~sklearn.base.BaseEstimator`
+and :class:`~sklearn.base.RegressorMixin`): keyword-only hyper-parameters stored
+unchanged by ``__init__`` (so ``get_params``, ``set_params`` and
+:func:`sklearn.base.clone` work), checked in ``fit``, learned state in
+attributes ending in ``_``, and :class:`~rudi_explain.exceptions.NotFittedError`
+(scikit-learn's ``NotFittedError``) when used before ``fit``.
 """
 
 from __future__ import annotations
@@ -13,8 +20,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, RegressorMixin
 
-from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.exceptions import InputError, InputTypeError, NotFittedError
 from rudi_explain.metrics import fidelity
 
 __all__ = [
@@ -52,10 +60,6 @@ class FitProgress:
     temperature: float
     learning_rate: float
     seconds: float
-
-
-class NotFittedError(RuntimeError):
-    """A student was asked for rules or scores before ``fit``."""
 
 
 def check_binary_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
@@ -133,32 +137,43 @@ def check_target(y: ArrayLike, n_users: int, name: str = "y") -> np.ndarray:
     return arr
 
 
-class RuleStudent:
-    """Base class: a model that learns rules to mimic teacher scores.
+class RuleStudent(RegressorMixin, BaseEstimator):
+    """Base class: a scikit-learn regressor that learns rules to mimic teacher scores.
 
-    Subclasses implement ``fit(X, y)`` returning ``self`` and
-    ``rules(literals)`` returning a :class:`~rudi_explain.rules.RuleSet`.
-    ``predict`` scores with those rules, so a student and its rules never
-    disagree.
+    Subclasses take their hyper-parameters as keyword-only ``__init__``
+    arguments stored unchanged, check them in ``fit(X, y)`` (which returns
+    ``self`` and sets ``n_features_in_``), and implement ``rules(literals)``
+    returning a :class:`~rudi_explain.rules.RuleSet`. ``predict`` scores with
+    those rules, so a student and its rules never disagree; ``score`` is
+    scikit-learn's R^2 of ``predict``, :meth:`fidelity` the pairwise agreement.
+
+    Attributes
+    ----------
+    input_kind : str
+        ``"literals"`` for a bool literal matrix, ``"values"`` for raw
+        statistic values (:class:`~rudi_explain.students.LassoStatistics`).
     """
 
     #: "literals" for a bool literal matrix, "values" for raw statistic values
     input_kind = "literals"
 
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has completed (what :func:`sklearn.utils.validation.check_is_fitted` asks)."""
+        return hasattr(self, "n_features_in_")
+
     def _check_fitted(self) -> None:
-        if not any(k.endswith("_") and not k.startswith("_") for k in vars(self)):
+        if not self.__sklearn_is_fitted__():
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
 
-    def get_params(self) -> dict:
-        """Hyper-parameters, as given to ``__init__``."""
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        # Every hyper-parameter, defaults included (scikit-learn's shows only those changed).
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.input_kind == "values"
+        return tags
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Student scores for the rows of ``X``.
@@ -175,10 +190,23 @@ class RuleStudent:
         return self.rules().score(np.asarray(X))
 
     def fidelity(self, X: ArrayLike, y: ArrayLike) -> float:
-        """Fidelity of the student's scores to teacher scores ``y``."""
+        """Fidelity of the student's scores to teacher scores ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, n_features)
+        y : array-like of shape (n_users,)
+            Teacher scores.
+
+        Returns
+        -------
+        float
+            The share of pairs of users the student orders as the teacher does.
+        """
         return fidelity(y, self.predict(X))
 
-    def rules(self, literals: Any = None):  # pragma: no cover - abstract
+    def rules(self, literals: Any = None) -> Any:  # pragma: no cover - abstract
+        """The fitted model as a :class:`~rudi_explain.rules.RuleSet` (each student says how)."""
         raise NotImplementedError
 
     def _report(self, progress: Any, X: np.ndarray, y: np.ndarray, seconds: float) -> None:

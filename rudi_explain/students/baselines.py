@@ -15,6 +15,7 @@ as the fitted model predicts.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,13 +33,14 @@ from rudi_explain.students.base import (
     check_target,
     check_value_matrix,
 )
+from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
 __all__ = ["LassoStatistics", "LassoLiterals", "CARTRules"]
 
 
-def _check_n_rules(n_rules: Any) -> None:
-    if not isinstance(n_rules, (int, np.integer)) or isinstance(n_rules, bool) or n_rules < 1:
-        raise InputError(f"n_rules must be an integer >= 1, got {n_rules!r}")
+def _check_lasso_params(student: Any) -> None:
+    check_whole(student.n_rules, "n_rules", min_value=1)
+    check_whole(student.n_alphas, "n_alphas", min_value=1)
 
 
 def _lasso_with_budget(X: np.ndarray, y: np.ndarray, n_nonzero: int, n_alphas: int):
@@ -93,15 +95,23 @@ class LassoStatistics(RuleStudent):
     intercept_ : float
     fill_ : ndarray of shape (n_outputs,)
         Value used for an undefined statistic.
+    scale_ : ndarray of shape (n_outputs,)
+        Standard deviation of each column (undefined values filled), which
+        orders the terms in :meth:`rules`.
     alpha_ : float
         The chosen penalty (on standardized columns).
+    n_features_in_ : int
     """
 
     input_kind = "values"
 
-    def __init__(self, n_rules: int = 20, n_alphas: int = 100):
+    def __init__(self, *, n_rules: int = 20, n_alphas: int = 100):
         self.n_rules = n_rules
         self.n_alphas = n_alphas
+
+    def _check_params(self) -> None:
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        _check_lasso_params(self)
 
     def fit(self, X: ArrayLike, y: ArrayLike,
             progress: Callable[[FitProgress], Any] | None = None) -> LassoStatistics:
@@ -122,7 +132,7 @@ class LassoStatistics(RuleStudent):
         self
         """
         start = time.perf_counter()
-        _check_n_rules(self.n_rules)
+        self._check_params()
         V = check_value_matrix(X)
         yv = check_target(y, V.shape[0])
         with np.errstate(all="ignore"):
@@ -143,6 +153,11 @@ class LassoStatistics(RuleStudent):
         ----------
         literals : Literals or list of str, optional
             Gives each value column its name (``literals.output_descriptions``).
+
+        Returns
+        -------
+        RuleSet
+            One linear term ``weight * value`` per nonzero weight.
         """
         self._check_fitted()
         if hasattr(literals, "output_descriptions"):
@@ -168,6 +183,17 @@ class LassoStatistics(RuleStudent):
         return RuleSet(terms, self.intercept_, info, n_literals=len(names))
 
     def predict(self, X: ArrayLike) -> np.ndarray:
+        """Scores for the rows of the value matrix ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, n_outputs)
+            Statistic values; NaN allowed (filled with ``fill_``).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         V = check_value_matrix(X)
         return self.rules().score(V)
@@ -181,26 +207,42 @@ class LassoLiterals(RuleStudent):
     n_rules : int, default=20
         Target number of nonzero weights, i.e. one-literal rules.
     n_alphas : int, default=100
+        Penalties tried along the path.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_literals,)
     intercept_ : float
     alpha_ : float
+    n_features_in_ : int
     """
 
-    def __init__(self, n_rules: int = 20, n_alphas: int = 100):
+    def __init__(self, *, n_rules: int = 20, n_alphas: int = 100):
         self.n_rules = n_rules
         self.n_alphas = n_alphas
 
+    def _check_params(self) -> None:
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        _check_lasso_params(self)
+
     def fit(self, X: ArrayLike, y: ArrayLike,
             progress: Callable[[FitProgress], Any] | None = None) -> LassoLiterals:
-        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
+        """Fit on a literal matrix and teacher scores.
 
-        ``progress``, if given, is called once after fitting.
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+        y : array-like of shape (n_users,)
+            Teacher scores.
+        progress : callable, optional
+            Called once, after fitting, with a :class:`FitProgress`.
+
+        Returns
+        -------
+        self
         """
         start = time.perf_counter()
-        _check_n_rules(self.n_rules)
+        self._check_params()
         Xb = check_binary_matrix(X)
         yv = check_target(y, Xb.shape[0])
         self.coef_, self.intercept_, self.alpha_ = _lasso_with_budget(
@@ -211,7 +253,17 @@ class LassoLiterals(RuleStudent):
         return self
 
     def rules(self, literals: Any = None) -> RuleSet:
-        """One rule per nonzero weight: the literal itself."""
+        """One rule per nonzero weight: the literal itself.
+
+        Parameters
+        ----------
+        literals : Literals or list of str, optional
+            Names the literals.
+
+        Returns
+        -------
+        RuleSet
+        """
         self._check_fitted()
         nz = np.flatnonzero(self.coef_)
         return RuleSet.from_formulas(
@@ -220,6 +272,16 @@ class LassoLiterals(RuleStudent):
         )
 
     def predict(self, X: ArrayLike) -> np.ndarray:
+        """Rule scores for the rows of the literal matrix ``X``.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         return self.rules().score(check_binary_matrix(X))
 
@@ -234,30 +296,54 @@ class CARTRules(RuleStudent):
     Parameters
     ----------
     n_rules : int, default=20
-        Maximum number of leaves (``max_leaf_nodes``).
-    min_samples_leaf : int, default=1
-    random_state : int, default=0
+        Maximum number of leaves (``max_leaf_nodes``; 1 is taken as 2).
+    min_samples_leaf : int or float, default=1
+        Fewest training users in a leaf; a float in (0, 1) is a share of
+        them, as in :class:`~sklearn.tree.DecisionTreeRegressor`.
+    random_state : int or None, default=0
 
     Attributes
     ----------
     tree_ : sklearn.tree.DecisionTreeRegressor
+    n_features_in_ : int
     """
 
-    def __init__(self, n_rules: int = 20, min_samples_leaf: int = 1, random_state: int | None = 0):
+    def __init__(self, *, n_rules: int = 20, min_samples_leaf: int | float = 1, random_state: int | None = 0):
         self.n_rules = n_rules
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        check_whole(self.n_rules, "n_rules", min_value=1)
+        leaf = self.min_samples_leaf
+        if isinstance(leaf, numbers.Integral) and not isinstance(leaf, bool):
+            check_whole(leaf, "min_samples_leaf", min_value=1)
+        else:
+            check_real(leaf, "min_samples_leaf", min_value=0.0, max_value=1.0, include_min=False,
+                       include_max=False)
+        check_random_state_seed(self.random_state)
+
     def fit(self, X: ArrayLike, y: ArrayLike,
             progress: Callable[[FitProgress], Any] | None = None) -> CARTRules:
-        """Fit on a literal matrix (bool, shape (n_users, n_literals)) and teacher scores.
+        """Fit on a literal matrix and teacher scores.
 
-        ``progress``, if given, is called once after fitting.
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+        y : array-like of shape (n_users,)
+            Teacher scores.
+        progress : callable, optional
+            Called once, after fitting, with a :class:`FitProgress`.
+
+        Returns
+        -------
+        self
         """
         from sklearn.tree import DecisionTreeRegressor
 
         start = time.perf_counter()
-        _check_n_rules(self.n_rules)
+        self._check_params()
         Xb = check_binary_matrix(X)
         yv = check_target(y, Xb.shape[0])
         max_leaves = max(int(self.n_rules), 2)  # sklearn needs at least 2
@@ -270,7 +356,13 @@ class CARTRules(RuleStudent):
         return self
 
     def leaf_formulas(self) -> tuple[list, np.ndarray]:
-        """The path formula and value of every leaf."""
+        """The path formula and value of every leaf.
+
+        Returns
+        -------
+        formulas : list of Formula
+        values : ndarray of float64, shape (n_leaves,)
+        """
         self._check_fitted()
         t = self.tree_.tree_
         formulas, values = [], []
@@ -288,11 +380,31 @@ class CARTRules(RuleStudent):
         return formulas, np.array(values)
 
     def rules(self, literals: Any = None) -> RuleSet:
-        """One conjunction rule per leaf, weighted by the leaf value."""
+        """One conjunction rule per leaf, weighted by the leaf value.
+
+        Parameters
+        ----------
+        literals : Literals or list of str, optional
+            Names the literals.
+
+        Returns
+        -------
+        RuleSet
+        """
         formulas, values = self.leaf_formulas()
         literal_info(literals, self.n_features_in_)  # checks the names
         return RuleSet.from_formulas(formulas, values, 0.0, literals=literals, n_literals=self.n_features_in_)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
+        """Rule scores for the rows of the literal matrix ``X``.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         return self.rules().score(check_binary_matrix(X))

@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,6 +54,7 @@ from rudi_explain.rules.formula import (
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import frequent_itemsets, item_matrix, pack_rows
+from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
 __all__ = ["BayesianRuleList", "RuleList", "ListRule"]
 
@@ -136,9 +137,13 @@ class RuleList(RuleSet):
         self.default_captured = int(default_captured)
         self.target = target
 
+    @property
+    def _list_rules(self) -> list[ListRule]:
+        return cast(list[ListRule], self.rules)
+
     def __str__(self) -> str:
         lines = [f"P({self.target}):"]
-        for k, r in enumerate(self.rules):
+        for k, r in enumerate(self._list_rules):
             lo, hi = r.interval
             key = "IF" if k == 0 else "ELSE IF"
             lines.append(f"{key} {r.text} THEN p={r.probability:.3f} [{lo:.3f}, {hi:.3f}]  (n={r.n_captured})")
@@ -153,7 +158,7 @@ class RuleList(RuleSet):
     @property
     def probabilities(self) -> np.ndarray:
         """Probability of each rule, in list order (the default not included)."""
-        return np.array([r.probability for r in self.rules], dtype=np.float64)
+        return np.array([r.probability for r in self._list_rules], dtype=np.float64)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict. :meth:`RuleSet.from_dict` reads it as a plain
@@ -166,7 +171,7 @@ class RuleList(RuleSet):
             "rules": [
                 {"antecedent": formula_to_json(r.antecedent), "probability": r.probability,
                  "interval": list(r.interval), "n_captured": r.n_captured}
-                for r in self.rules
+                for r in self._list_rules
             ],
         }
         return d
@@ -181,7 +186,7 @@ class RuleList(RuleSet):
         rules = [
             ListRule(r.formula, r.weight, info, formula_from_json(e["antecedent"]), float(e["probability"]),
                      tuple(float(v) for v in e["interval"]), int(e["n_captured"]))
-            for r, e in zip(base.rules, extra["rules"])
+            for r, e in zip(cast(list[Rule], base.rules), extra["rules"])
         ]
         literals = base.literals if base.literals is not None else info
         return cls(rules, base.intercept, tuple(extra["default_interval"]), extra["default_captured"],
@@ -386,19 +391,6 @@ class _ListPosterior:
 # the student
 
 
-def _check_positive(name: str, v: Any, strict: bool = True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) \
-            or (v <= 0 if strict else v < 0):
-        raise InputError(f"{name} must be a {'positive' if strict else 'non-negative'} number, got {v!r}")
-    return float(v)
-
-
-def _check_int(name: str, v: Any, low: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise InputError(f"{name} must be an integer >= {low}, got {v!r}")
-    return int(v)
-
-
 class BayesianRuleList(RuleStudent):
     """Bayesian Rule List over literals (seed 001_2b6881e95d3bc907.txt).
 
@@ -485,7 +477,7 @@ class BayesianRuleList(RuleStudent):
         Gelman-Rubin statistic of the log posterior across chains (NaN for one chain).
     """
 
-    def __init__(self, list_length: float = 3.0, cardinality: float = 1.0, alpha: float | tuple = 1.0,
+    def __init__(self, *, list_length: float = 3.0, cardinality: float = 1.0, alpha: float | tuple = 1.0,
                  min_support: float = 0.05, max_cardinality: int = 2, n_chains: int = 3,
                  n_iterations: int = 5000, target_quantile: float = 0.5, credible_level: float = 0.95,
                  max_antecedents: int = 1000, max_mining_users: int = 10_000, random_state: int | None = 0):
@@ -504,32 +496,36 @@ class BayesianRuleList(RuleStudent):
 
     # -- fitting -----------------------------------------------------------
 
-    def _check_params(self, n_rows: int) -> tuple[np.ndarray, int]:
-        _check_positive("list_length", self.list_length)
-        _check_positive("cardinality", self.cardinality)
+    def _check_params(self) -> np.ndarray:
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work); the Dirichlet prior as a pair."""
+        check_real(self.list_length, "list_length", min_value=0.0, include_min=False)
+        check_real(self.cardinality, "cardinality", min_value=0.0, include_min=False)
         alpha = np.broadcast_to(np.asarray(self.alpha, dtype=np.float64), (2,)).copy() \
             if np.ndim(self.alpha) <= 1 and np.size(self.alpha) in (1, 2) else None
         if alpha is None or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
             raise InputError(f"alpha must be a positive number or a pair of them, got {self.alpha!r}")
-        _check_int("max_cardinality", self.max_cardinality, 1)
-        _check_int("max_antecedents", self.max_antecedents, 1)
-        _check_int("max_mining_users", self.max_mining_users, 2)
-        _check_int("n_chains", self.n_chains, 1)
-        _check_int("n_iterations", self.n_iterations, 2)
-        q = self.target_quantile
-        if isinstance(q, bool) or not isinstance(q, (int, float, np.number)) or not 0 < q < 1:
-            raise InputError(f"target_quantile must be in (0, 1), got {q!r}")
-        c = self.credible_level
-        if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not 0 < c < 1:
-            raise InputError(f"credible_level must be in (0, 1), got {c!r}")
+        check_whole(self.max_cardinality, "max_cardinality", min_value=1)
+        check_whole(self.max_antecedents, "max_antecedents", min_value=1)
+        check_whole(self.max_mining_users, "max_mining_users", min_value=2)
+        check_whole(self.n_chains, "n_chains", min_value=1)
+        check_whole(self.n_iterations, "n_iterations", min_value=2)
+        check_real(self.target_quantile, "target_quantile", min_value=0.0, max_value=1.0, include_min=False,
+                   include_max=False)
+        check_real(self.credible_level, "credible_level", min_value=0.0, max_value=1.0, include_min=False,
+                   include_max=False)
         s = self.min_support
-        if isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1:
-            min_rows = int(s)
-        elif isinstance(s, (float, np.floating)) and 0 < s <= 1:
-            min_rows = max(1, int(math.ceil(s * n_rows)))
-        else:
+        if not (isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1) and \
+                not (isinstance(s, (float, np.floating)) and 0 < s <= 1):
             raise InputError(f"min_support must be a share in (0, 1] or a number of users >= 1, got {s!r}")
-        return alpha, min_rows
+        check_random_state_seed(self.random_state)
+        return alpha
+
+    def _min_rows(self, n_rows: int) -> int:
+        """``min_support`` as a number of users, of ``n_rows``."""
+        s = self.min_support
+        if isinstance(s, (int, np.integer)):
+            return int(s)
+        return max(1, int(math.ceil(s * n_rows)))
 
     def _labels(self, y: np.ndarray) -> np.ndarray:
         values = np.unique(y)
@@ -569,10 +565,11 @@ class BayesianRuleList(RuleStudent):
         from scipy.stats import beta as beta_dist
 
         start = time.perf_counter()
+        alpha = self._check_params()
         Xb = check_binary_matrix(X)
         yv = check_target(y, Xb.shape[0])
         n_rows, n_lit = Xb.shape
-        alpha, min_rows = self._check_params(n_rows)
+        min_rows = self._min_rows(n_rows)
         labels = self._labels(yv)
         rng = np.random.default_rng(self.random_state)
 
@@ -703,7 +700,17 @@ class BayesianRuleList(RuleStudent):
         return Lit(item) if item < p else Lit(item - p, True)
 
     def antecedent_formula(self, k: int) -> Formula:
-        """Antecedent ``k`` of ``antecedents_`` as a formula."""
+        """Antecedent ``k`` of ``antecedents_`` as a formula.
+
+        Parameters
+        ----------
+        k : int
+            Index into ``antecedents_``.
+
+        Returns
+        -------
+        Formula
+        """
         lits = tuple(self._item_lit(i) for i in self.antecedents_[k])
         return lits[0] if len(lits) == 1 else And(lits)
 
@@ -714,6 +721,11 @@ class BayesianRuleList(RuleStudent):
         ----------
         literals : Literals, list of str or None
             Names the literals.
+
+        Returns
+        -------
+        RuleList
+            Scores every user with the probability of the rule that captures it.
         """
         self._check_fitted()
         info = literal_info(literals, self.n_features_in_)
@@ -740,17 +752,45 @@ class BayesianRuleList(RuleStudent):
                         target=self.labels_description_)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Probability of the positive class for each row, shape (n_users,)."""
+        """Probability of the positive class for each row.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         return self.rules().score(check_binary_matrix(X))
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
-        """Class probabilities, shape (n_users, 2): (negative, positive)."""
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users, 2)
+            (negative, positive) for each row.
+        """
         p = self.predict(X)
         return np.stack([1.0 - p, p], axis=1)
 
     def predict_label(self, X: ArrayLike) -> np.ndarray:
-        """Class by arg-max of the probabilities (positive when p > 0.5), bool of shape (n_users,)."""
+        """Class by arg-max of the probabilities (positive when p > 0.5).
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of bool, shape (n_users,)
+        """
         return self.predict(X) > 0.5
 
 

@@ -76,8 +76,8 @@ def frequent_itemsets(
     if max_cardinality < 1:
         raise InputError(f"max_cardinality must be >= 1, got {max_cardinality}")
     # float32 matrix product counts supports exactly for up to 2**24 rows
-    dtype = np.float32 if n_rows < 2**24 else np.float64
-    M = items.astype(dtype)
+    dtype: type[np.floating] = np.float32 if n_rows < 2**24 else np.float64
+    M: np.ndarray = items.astype(dtype)
     support = items.sum(axis=0)
     # FP-growth's item order: frequent items by descending support
     frequent = np.flatnonzero(support >= min_support)
@@ -87,7 +87,7 @@ def frequent_itemsets(
 
     def grow(prefix: tuple[int, ...], mask: np.ndarray, prefix_support: int, candidates: np.ndarray) -> None:
         # supports of prefix + each candidate, counted in the conditional database
-        cond = (mask.astype(dtype) @ M[:, candidates]).astype(np.int64)
+        cond = np.matmul(mask.astype(dtype), M[:, candidates]).astype(np.int64)
         keep = (cond >= min_support) & (cond < prefix_support)
         if exclusive is not None and prefix:
             keep &= ~np.isin(exclusive[candidates], exclusive[list(prefix)])

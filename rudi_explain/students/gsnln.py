@@ -31,6 +31,7 @@ from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Formula, Lit, Or, literal_info
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
+from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
 __all__ = ["GSNLN", "FitProgress"]
 
@@ -114,7 +115,7 @@ def _loss_and_grads(torch, z, y, logits, w, scaled_noise, tau, layers, grads, ma
     inv_tau = 1.0 / tau
     h = z
     cache = []
-    for W, g, (n_in, n_conj, _, skip), (D, U) in zip(logits, scaled_noise, layers, masks):
+    for W, g, (_, _, _, skip), (D, U) in zip(logits, scaled_noise, layers, masks):
         perturbed = torch.add(g, W, alpha=inv_tau)  # (logits + noise) / tau
         sel = perturbed.max(-1).indices  # same arg-max as logits + noise
         soft = torch.softmax(perturbed, dim=-1)
@@ -137,10 +138,10 @@ def _loss_and_grads(torch, z, y, logits, w, scaled_noise, tau, layers, grads, ma
     g_s = (M.sum(0) - M.sum(1)) * scale  # diagonal terms cancel
     torch.mv(h.T, g_s, out=grads[-1])
     g_h = torch.outer(g_s, w)
-    for l in range(len(layers) - 1, -1, -1):
-        n_in, n_conj, n_disj, skip = layers[l]
-        D, U = masks[l]
-        h_in, a, b, soft, sel = cache[l]
+    for layer in range(len(layers) - 1, -1, -1):
+        n_in, n_conj, n_disj, skip = layers[layer]
+        D, U = masks[layer]
+        h_in, a, b, soft, sel = cache[layer]
         n = n_conj + n_disj
         g_out = g_h[:, :n]
         # d AND(a, b) / da = b; d OR(a, b) / da = 1 - b; both D + b (1 - 2D)
@@ -148,11 +149,11 @@ def _loss_and_grads(torch, z, y, logits, w, scaled_noise, tau, layers, grads, ma
         g_b = torch.addcmul(D, a, U).mul_(g_out)
         g_picked = torch.stack((g_a, g_b), dim=2).reshape(m, 2 * n)
         # d loss / d pick weights, times 1 / tau for the softmax's scaling
-        gw = grads[l]
+        gw = grads[layer]
         torch.addmm(gw, g_picked.T, h_in, beta=0, alpha=inv_tau, out=gw)
         # softmax backward: soft * (g - <g, soft>), row by row
         gw.sub_((gw * soft).sum(-1, keepdim=True)).mul_(soft)
-        if l > 0:
+        if layer > 0:
             # Only units above the input layer need a gradient: every layer's
             # input ends with the h0 input units (skip connections).
             width = n_in - h0
@@ -233,14 +234,18 @@ class GSNLN(RuleStudent):
         While fitting, subnormal floats are also flushed to zero on the
         fitting thread (restored afterwards): late in training they would
         otherwise slow the CPU arithmetic down by half.
-    random_state : int, default=0
+    random_state : int or None, default=0
         Seeds parameter initialization, Gumbel noise and mini-batch order via
         a private ``torch.Generator``; the global random state is untouched.
+        None is seed 0.
 
     Attributes
     ----------
     n_features_in_ : int
         Number of literals seen in ``fit``.
+    layers_ : list of tuple of (int, int, int, bool)
+        Per logical layer: its inputs, conjunctions, disjunctions, and whether
+        it has a skip connection.
     selections_ : list of ndarray of int, shape (n_neurons, 2)
         Per logical layer, the two inputs each neuron picks (arg-max),
         conjunction neurons first.
@@ -265,6 +270,7 @@ class GSNLN(RuleStudent):
 
     def __init__(
         self,
+        *,
         n_rules: int = 20,
         hidden_size: int = 20,
         n_layers: int = 2,
@@ -296,24 +302,14 @@ class GSNLN(RuleStudent):
     # ------------------------------------------------------------------ checks
 
     def _check_params(self) -> None:
-        def positive_int(name: str, minimum: int = 1) -> None:
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < minimum:
-                raise InputError(f"{name} must be an integer >= {minimum}, got {v!r}")
-
-        positive_int("n_rules", 1)
-        positive_int("hidden_size", 1)
-        positive_int("n_layers", 1)
-        positive_int("epochs", 1)
-        positive_int("batch_size", 2)
-        if self.n_threads is not None:
-            positive_int("n_threads", 1)
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        for name in ("n_rules", "hidden_size", "n_layers", "epochs"):
+            check_whole(getattr(self, name), name, min_value=1)
+        check_whole(self.batch_size, "batch_size", min_value=2)
+        check_whole(self.n_threads, "n_threads", min_value=1, allow_none=True)
         for name in ("lr_start", "lr_end", "temperature_start", "temperature_end"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not np.isfinite(v) or v <= 0:
-                raise InputError(f"{name} must be a positive number, got {v!r}")
-        if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
-            raise InputError(f"random_state must be an int or None, got {self.random_state!r}")
+            check_real(getattr(self, name), name, min_value=0.0, include_min=False)
+        check_random_state_seed(self.random_state)
 
     def _layer_sizes(self, n_features: int) -> list[tuple[int, int, int, bool]]:
         """(inputs, conjunctions, disjunctions, skip) per logical layer."""
@@ -336,7 +332,7 @@ class GSNLN(RuleStudent):
         each pick is the input at its arg-max.
         """
         h = z
-        for W, (n_in, n_conj, n_disj, skip) in zip(logits, layers):
+        for W, (_, n_conj, _, skip) in zip(logits, layers):
             picked = h.index_select(1, W.argmax(-1))
             a, b = picked[:, 0::2], picked[:, 1::2]
             conj = a[:, :n_conj] * b[:, :n_conj]
@@ -477,7 +473,7 @@ class GSNLN(RuleStudent):
         ]
         self.selections_ = [W.argmax(-1) for W in self.logits_]
         self.n_conjunctions_ = [nc for _, nc, _, _ in layers]
-        self._layers = layers
+        self.layers_ = layers
         raw_w = w.cpu().numpy().astype(np.float64)
         scale, shift = 1.0, 0.0
         if self.calibrate:
@@ -496,7 +492,8 @@ class GSNLN(RuleStudent):
         self.loss_curve_ = loss_curve
         self.n_epochs_run_ = epochs_run
         self.fit_seconds_ = time.perf_counter() - start
-        self._plain_rules = None
+        # predict's rules without names, made on first use (a cache: predict changes no attribute)
+        self._plain_rules: dict[str, RuleSet] = {}
         return self
 
     # ----------------------------------------------------------- hard output
@@ -506,7 +503,7 @@ class GSNLN(RuleStudent):
         h = np.concatenate(
             (Xb, ~Xb, np.ones((Xb.shape[0], 1), bool), np.zeros((Xb.shape[0], 1), bool)), axis=1
         )
-        for sel, (n_in, n_conj, n_disj, skip) in zip(self.selections_, self._layers):
+        for sel, (_, n_conj, _, skip) in zip(self.selections_, self.layers_):
             a, b = h[:, sel[:, 0]], h[:, sel[:, 1]]
             out = np.concatenate(
                 (a[:, :n_conj] & b[:, :n_conj], a[:, n_conj:] | b[:, n_conj:]), axis=1
@@ -538,7 +535,7 @@ class GSNLN(RuleStudent):
             ones = torch.ones(Xt.shape[0], 1)
             z0 = torch.cat((Xt, 1 - Xt, ones, 0 * ones), dim=1)
             logits = [torch.from_numpy(W.reshape(-1, W.shape[-1])) for W in self.logits_]
-            units = self._forward(torch, z0, logits, self._layers)
+            units = self._forward(torch, z0, logits, self.layers_)
             w = torch.from_numpy(self.weights_.astype(np.float32))
             return (units @ w).numpy().astype(np.float64) + self.intercept_
 
@@ -554,10 +551,8 @@ class GSNLN(RuleStudent):
         """Each rule unit as an (unsimplified) formula over literal indices."""
         self._check_fitted()
         p = self.n_features_in_
-        units: list[Formula] = (
-            [Lit(i) for i in range(p)] + [Lit(i, True) for i in range(p)] + [TRUE, FALSE]
-        )
-        for sel, (_, n_conj, _, skip) in zip(self.selections_, self._layers):
+        units: list[Formula] = [*(Lit(i) for i in range(p)), *(Lit(i, True) for i in range(p)), TRUE, FALSE]
+        for sel, (_, n_conj, _, skip) in zip(self.selections_, self.layers_):
             out: list[Formula] = []
             for k, (i, j) in enumerate(sel):
                 op = And if k < n_conj else Or
@@ -607,6 +602,6 @@ class GSNLN(RuleStudent):
         self._check_fitted()
         Xb = check_binary_matrix(X)
         self._check_width(Xb)
-        if self._plain_rules is None:
-            self._plain_rules = self.rules()
-        return self._plain_rules.score(Xb)
+        if "rules" not in self._plain_rules:
+            self._plain_rules["rules"] = self.rules()
+        return self._plain_rules["rules"].score(Xb)

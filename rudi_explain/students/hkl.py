@@ -62,11 +62,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import item_matrix
+from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
 __all__ = ["HKLRuleEnsemble"]
 
@@ -124,7 +124,7 @@ class HKLRuleEnsemble(RuleStudent):
         Per regularization: lam, active set size, rules, objective, converged.
     """
 
-    def __init__(self, n_rules: int = 20, rho: float = 2.0, beta: float | None = None, max_literals: int = 3,
+    def __init__(self, *, n_rules: int = 20, rho: float = 2.0, beta: float | None = None, max_literals: int = 3,
                  max_samples: int = 1000, tol: float = 1e-3, max_add: int = 8, random_state: int | None = 0):
         self.n_rules = n_rules
         self.rho = rho
@@ -138,25 +138,15 @@ class HKLRuleEnsemble(RuleStudent):
     # -- checks --------------------------------------------------------------
 
     def _check_params(self) -> None:
-        def is_int(v: Any, low: int) -> bool:
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low
-
-        def is_num(v: Any) -> bool:
-            return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and np.isfinite(v)
-
-        if not is_int(self.n_rules, 1):
-            raise InputError(f"n_rules must be an integer >= 1, got {self.n_rules!r}")
-        if not is_num(self.rho) or not 1 < self.rho <= 2:
-            raise InputError(f"rho must be in (1, 2], got {self.rho!r}")
-        if self.beta is not None and (not is_num(self.beta) or self.beta <= 0):
-            raise InputError(f"beta must be a positive number or None, got {self.beta!r}")
-        for name in ("max_literals", "max_add"):
-            if not is_int(getattr(self, name), 1):
-                raise InputError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
-        if not is_int(self.max_samples, 2):
-            raise InputError(f"max_samples must be an integer >= 2, got {self.max_samples!r}")
-        if not is_num(self.tol) or self.tol <= 0:
-            raise InputError(f"tol must be a positive number, got {self.tol!r}")
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        check_whole(self.n_rules, "n_rules", min_value=1)
+        check_real(self.rho, "rho", min_value=1.0, max_value=2.0, include_min=False)
+        check_real(self.beta, "beta", min_value=0.0, include_min=False, allow_none=True)
+        check_whole(self.max_literals, "max_literals", min_value=1)
+        check_whole(self.max_add, "max_add", min_value=1)
+        check_whole(self.max_samples, "max_samples", min_value=2)
+        check_real(self.tol, "tol", min_value=0.0, include_min=False)
+        check_random_state_seed(self.random_state)
 
     # -- fitting ---------------------------------------------------------------
 
@@ -233,6 +223,7 @@ class HKLRuleEnsemble(RuleStudent):
                 break
             lam /= 2.0
 
+        assert best is not None  # the first regularization on the path is always kept
         lam, W, w, nz, converged = best
         if n_all > n and len(W) > 1:
             # The kernel (n^2) needs the subsample to find the rules; their weights
@@ -377,13 +368,33 @@ class HKLRuleEnsemble(RuleStudent):
         return lits[0] if len(lits) == 1 else And(lits)
 
     def rules(self, literals: Any = None) -> RuleSet:
-        """The kept conjunctions with their weights, as a :class:`RuleSet`."""
+        """The kept conjunctions with their weights, as a :class:`RuleSet`.
+
+        Parameters
+        ----------
+        literals : Literals or list of str, optional
+            Names the literals.
+
+        Returns
+        -------
+        RuleSet
+        """
         self._check_fitted()
         literal_info(literals, self.n_features_in_)  # checks the names
         return RuleSet.from_formulas([self._formula(u) for u in self.nodes_], self.coef_, self.intercept_,
                                      literals=literals, n_literals=self.n_features_in_)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
+        """Rule scores for the rows of the literal matrix ``X``.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         return self.rules().score(check_binary_matrix(X))
 

@@ -36,6 +36,7 @@ from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import TRUE, And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
+from rudi_explain.validation import check_random_state_seed, check_whole
 
 __all__ = ["SumOfTrees"]
 
@@ -53,10 +54,6 @@ class _Leaf:
         self.rows = rows
         self.counts = counts
         self.value = 0.0
-
-
-def _is_int(v: Any, low: int) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low
 
 
 class SumOfTrees(RuleStudent):
@@ -97,7 +94,7 @@ class SumOfTrees(RuleStudent):
     >>> print(student.rules(literals))
     """
 
-    def __init__(self, n_rules: int = 20, max_depth: int = 4, max_trees: int | None = None,
+    def __init__(self, *, n_rules: int = 20, max_depth: int = 4, max_trees: int | None = None,
                  min_samples_leaf: int = 1, random_state: int | None = 0):
         self.n_rules = n_rules
         self.max_depth = max_depth
@@ -106,16 +103,15 @@ class SumOfTrees(RuleStudent):
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if not _is_int(self.n_rules, 2):
-            raise InputError(f"n_rules must be an integer >= 2 (a split makes two leaves), got {self.n_rules!r}")
-        if not _is_int(self.max_depth, 1) or self.max_depth > 4:
-            raise InputError(f"max_depth must be an integer from 1 to 4, got {self.max_depth!r}")
-        if self.max_trees is not None and not _is_int(self.max_trees, 1):
-            raise InputError(f"max_trees must be an integer >= 1 or None, got {self.max_trees!r}")
-        if not _is_int(self.min_samples_leaf, 1):
-            raise InputError(f"min_samples_leaf must be an integer >= 1, got {self.min_samples_leaf!r}")
-        if self.random_state is not None and not _is_int(self.random_state, 0):
-            raise InputError(f"random_state must be a non-negative int or None, got {self.random_state!r}")
+        """Check the hyper-parameters (``fit`` does; ``explain`` before any work)."""
+        try:
+            check_whole(self.n_rules, "n_rules", min_value=2)
+        except ValueError as err:
+            raise InputError(f"{err} (a split makes two leaves)") from None
+        check_whole(self.max_depth, "max_depth", min_value=1, max_value=4)
+        check_whole(self.max_trees, "max_trees", min_value=1, allow_none=True)
+        check_whole(self.min_samples_leaf, "min_samples_leaf", min_value=1)
+        check_random_state_seed(self.random_state)
 
     # ------------------------------------------------------------------ fit
 
@@ -197,12 +193,12 @@ class SumOfTrees(RuleStudent):
                 # error reduction s1^2 / n1 + s1^2 / n0
                 gain = np.where(ok, s1**2 * m / (n1 * n0), -np.inf)
             # candidate by candidate, literals in the tie-breaking order
-            c, jo = np.unravel_index(int(np.argmax(gain[order].T)), (gain.shape[1], p))
+            winner, jo = np.unravel_index(int(np.argmax(gain[order].T)), (gain.shape[1], p))
             j = int(order[jo])
-            best = float(gain[j, c])
+            best = float(gain[j, winner])
             if not best > tol:
                 break
-            t, k = cand[c]
+            t, k = cand[int(winner)]
             lit = j
             if k == -1:
                 rows = np.arange(n)
@@ -250,7 +246,8 @@ class SumOfTrees(RuleStudent):
         self.training_mse_ = float(np.mean((total - yv) ** 2))
         self.n_features_in_ = p
         self.fit_seconds_ = time.perf_counter() - start
-        self._plain_rules = None
+        # predict's rules without names, made on first use (a cache: predict changes no attribute)
+        self._plain_rules: dict[str, RuleSet] = {}
         self._report(progress, Xb, yv, self.fit_seconds_)
         return self
 
@@ -312,11 +309,20 @@ class SumOfTrees(RuleStudent):
         return RuleSet.from_formulas(formulas, values, 0.0, literals=literals, n_literals=self.n_features_in_)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Rule scores for the rows of the literal matrix ``X``, shape (n_users,)."""
+        """Rule scores for the rows of the literal matrix ``X``.
+
+        Parameters
+        ----------
+        X : array-like of bool, shape (n_users, n_literals)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
         self._check_fitted()
         Xb = check_binary_matrix(X)
         if Xb.shape[1] != self.n_features_in_:
             raise InputError(f"X has {Xb.shape[1]} literals, the student was fitted on {self.n_features_in_}")
-        if self._plain_rules is None:
-            self._plain_rules = self.rules()
-        return self._plain_rules.score(Xb)
+        if "rules" not in self._plain_rules:
+            self._plain_rules["rules"] = self.rules()
+        return self._plain_rules["rules"].score(Xb)

@@ -217,7 +217,8 @@ def test_bad_input_is_rejected(X, y, message):
 )
 def test_bad_hyper_parameters_are_rejected_in_fit(params, message):
     student = GSNLN(**params)  # __init__ only stores
-    with pytest.raises(ValueError, match=message):
+    # a value out of range is a ValueError, a value of the wrong type (1.5 layers) a TypeError
+    with pytest.raises((ValueError, TypeError), match=message):
         student.fit(np.eye(4, dtype=bool), [0.0, 1.0, 2.0, 3.0])
 
 
