@@ -14,6 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# The command line speaks the public API, as a user would (``rx.explain``, ``rx.load``, ``rx.datasets``).
+import rudi_explain as rx
+from rudi_explain.sql.statistics import DIALECTS
+from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
+from rudi_explain.statistics import Schema
+from rudi_explain.teachers.demo_gru import train_demo_gru
+
 __all__ = ["main"]
 
 
@@ -48,8 +55,6 @@ def _rules_sql(exp, table: str = "events", dialect: str = "duckdb", user: str | 
                time: str | None = None, event_order: str | None = None, reference_time: str | None = None,
                include_literals: bool = False) -> str:
     """The rules as one SELECT scoring every user of ``table`` (a dot separates schema and table)."""
-    from rudi_explain.statistics import Schema
-
     seqs = exp.sequences
     schema = Schema.of(seqs)
     ref = reference_time
@@ -113,9 +118,6 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    import rudi_explain as rx
-    from rudi_explain.teachers.demo_gru import train_demo_gru
-
     _check_out(Path(args.out))
     t0 = time.perf_counter()
     demo = rx.datasets.make_payments(args.users, random_state=args.random_state)
@@ -190,8 +192,6 @@ def _read_events(args: argparse.Namespace) -> Any:
         return _read_table(path)
     if not path.exists() and not any(ch in str(path) for ch in "*?["):
         raise SystemExit(f"rudi-explain: {path} does not exist")
-    from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
-
     return EventTable(str(path), user=args.user, time=args.time, table=args.table,
                       n_users=args.sample_users or DEFAULT_SAMPLE_USERS)
 
@@ -208,8 +208,6 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import rudi_explain as rx
-
     _check_out(Path(args.out))
     events = _read_events(args)
     scores_table = _read_table(Path(args.scores))
@@ -236,8 +234,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    import rudi_explain as rx
-
     path = Path(args.explanation)
     if not path.exists():
         raise SystemExit(f"rudi-explain: {path} does not exist")
@@ -306,8 +302,6 @@ def main(argv: list[str] | None = None) -> int:
                           "(default for a DuckDB database: 20000)")
     common(run, "out/run", n_stats=20, simulations=500)
     run.set_defaults(func=_run)
-
-    from rudi_explain.sql.statistics import DIALECTS
 
     sql = sub.add_parser("sql", help="write the rules of a saved explanation as one SQL query scoring every user")
     sql.add_argument("explanation", help="a saved explanation (explanation.rudi)")

@@ -7,6 +7,9 @@ the rules can be checked against a known answer:
 * :func:`make_payments`: card payments with categorical and numerical columns;
 * :func:`make_edits`: a categorical-only log in the spirit of Wikipedia edits
   (the paper's VEWS data).
+
+The demo teachers, :func:`train_demo_gru` and :func:`make_demo_pipeline`, are
+re-exported from :mod:`rudi_explain.teachers.demo_gru`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pandas as pd
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.statistics import Statistic
+from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
 
 __all__ = ["DemoData", "make_payments", "make_edits", "train_demo_gru", "make_demo_pipeline"]
 
@@ -260,16 +264,3 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
     return DemoData(events, pd.Series(risk, index=index, name="risk"), pd.Series(labels, index=index, name="label"),
                     planted, formula, categorical, [])
 
-
-def train_demo_gru(*args, **kwargs):
-    """The demo PyTorch teacher; see :func:`rudi_explain.teachers.demo_gru.train_demo_gru`."""
-    from rudi_explain.teachers.demo_gru import train_demo_gru as train
-
-    return train(*args, **kwargs)
-
-
-def make_demo_pipeline(*args, **kwargs):
-    """The demo scikit-learn teacher; see :func:`rudi_explain.teachers.demo_gru.make_demo_pipeline`."""
-    from rudi_explain.teachers.demo_gru import make_demo_pipeline as make
-
-    return make(*args, **kwargs)

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import LiteralInfo, format_threshold
+from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
 
 __all__ = ["Literals"]
 
@@ -459,8 +460,6 @@ class Literals:
             raise InputError("not a rudi-explain literal table")
         statistics = None
         if d.get("statistics") is not None:
-            from rudi_explain.statistics import Statistic
-
             statistics = [Statistic.parse(t) for t in d["statistics"]]
         return cls(
             d["column"], d["thresholds"], d["output_names"], d["output_descriptions"],
@@ -478,8 +477,6 @@ class Literals:
 
 def _as_statistic(s: Any) -> Any:
     if isinstance(s, str):
-        from rudi_explain.statistics import Statistic
-
         return Statistic.parse(s)
     return s
 
@@ -531,8 +528,6 @@ def _undefined_words(stat: Any, output: str | None, seqs: Any) -> str:
     (fewer than two for Std), so they are named as "users with no <those
     events>", from the words of the Count over the same events.
     """
-    from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
-
     try:
         # Only the event filters decide whether any event is left (Top keeps at least one).
         std = stat.aggregation.name == "Std"  # needs two values: Top(1) matters there

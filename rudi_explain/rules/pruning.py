@@ -31,7 +31,21 @@ import numpy as np
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.formula import FALSE, TRUE, And, Const, Formula, Lit, _sort_key, formula_literals, simplify
+from rudi_explain.rules.formula import (
+    FALSE,
+    TRUE,
+    And,
+    Const,
+    Formula,
+    Lit,
+    _sort_key,
+    evaluate_formula,
+    formula_from_json,
+    formula_literals,
+    formula_to_json,
+    literal_info,
+    simplify,
+)
 from rudi_explain.rules.ruleset import Rule, RuleSet
 
 __all__ = ["PruningPath", "prune_rules", "fold_bands", "MAX_RULES", "MAX_LITERALS", "TOLERANCE"]
@@ -93,8 +107,6 @@ class PruningPath:
 
     def to_dict(self) -> dict:
         """JSON-ready, without the literal table (give it back to :meth:`from_dict`)."""
-        from rudi_explain.rules.formula import formula_to_json
-
         def rules_of(rs: RuleSet) -> dict:
             return {"intercept": rs.intercept,
                     "rules": [{"formula": formula_to_json(r.formula), "weight": r.weight} for r in rs]}
@@ -107,8 +119,6 @@ class PruningPath:
     @classmethod
     def from_dict(cls, d: dict, literals: Any) -> PruningPath:
         """Read :meth:`to_dict` back, over the same ``literals`` (a Literals table)."""
-        from rudi_explain.rules.formula import formula_from_json, literal_info
-
         if not isinstance(d, dict) or d.get("format") != "rudi-explain/pruning":
             raise InputError("not a rudi-explain pruning path")
         info = literal_info(literals)
@@ -270,8 +280,6 @@ def _sum_scores(intercept: float, F: np.ndarray, weights: np.ndarray, skip: int 
 
 
 def _fires(f: Formula, Z: np.ndarray) -> np.ndarray:
-    from rudi_explain.rules.formula import evaluate_formula
-
     return evaluate_formula(f, Z)
 
 

@@ -39,6 +39,7 @@ from rudi_explain.rules.formula import (
     render,
     simplify,
 )
+from rudi_explain.rules.literals import Literals
 
 __all__ = ["Rule", "LinearTerm", "RuleSet"]
 
@@ -400,8 +401,6 @@ class RuleSet:
         if d.get("format") != "rudi-explain/ruleset":
             raise InputError("not a rudi-explain rule set")
         if "literals" in d:
-            from rudi_explain.rules.literals import Literals
-
             literals: Any = Literals.from_dict(d["literals"])
         else:
             literals = list(d["names"])

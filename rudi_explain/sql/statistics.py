@@ -81,6 +81,7 @@ from rudi_explain.statistics.operators import (
     Sum,
     Top,
 )
+from rudi_explain.statistics.statistic import Statistic
 from rudi_explain.statistics.time_operators import TIME_UNITS, MaxGap, MeanGap, Recency, Tenure, Within
 
 __all__ = ["DIALECTS", "statistic_sql", "statistics_sql", "quote_identifier", "quote_string", "float_literal"]
@@ -594,8 +595,6 @@ class _StatisticCompiler:
 
 
 def _compile(stat, opts: _Options, prefix: str) -> _Compiled:
-    from rudi_explain.statistics.statistic import Statistic
-
     if not isinstance(stat, Statistic):
         stat = Statistic.parse(str(stat))
     return _StatisticCompiler(stat, opts, prefix).compile()

@@ -1,4 +1,4 @@
-"""The statistic language of SEMANTICS.md: operators, grammar, text, evaluation."""
+"""The statistic language of SEMANTICS.md: operators, grammar, text, evaluation, the plain-English describer."""
 
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
@@ -33,6 +33,6 @@ __all__ = [
     "Statistic", "Pipeline", "next_operators", "candidate_operators", "Schema", "PipelineState", "Operator", "RowOperator",
     "Aggregation", "Select", "RetainBy", "FilterBy", "SortBy", "Top", "Abs", "GroupBy", "Mean", "Max",
     "Min", "Sum", "Std", "Ptp", "Count", "First", "Percentile", "PERCENTILES", "OPERATORS",
-    "register_operator",
+    "register_operator", "GRAMMARS", "MAX_FILTERS", "is_readable", "readable_reason",
     "Within", "Recency", "Tenure", "MeanGap", "MaxGap", "TimeAggregation",
 ]

@@ -8,6 +8,7 @@ import numpy as np
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError
+from rudi_explain.statistics.describe import describe
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
@@ -21,18 +22,15 @@ from rudi_explain.statistics.operators import (
     Max,
     Min,
     Operator,
-    Percentile,
     RetainBy,
     RowOperator,
     Select,
     SortBy,
-    Sum,
     Top,
     quote,
 )
 from rudi_explain.statistics.readable import MAX_FILTERS, check_grammar, is_readable, readable_reason
-from rudi_explain.statistics.text import parse_operators
-from rudi_explain.statistics.time_operators import time_phrase
+from rudi_explain.statistics.text import output_name_parts, parse_operators
 
 __all__ = ["Statistic", "Pipeline", "next_operators", "candidate_operators"]
 
@@ -236,7 +234,7 @@ class Statistic:
                 if self.group is not None:
                     parts[self.group] = schema.vocabularies[self.group][group]
                 return parts
-        return dict(p.split("=", 1) for p in output.split(", ") if "=" in p)
+        return output_name_parts(output)
 
     def describe(self, output: str | None = None, data: Sequences | Schema | None = None) -> str:
         """Plain English, e.g. "sum of amount over events where card_type is debit".
@@ -250,10 +248,9 @@ class Statistic:
             Tells a categorical selection from a numerical one when no
             ``output`` is given ("share of events per channel category").
         """
-        categorical = data is not None and Schema.of(data).kind(self.selected) == "categorical"
-        # Time operators have their own words ("days since the last event"), built on these.
-        phrase = time_phrase(self, output, categorical, _describe, Schema.of(data) if data is not None else None)
-        return phrase if phrase is not None else _describe(self, output, categorical, self.output_parts(output, data))
+        schema = Schema.of(data) if data is not None else None
+        categorical = schema is not None and schema.kind(self.selected) == "categorical"
+        return describe(self.operators, output, categorical, self.output_parts(output, schema), schema)
 
     def to_json(self) -> str:
         return str(self)
@@ -498,103 +495,3 @@ def _equivalence_key(stat: Statistic) -> tuple:
         parts.append(f"GroupBy({quote(group)})")
     parts.append(str(agg))
     return tuple(parts)
-
-
-# -------------------------------------------------------------------- words
-_ORDINAL = {1: "st", 2: "nd", 3: "rd"}
-
-
-def _percentile_words(k: float) -> str:
-    k_text = str(int(k)) if float(k).is_integer() else str(k)
-    last = int(k) % 10 if float(k).is_integer() and int(k) % 100 not in (11, 12, 13) else 0
-    return f"{k_text}{_ORDINAL.get(last, 'th')} percentile"
-
-
-def _describe(stat: Statistic, output: str | None, categorical: bool, parts: dict[str, str] | None = None) -> str:
-    """One plain-English phrase that an analyst could write (never operator names).
-
-    "total amount over events where merchant_category is gambling",
-    "share of events with country = other", "average hour over the 5 events
-    with the largest amount among events where channel is online".
-    """
-    agg = stat.aggregation
-    selected = stat.selected
-    rows = stat.row_operators
-    absolute = any(isinstance(op, Abs) for op in rows)
-    sort = next((op for op in rows if isinstance(op, SortBy)), None)
-    top = next((op for op in rows if isinstance(op, Top)), None)
-    if parts is None:
-        parts = stat.output_parts(output)
-    category = parts.get(selected)
-    group_value = parts.get(stat.group) if stat.group else None
-
-    # Which events: conditions before a Top, the Top itself, conditions after it.
-    before, after, seen_top = [], [], False
-    for op in rows:
-        if isinstance(op, Top):
-            seen_top = True
-        elif isinstance(op, (RetainBy, FilterBy)):
-            verb = "is" if isinstance(op, RetainBy) else "is not"
-            (after if seen_top else before).append(f"{op.column} {verb} {op.value}")
-    if group_value is not None:  # one output of a GroupBy reads as one more condition
-        (after if seen_top else before).append(f"{stat.group} is {group_value}")
-    per_group = f", per {stat.group}" if stat.group is not None and group_value is None else ""
-    where = " and ".join(before)
-    if top is not None:
-        if sort is not None and rows.index(sort) < rows.index(top):
-            size = "largest" if sort.direction == "desc" else "smallest"
-            scope = f"the {top.k} events with the {size} {sort.column}"
-        else:
-            scope = f"the first {top.k} events"
-        if where:
-            scope += f" among events where {where}"
-        if after:
-            scope += ", then only those where " + " and ".join(after)
-    else:
-        scope = f"events where {where}" if where else ""
-
-    if isinstance(agg, Count) or agg.ignores_selection:
-        if top is None:
-            return f"number of events where {where}{per_group}" if where else f"number of events{per_group}"
-        return f"number of events among {scope}{per_group}"
-
-    # A categorical selection reads as a 0/1 indicator "c = v".
-    if category is not None or categorical or (output and stat.group is None):
-        indicator = f"{selected} = {category}" if category is not None else f"each {selected} category"
-        if isinstance(agg, Sum) and top is None:
-            conds = " and ".join(before + ([f"{selected} is {category}"] if category is not None else []))
-            text = f"number of events where {conds}" if category is not None else f"number of events per {selected} category"
-            if category is None and where:
-                text += f" among events where {where}"
-            return text + per_group
-        subject = {
-            "Sum": f"number of events with {indicator}",
-            "Mean": f"share of events with {indicator}",
-            "Max": f"whether any event has {indicator}",
-            "Min": f"whether every event has {indicator}",
-            "First": f"whether the first event has {indicator}",
-        }.get(agg.name)
-        if subject is None:  # the paper's grammar only
-            words = _percentile_words(agg.k) if isinstance(agg, Percentile) else agg.words
-            subject = f"{words} of [{indicator}]"
-        return (f"{subject} among {scope}" if scope else subject) + per_group
-
-    target = f"absolute {selected}" if absolute else selected
-    if isinstance(agg, First):
-        if sort is not None and top is None:
-            extreme = "smallest" if sort.direction == "asc" else "largest"
-            subject = f"{target} of the event with the {extreme} {sort.column}"
-        else:
-            subject = f"{target} of the first event"
-        link = "among"
-    else:
-        if isinstance(agg, Percentile):
-            subject = "median " + target if float(agg.k) == 50 else f"{_percentile_words(agg.k)} of {target}"
-        else:
-            subject = {
-                "Sum": f"total {target}", "Mean": f"average {target}", "Max": f"largest {target}",
-                "Min": f"smallest {target}", "Std": f"standard deviation of {target}",
-                "Ptp": f"range of {target} (largest minus smallest)",
-            }.get(agg.name, f"{agg.words} of {target}")
-        link = "among" if agg.name in ("Max", "Min") else "over"
-    return (f"{subject} {link} {scope}" if scope else subject) + per_group

@@ -6,9 +6,10 @@ import ast
 import re
 
 from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.statistics.bounds import check_operator_count, check_text_length
 from rudi_explain.statistics.operators import OPERATORS, Operator
 
-__all__ = ["parse_operators"]
+__all__ = ["parse_operators", "output_name_parts"]
 
 _TOKEN = re.compile(
     r"""\s*(?:(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<word>[A-Za-z0-9_.\-+<>]+|\*)|(?P<punct>[|(),=]))"""
@@ -42,9 +43,11 @@ def parse_operators(text: str) -> list[Operator]:
     """Operators of a pipeline text, in order; ``ValueError`` naming what is wrong."""
     if not isinstance(text, str):
         raise InputTypeError(f"a statistic's text must be a string, got {type(text).__name__}")
+    check_text_length(text)
     tokens = _tokens(text)
     if not tokens:
         raise InputError("cannot read an empty statistic")
+    check_operator_count(1 + sum(kind == "punct" and value == "|" for kind, value, _ in tokens), text)
     ops: list[Operator] = []
     i = 0
 
@@ -93,3 +96,10 @@ def parse_operators(text: str) -> list[Operator]:
         if tokens[i][0] != "punct" or tokens[i][1] != "|":
             raise InputError(f"cannot read {_short(text)}: expected '|' at position {tokens[i][2]}")
         i += 1
+
+
+def output_name_parts(output: str | None) -> dict[str, str]:
+    """The categories an output name ``c=v[, g=w]`` stands for, ``{column: value}``, read from the name."""
+    if not output:
+        return {}
+    return dict(p.split("=", 1) for p in output.split(", ") if "=" in p)

@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics import kernels
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import Aggregation, RowOperator, register_operator
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rudi_explain.data.sequences import Sequences
-    from rudi_explain.statistics.statistic import Statistic
 
 __all__ = [
     "Within",
@@ -44,7 +40,6 @@ __all__ = [
     "MaxGap",
     "TIME_UNITS",
     "WINDOWS",
-    "time_phrase",
 ]
 
 #: Window units of a datetime time column, in nanoseconds.
@@ -352,82 +347,3 @@ class MaxGap(TimeAggregation):
         same = keys[1:] == keys[:-1]
         gaps = (t[1:] - t[:-1])[same] / scale
         return kernels.segment_max(gaps, keys[1:][same], len(count))
-
-
-# --------------------------------------------------------------------------- words
-def _time_units(schema: Schema | None) -> str:
-    return "time" if schema is not None and schema.time_unit == "number" else "days"
-
-
-def time_phrase(stat: Statistic, output: str | None, categorical: bool,
-                describe: Callable[[Statistic, str | None, bool], str],
-                schema: Schema | None = None) -> str | None:
-    """Plain English for a statistic with time operators; None for one without.
-
-    "days since the last event", "average days between events where
-    card_type is debit", "number of events in the last 7 days".
-
-    Parameters
-    ----------
-    stat : Statistic
-    output, categorical
-        As for ``Statistic.describe``.
-    describe : callable
-        The describer of statistics without time operators (``_describe``),
-        called on ``stat`` stripped of them: its words for the events and
-        the values are kept, the time words added.
-    schema : Schema, optional
-        Tells a numerical time column (raw "time") from a datetime one ("days").
-    """
-    from rudi_explain.statistics.operators import Count, Top
-    from rudi_explain.statistics.statistic import Statistic
-
-    ops = stat.operators
-    window = next((op for op in ops if isinstance(op, Within)), None)
-    agg = stat.aggregation
-    if window is None and not isinstance(agg, TimeAggregation):
-        return None
-    rows = [op for op in ops[1:-1] if not isinstance(op, Within)]
-    if window is None:
-        window_text = ""
-    elif any(isinstance(op, Top) for op in ops[1:ops.index(window)]):
-        window_text = f", then only those in {window.window_words()}"
-    else:
-        window_text = f" in {window.window_words()}"
-    if not isinstance(agg, TimeAggregation):
-        # A value aggregation over a window: the base words, the window before the group part.
-        text = describe(Statistic((ops[0], *rows, agg)), output, categorical)
-        if stat.group is not None:
-            tail_at = max(text.rfind(", within "), text.rfind(", per "))
-            if tail_at >= 0:
-                return text[:tail_at] + window_text + text[tail_at:]
-        return text + window_text
-    # The events in question, as the base describer words a Count over them.
-    group_output = None
-    group_value = stat.output_parts(output, schema).get(stat.group) if stat.group is not None else None
-    if group_value is not None:
-        group_output = f"{stat.group}={group_value}"
-    base = describe(Statistic((ops[0], *rows, Count())), group_output, False)
-    plural = base[len("number of "):] if base.startswith("number of ") else "events"
-    plural += window_text
-    scoped = re.match(r"events (?:over|among) (the .*)", plural)
-    if scoped:  # a Top: "the last of the first 5 events"
-        plural = scoped[1]
-        singular = f"of {plural}"
-    else:  # "events where ..." -> "event where ...", "debit-card payments" -> "debit-card payment"
-        head_end = min(i for i in (*(plural.find(w) for w in (" where ", " in ", " among ", " over ", " with ", ",")),
-                                   len(plural)) if i >= 0)
-        head = plural[:head_end]
-        singular = (head[:-1] if head.endswith("s") else head) + plural[head_end:]
-    units = _time_units(schema)
-    if isinstance(agg, Recency):
-        text = f"{units} since the last {singular}"
-    elif isinstance(agg, Tenure):
-        text = f"{units} since the first {singular}"
-    elif isinstance(agg, MeanGap):
-        text = f"average {units} between {plural}"
-    elif isinstance(agg, MaxGap):
-        text = f"longest gap in {units} between consecutive {plural}"
-    else:  # a time aggregation of one's own
-        text = f"{agg.words} over {plural}"
-    return text

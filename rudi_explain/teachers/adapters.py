@@ -31,6 +31,7 @@ import pandas as pd
 from rudi_explain.data.alignment import check_order, name_users, reindex_series
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, StateError
+from rudi_explain.teachers.aggregator import align_vocabularies
 
 __all__ = [
     "Teacher",
@@ -440,8 +441,6 @@ def encode_padded(seqs: Sequences, user_indices: np.ndarray | None = None, max_l
     ``(B, 1)`` or ``(B, 2)`` scores.
     """
     import torch
-
-    from rudi_explain.teachers.aggregator import align_vocabularies
 
     categorical = list(seqs.categorical) if categorical is None else list(categorical)
     numerical = list(seqs.numerical) if numerical is None else list(numerical)
