@@ -323,7 +323,13 @@ class Top(RowOperator):
     def from_arguments(cls, positional, keyword):
         if keyword or len(positional) > 1:
             raise InputError("Top takes one whole number: Top(5)")
-        return cls(int(positional[0]) if positional else 5)
+        if not positional:
+            return cls(5)
+        try:
+            k = int(str(positional[0]))
+        except ValueError:
+            raise InputError(f"Top takes a whole number of events, got {positional[0]}") from None
+        return cls(k)
 
     def check(self, state, schema):
         reason = super().check(state, schema)
@@ -604,7 +610,12 @@ class Percentile(Aggregation):
     def from_arguments(cls, positional, keyword):
         if keyword or len(positional) != 1:
             raise InputError("Percentile takes one number: Percentile(90)")
-        value = float(positional[0])
+        try:
+            value = float(str(positional[0]))
+        except ValueError:
+            raise InputError(f"Percentile takes a number from 0 to 100, got {positional[0]}") from None
+        if not value == value:  # NaN
+            raise InputError(f"Percentile takes a number from 0 to 100, got {positional[0]}")
         return cls(int(value) if value.is_integer() else value)
 
     @classmethod
@@ -650,5 +661,6 @@ def register_operator(cls: type[Operator]) -> type[Operator]:
     return cls
 
 
-for _cls in (Select, RetainBy, FilterBy, SortBy, Top, Abs, GroupBy, Mean, Max, Min, Sum, Std, Ptp, Count, First, Percentile):
+for _cls in (Select, RetainBy, FilterBy, SortBy, Top, Abs, GroupBy, Mean, Max, Min, Sum, Std, Ptp, Count, First,
+             Percentile):
     OPERATORS[_cls.name] = _cls
