@@ -12,7 +12,29 @@ two browser jobs competing for the two cores. (xdist's own ``loadgroup`` marks
 do nothing under pytest 9, which no longer reads the node id xdist rewrites.)
 """
 
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Markers by place (declared in pyproject.toml; ``make test-fast`` leaves out all four).
+
+    Every test in tests/browser/ drives JupyterLab in Chromium, and each starts kernels and takes
+    many seconds: ``browser``, ``kernel``, ``slow``. A notebook cell run by nbval runs in a kernel:
+    ``notebook``, ``kernel``. The other ``slow`` and ``kernel`` marks sit on the tests themselves.
+    """
+    browser = REPO / "tests" / "browser"
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if path.is_relative_to(browser):
+            for mark in (pytest.mark.browser, pytest.mark.kernel, pytest.mark.slow):
+                item.add_marker(mark)
+        elif path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+            item.add_marker(pytest.mark.kernel)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -213,6 +213,7 @@ def test_cancel_message_and_background_progress(demo, sent):
     assert "cancelled during the" in w.progress["message"]
 
 
+@pytest.mark.slow
 def test_background_job_fills_in_the_results_with_throttled_pushes(demo):
     exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", **FAST)
     w = ExplanationWidget(exp)
@@ -361,6 +362,7 @@ def test_report_samples_top_users_and_card_examples(exp):
 
 
 # ---------------------------------------------------------------- scale
+@pytest.mark.slow
 def test_payload_stays_small_for_a_million_users(exp, sent):
     big = scaled_explanation(exp, 1_000_000)
     w = ExplanationWidget(big)
@@ -369,9 +371,37 @@ def test_payload_stays_small_for_a_million_users(exp, sent):
     assert size < 300_000, f"widget state is {size:,} bytes"
     uid = str(big.sequences.users[123_456])
     big.sequences.user_index(uid if not uid.isdigit() else int(uid))  # build the id index once, as a session would
-    t = time.perf_counter()
-    w._on_message(w, {"type": "user", "id": uid, "request": 1})
-    seconds = time.perf_counter() - t
+    # Counted, not timed (benchmarks/bench_widget.py prints the latency): a drill-down is one user's
+    # work. Python calls as many as for the same user of a 1,000-user explanation (no loop over
+    # users), and memory less than one float per user (no per-user array beyond a mask).
+    import sys
+    import tracemalloc
+
+    small = scaled_explanation(exp, 1_000)
+    small.sequences.user_index(123)
+    few = ExplanationWidget(small)
+
+    def drill_down(widget, user, request):
+        calls = [0]
+
+        def count(frame, event, arg):
+            calls[0] += event in ("call", "c_call")
+
+        tracemalloc.start()
+        sys.setprofile(count)
+        try:
+            widget._on_message(widget, {"type": "user", "id": user, "request": request})
+        finally:
+            sys.setprofile(None)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        return calls[0], peak
+
+    drill_down(few, "7", 0)  # first calls fill caches (pandas, the rule texts) in both
+    drill_down(w, str(big.sequences.users[7]), 0)
+    few_calls, _ = drill_down(few, str(small.sequences.users[123]), 1)
+    calls, peak = drill_down(w, uid, 1)
     assert sent[-1]["ok"] and sent[-1]["detail"]["fired"] == big.user(int(uid)).fired
-    assert seconds < 1.0, f"drill-down took {seconds:.3f} s"  # the benchmark holds the 200 ms target
+    assert calls < 2 * few_calls, (calls, few_calls)
+    assert peak < 8 * big.sequences.n_users, f"a drill-down peaked at {peak / 1e6:.1f} MB"
     assert len(json.dumps(sent[-1])) < 200_000
