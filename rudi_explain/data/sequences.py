@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rudi_explain.data import coerce as _coerce
 from rudi_explain.data.alignment import name_users
+from rudi_explain.data.times import bad_time_cell, refuse_infinite_times
 from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError, UnknownUserError
 
 __all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE", "OTHER_CATEGORY", "MAX_CATEGORIES"]
@@ -92,6 +94,8 @@ def _user_ids(column: pd.Series, name: str) -> pd.Series:
     if pd.api.types.is_bool_dtype(dtype):
         refuse("boolean", column.iloc[0])
     if pd.api.types.is_integer_dtype(dtype):
+        if pd.api.types.is_unsigned_integer_dtype(dtype) and column.max() >= 2**63:
+            return column.astype(np.uint64)  # past int64: kept exact, as uint64
         return column.astype(np.int64)
     if pd.api.types.is_float_dtype(dtype):
         return whole(column)
@@ -104,7 +108,10 @@ def _user_ids(column: pd.Series, name: str) -> pd.Series:
         try:
             return column.astype(np.int64)
         except OverflowError:
-            refuse("oversized integer", max(column, key=abs))
+            try:
+                return column.astype(np.uint64)  # all in [0, 2**64): kept exact, as uint64
+            except OverflowError:
+                refuse("oversized integer", max(column, key=abs))
     if kind in ("floating", "mixed-integer-float"):
         return whole(column)
     if kind in ("mixed-integer", "mixed"):
@@ -422,7 +429,9 @@ class Sequences:
             dtype = frame[name].dtype
             if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or \
                     pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
-                inferred_cat.append(name)
+                # Numbers but for a few bad cells: numerical (the cells read as missing, with a warning).
+                numeric = numerical is None and _coerce.numbers_but_a_few(frame[name])
+                (inferred_num if numeric else inferred_cat).append(name)
             elif pd.api.types.is_numeric_dtype(dtype):
                 inferred_num.append(name)
             elif categorical is None and numerical is None:
@@ -433,8 +442,10 @@ class Sequences:
         if categorical is None:
             for name in inferred_cat:
                 _warn_if_mostly_numeric(frame, name, user)
+        maybe_codes = inferred_num if numerical is None else []
         categorical = list(categorical) if categorical is not None else inferred_cat
         numerical = list(numerical) if numerical is not None else inferred_num
+        _coerce.refuse_complex(frame, numerical)
         for name in categorical + numerical:
             if not isinstance(name, str):
                 raise InputTypeError(f"column names must be strings, got {name!r}")
@@ -442,6 +453,7 @@ class Sequences:
             raise InputError("a column is listed twice")
         if not categorical and not numerical:
             raise InputError("there is no categorical or numerical column to compute statistics of")
+        _coerce.warn_code_columns(frame, maybe_codes, categorical, numerical, stacklevel=4)
         return categorical, numerical
 
     @staticmethod
@@ -452,7 +464,7 @@ class Sequences:
             raise InputError(f"user column {name!r} has a missing user id at row {row!r}")
         column = _user_ids(column, name)
         codes, uniques = pd.factorize(column, sort=True)
-        users = np.asarray(uniques, dtype=np.int64 if pd.api.types.is_integer_dtype(column.dtype) else object)
+        users = np.asarray(uniques, dtype=column.dtype if pd.api.types.is_integer_dtype(column.dtype) else object)
         return codes.astype(np.int64, copy=False), users
 
     @staticmethod
@@ -473,21 +485,16 @@ class Sequences:
             missing = np.isnat(values)
         elif pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
             values = column.to_numpy(dtype=np.float64)
+            refuse_infinite_times(values, column, time)
             key = values
             missing = np.isnan(values)
         else:
             try:
                 values = pd.to_datetime(column, format="ISO8601").to_numpy(dtype="datetime64[ns]")
             except (ValueError, TypeError, OverflowError):
-                # Name the first value that does not parse, not the column's first value.
-                parsed = pd.to_datetime(column.map(lambda v: v if isinstance(v, str) else None),
-                                        format="ISO8601", errors="coerce")
-                bad_at = np.flatnonzero(parsed.isna().to_numpy() & column.notna().to_numpy())
-                i = int(bad_at[0]) if len(bad_at) else 0
+                # Name the cell at fault (its row and why), not the column's first value.
                 raise InputTypeError(
-                    f"time column {time!r} cannot be ordered: it has type {dtype} and the value "
-                    f"{_plain(column.iloc[i])!r} at row {_plain(column.index[i])!r} is not a time; "
-                    "use numbers, datetimes or ISO 8601 strings"
+                    f"time column {time!r} cannot be ordered: it has type {dtype} and {bad_time_cell(column, time)}"
                 ) from None
             key = values.view(np.int64)
             missing = np.isnat(values)
@@ -602,15 +609,8 @@ class Sequences:
             return column.to_numpy(dtype=np.float64)
         if pd.api.types.is_numeric_dtype(column.dtype):
             return _finite(column.to_numpy(dtype=np.float64, na_value=np.nan), name, users)
-        converted = pd.to_numeric(column, errors="coerce")
-        bad = converted.isna().to_numpy() & ~column.isna().to_numpy()
-        if bad.any():
-            i = np.flatnonzero(bad)[0]
-            raise InputError(
-                f"numerical column {name!r} has a non-numeric value {column.iloc[i]!r} "
-                f"(row {_plain(column.index[i])!r}, user {_plain(users.iloc[i])!r})"
-            )
-        return _finite(converted.to_numpy(dtype=np.float64, na_value=np.nan), name, users)
+        # A few cells that are not numbers read as missing, with one warning; more are refused.
+        return _finite(_coerce.read_numbers(column, name, users, stacklevel=4), name, users)
 
     # ------------------------------------------------------------- accessors
     @property
