@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import zipfile
 
 import pytest
@@ -15,11 +14,26 @@ from rudi_explain.statistics import Statistic
 HUGE = "Select(amount)" + " | Abs" * 200_000 + " | Mean"
 
 
-def test_a_huge_statistic_text_is_refused_at_once_naming_the_bound():
-    t = time.perf_counter()
+def _tokenized(monkeypatch) -> list[int]:
+    """The length of every text the tokenizer reads from now on (counted work, not seconds)."""
+    import rudi_explain.statistics.text as text_module
+
+    lengths: list[int] = []
+    real = text_module._tokens
+
+    def counting(text):
+        lengths.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(text_module, "_tokens", counting)
+    return lengths
+
+
+def test_a_huge_statistic_text_is_refused_at_once_naming_the_bound(monkeypatch):
+    tokenized = _tokenized(monkeypatch)
     with pytest.raises(ValueError, match=r"at most 10,000 characters; this one has 1,200,021") as err:
         Statistic.parse(HUGE)
-    assert time.perf_counter() - t < 0.5
+    assert tokenized == []  # refused on its length: not one token read
     assert isinstance(err.value, rx.RudiExplainError)
     assert "Select(amount) | Abs" in str(err.value)
 
@@ -36,7 +50,7 @@ def test_too_many_operators_are_refused_before_building_them():
     assert Statistic.parse(f"Select(amount) | RetainBy(card_type='{long_value}') | Sum").depth == 2
 
 
-def test_a_saved_file_with_a_huge_statistic_is_refused_quickly(tmp_path):
+def test_a_saved_file_with_a_huge_statistic_is_refused_quickly(tmp_path, monkeypatch):
     path = tiny_payments(60).save(tmp_path / "exp.rudi")
     bad = tmp_path / "huge.rudi"
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w", zipfile.ZIP_DEFLATED) as dst:
@@ -48,10 +62,10 @@ def test_a_saved_file_with_a_huge_statistic_is_refused_quickly(tmp_path):
                 data = json.dumps(meta).encode()
             dst.writestr(name, data)
     assert bad.stat().st_size < 100_000  # compresses about 1000:1
-    t = time.perf_counter()
+    tokenized = _tokenized(monkeypatch)
     with pytest.raises(ValueError, match=r"huge\.rudi is damaged: field 'statistics': .*at most 10,000 characters"):
         rx.load(bad)
-    assert time.perf_counter() - t < 2.0
+    assert all(n <= 10_000 for n in tokenized), tokenized  # the huge text is refused unread
 
 
 @pytest.mark.parametrize("text, message", [
