@@ -57,9 +57,9 @@ def _rules_sql(exp, table: str = "events", dialect: str = "duckdb", user: str | 
     """The rules as one SELECT scoring every user of ``table`` (a dot separates schema and table)."""
     seqs = exp.sequences
     schema = Schema.of(seqs)
-    ref = reference_time
-    if ref is not None and schema.time_unit == "number":
-        ref = float(ref)
+    ref: str | float | None = reference_time
+    if reference_time is not None and schema.time_unit == "number":
+        ref = float(reference_time)
     return exp.rules.to_sql(table=tuple(table.split(".")), user=user or seqs.user_column,
                             time=time or seqs.time_column, dialect=dialect, literals=exp.literals,
                             include_literals=include_literals, schema=seqs, vocabularies=exp.literals.vocabularies,
@@ -168,9 +168,11 @@ def _print_planted(exp, demo, seqs) -> None:
                         r = abs(float(np.corrcoef(a[ok], b[ok])[0, 1]))
                         if r > best:
                             best, best_stat = r, stat
-        hit = best >= 0.95
-        named += hit
-        found = f"named as '{best_stat.describe(None, seqs)}' (r = {best:.2f})" if hit else f"not named (best r = {best:.2f})"
+        if best_stat is not None and best >= 0.95:
+            named += 1
+            found = f"named as '{best_stat.describe(None, seqs)}' (r = {best:.2f})"
+        else:
+            found = f"not named (best r = {best:.2f})"
         lines.append(f"  {planted.describe(None, seqs)}: {found}")
     print(f"planted statistics named in the rules: {named} of {len(demo.planted)}")
     print("\n".join(lines))

@@ -37,7 +37,7 @@ def design_matrix(values: np.ndarray | Sequence[np.ndarray], means: np.ndarray |
     else:
         X = np.column_stack([np.asarray(v, dtype=np.float64).reshape(len(v), -1) for v in values])
     finite = np.isfinite(X)
-    defined = finite.any(axis=1)
+    defined: np.ndarray = np.asarray(finite.any(axis=1))
     if means is None:
         with np.errstate(invalid="ignore"):
             counts = finite.sum(axis=0)

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
-from rudi_explain.exceptions import InputError
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
+from rudi_explain.validation import check_whole
 
 __all__ = ["DemoData", "make_payments", "make_edits", "train_demo_gru", "make_demo_pipeline"]
 
@@ -144,8 +144,7 @@ def make_payments(n_users: int = 5000, random_state: int | None = 0) -> DemoData
     -------
     DemoData
     """
-    if not isinstance(n_users, (int, np.integer)) or n_users < 1:
-        raise InputError(f"n_users must be a positive whole number, got {n_users!r}")
+    check_whole(n_users, "n_users", min_value=1)
     rng = np.random.default_rng(random_state)
     lengths = _lengths(rng, n_users, median=33)
     owner = np.repeat(np.arange(n_users), lengths)
@@ -230,8 +229,7 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
     The planted risk is ``3 share(reverted) + 0.15 (reverted user_talk edits)
     + 1.0 [a revert among the first 5 non-article edits] - 1.5``.
     """
-    if not isinstance(n_users, (int, np.integer)) or n_users < 1:
-        raise InputError(f"n_users must be a positive whole number, got {n_users!r}")
+    check_whole(n_users, "n_users", min_value=1)
     rng = np.random.default_rng(random_state)
     lengths = _lengths(rng, n_users, median=20)
     owner = np.repeat(np.arange(n_users), lengths)

@@ -7,7 +7,10 @@ is the area under the ROC curve with ties counted as one half.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from rudi_explain.correlation import multiple_correlation
@@ -63,7 +66,7 @@ def _count_increasing_pairs(values: np.ndarray) -> int:
         return 0
     n_bits = max(1, int(values.max()).bit_length())
     dtype = np.int32 if n < 2**31 - 1 else np.int64
-    vals = values.astype(dtype)
+    vals: npt.NDArray[np.signedinteger[Any]] = values.astype(dtype)
     new_group = np.empty(n, dtype=bool)
     total = 0
     for b in range(n_bits - 1, -1, -1):
@@ -72,7 +75,7 @@ def _count_increasing_pairs(values: np.ndarray) -> int:
         np.not_equal(prefix[1:], prefix[:-1], out=new_group[1:])
         bit = (vals >> b) & 1
         zero = 1 - bit
-        zeros_before = np.cumsum(zero, dtype=dtype)
+        zeros_before: npt.NDArray[np.signedinteger[Any]] = np.cumsum(zero, dtype=dtype)
         zeros_before -= zero
         # zeros_before is non-decreasing, so a running max of its values at
         # group starts gives each element its own group's start value.

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from rudi_explain.exceptions import InputError
+from rudi_explain.exceptions import InputError, StateError
 
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
            "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
@@ -221,8 +221,8 @@ class LiteralInfo:
         they count as below (the literal holds for them).
         """
         i = lit.index
-        words = self.base[i]
-        kind = self.kind[i]
+        words = self._base()[i]
+        kind = self._kinds()[i]
         t = self._t(i)
         zero = self.thresholds[i] == 0
         if kind == "binary" or (kind == "count" and zero):
@@ -260,20 +260,33 @@ class LiteralInfo:
         """``low`` is ``x > a``, ``high`` is ``NOT x > b`` with a < b."""
         if self.has_words:
             i, j = low.index, high.index
-            words = self.base[i]
-            if self.kind[i] == "share":
+            words = self._base()[i]
+            kind = self._kinds()[i]
+            if kind == "share":
                 return f"{words} is more than {_percent(self._t(i))}% and at most {_percent(self._t(j))}%"
-            if self.kind[i] == "count" and self.thresholds[j] == self.thresholds[i] + 1:
+            if kind == "count" and self.thresholds[j] == self.thresholds[i] + 1:
                 return f"{words} is exactly {self._t(j)}"
             return f"{words} is more than {self._t(i)} and at most {self._t(j)}{self._unit(i)}"
         return self.notation_interval(low, high)
 
     def notation_interval(self, low: Lit, high: Lit) -> str:
-        return f"{self._t(low.index)} < {self.base[low.index]} <= {self._t(high.index)}"
+        return f"{self._t(low.index)} < {self._base()[low.index]} <= {self._t(high.index)}"
 
     def _unit(self, i: int) -> str:
         """" EUR" after a threshold of literal ``i``, "" without a unit."""
         return f" {self.unit[i]}" if self.unit is not None and self.unit[i] else ""
+
+    def _base(self) -> list:
+        """The words of each literal's value; intervals and sentences need them."""
+        if self.base is None:
+            raise StateError("these literals are plain names: no words for their values")
+        return self.base
+
+    def _kinds(self) -> list:
+        """The kind of each literal's value; sentences need them."""
+        if self.kind is None:
+            raise StateError("these literals are plain names: no kinds for their values")
+        return self.kind
 
     def _t(self, i: int) -> str:
         if self.threshold_text is not None:
@@ -423,7 +436,8 @@ def simplify(f: Formula, info: LiteralInfo) -> Formula:
         else:
             others.append(c)
     merged_lits: list[Lit] = [c for c in others if isinstance(c, Lit)]
-    subs = [c for c in others if not isinstance(c, Lit)]
+    # The constants are gone (the absorbing one returned, the neutral one dropped): the rest is And / Or.
+    subs = [c for c in others if isinstance(c, (And, Or))]
     for group in by_col.values():
         m = _merge_column(group, conj, info)
         if isinstance(m, Const):
@@ -431,7 +445,7 @@ def simplify(f: Formula, info: LiteralInfo) -> Formula:
         merged_lits.extend(m)
     # absorption: in an AND, a sub-OR implied by a sibling literal is true;
     # in an OR, a sub-AND implying a sibling literal is redundant.
-    kept_subs = []
+    kept_subs: list[And | Or] = []
     for s in subs:
         s_lits = [c for c in s.children if isinstance(c, Lit)]
         if conj:
@@ -440,7 +454,7 @@ def simplify(f: Formula, info: LiteralInfo) -> Formula:
             redundant = any(_implies(b, a, info) for a in merged_lits for b in s_lits)
         if not redundant and s not in kept_subs:
             kept_subs.append(s)
-    kids = sorted(merged_lits + kept_subs, key=_sort_key)
+    kids = sorted([*merged_lits, *kept_subs], key=_sort_key)
     if not kids:
         return neutral
     if len(kids) == 1:

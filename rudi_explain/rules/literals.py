@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import LiteralInfo, format_threshold
 from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
+from rudi_explain.validation import check_whole
 
 __all__ = ["Literals"]
 
@@ -281,10 +282,10 @@ class Literals:
         keep their meaning over the new one; the outputs and their metadata
         are shared. Used by :func:`rudi_explain.rules.refine.refine_thresholds`.
         """
-        column = np.asarray(column, dtype=np.int64).reshape(-1)
-        thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+        new_column = np.asarray(column, dtype=np.int64).reshape(-1)
+        new_thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
         return type(self)(
-            np.concatenate([self.column, column]), np.concatenate([self.thresholds, thresholds]),
+            np.concatenate([self.column, new_column]), np.concatenate([self.thresholds, new_thresholds]),
             self.output_names, self.output_descriptions, self.output_statistic, self.output_index,
             self.output_undefined, statistics=self.statistics, vocabularies=self.vocabularies,
             output_kind=self.output_kind, output_undefined_words=self.output_undefined_words,
@@ -415,17 +416,25 @@ class Literals:
             threshold_text=list(self.threshold_text),
             kind=[self.output_kind[c] for c in self.column],
             undefined_words=[self.output_undefined_words[c] for c in self.column],
-            pipeline=[self._pipeline_text(c) for c in self.column],
+            pipeline=[self.pipeline_text(int(c)) for c in self.column],
             minimum=self.output_min[self.column].copy(),
             unit=[self.output_unit[c] for c in self.column],
         )
 
-    def _pipeline_text(self, c: int) -> str:
-        """The statistic output in notation, for hover text and tables."""
+    def pipeline_text(self, c: int) -> str:
+        """Statistic output ``c`` in notation, for hover text and tables.
+
+        ``"Select(amount) | Sum"``, or ``"Select(channel) | Mean [channel=online]"`` for one
+        output of a vector-valued statistic; the output's name where the statistics are unknown.
+        """
+        c = int(c)
         if self.statistics is None:
             return self.output_names[c]
-        text = str(self.statistics[self.output_statistic[c]])
+        text = str(self.statistics[int(self.output_statistic[c])])
         return text if self.output_names[c] == text else f"{text} [{self.output_names[c]}]"
+
+    #: The former private name, while the views and the audit move to :meth:`pipeline_text`.
+    _pipeline_text = pipeline_text
 
     # ------------------------------------------------------------ persistence
 
@@ -589,8 +598,7 @@ def _binarize(
     n, p = V.shape
     if n == 0:
         raise InputError("need at least one user to place thresholds")
-    if isinstance(n_quantiles, bool) or not isinstance(n_quantiles, (int, np.integer)) or n_quantiles < 1:
-        raise InputError(f"n_quantiles must be a whole number >= 1, got {n_quantiles!r}")
+    check_whole(n_quantiles, "n_quantiles", min_value=1)
     if not 0 <= move_tolerance < 0.5:
         raise InputError(f"move_tolerance must lie in [0, 0.5), got {move_tolerance!r}")
     percentiles = np.linspace(0, 100, n_quantiles + 1)

@@ -47,6 +47,7 @@ from rudi_explain.rules.formula import (
     simplify,
 )
 from rudi_explain.rules.ruleset import Rule, RuleSet
+from rudi_explain.validation import check_whole
 
 __all__ = ["PruningPath", "prune_rules", "fold_bands", "MAX_RULES", "MAX_LITERALS", "TOLERANCE"]
 
@@ -109,7 +110,8 @@ class PruningPath:
         """JSON-ready, without the literal table (give it back to :meth:`from_dict`)."""
         def rules_of(rs: RuleSet) -> dict:
             return {"intercept": rs.intercept,
-                    "rules": [{"formula": formula_to_json(r.formula), "weight": r.weight} for r in rs]}
+                    "rules": [{"formula": formula_to_json(r.formula), "weight": r.weight}
+                              for r in rs.formula_rules()]}
 
         return {"format": "rudi-explain/pruning", "version": 1, "unpruned": rules_of(self.unpruned),
                 "rule_sets": [rules_of(rs) for rs in self.rule_sets], "n_rules": self.n_rules.tolist(),
@@ -147,8 +149,7 @@ class PruningPath:
 
     def index_of(self, k: int) -> int:
         """Index of the point with ``k`` rules (see :meth:`at`)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise InputError(f"the number of rules must be a whole number >= 1, got {k!r}")
+        check_whole(k, "the number of rules", min_value=1)
         fits = np.flatnonzero(self.n_rules <= k)
         if not fits.size:
             raise InputError(f"no point of the curve has {k} rules or fewer (smallest: {self.n_rules.min()})")
@@ -198,11 +199,12 @@ def fold_bands(rules: RuleSet, Z: np.ndarray) -> RuleSet:
     if not fold:
         return rules
     folded = {k for ks in fold.values() for k in ks}
-    formulas: list[Formula] = [r.formula for k, r in enumerate(rules) if k not in folded]
-    weights: list[float] = [r.weight for k, r in enumerate(rules) if k not in folded]
+    rule_list = rules.formula_rules()
+    formulas: list[Formula] = [r.formula for k, r in enumerate(rule_list) if k not in folded]
+    weights: list[float] = [r.weight for k, r in enumerate(rule_list) if k not in folded]
     intercept = rules.intercept
     for c, ks in fold.items():
-        used = sorted({lit.index for k in ks for lit in formula_literals(rules[k].formula)},
+        used = sorted({lit.index for k in ks for lit in formula_literals(rule_list[k].formula)},
                       key=lambda i: info.thresholds[i])
         m = len(used)
         # band b: the value exceeds the b lowest thresholds and no others (band 0 also holds undefined users)
@@ -211,7 +213,7 @@ def fold_bands(rules: RuleSet, Z: np.ndarray) -> RuleSet:
             B[b, used[:b]] = True
         net = np.zeros(m + 1)
         for k in ks:
-            net += rules[k].weight * rules[k].fires(B)
+            net += rule_list[k].weight * rule_list[k].fires(B)
         band_of_user = Z[:, used].sum(axis=1)  # nested literals: how many hold is the band
         base = int(np.argmax(np.bincount(band_of_user, minlength=m + 1)))
         intercept += net[base]
@@ -343,9 +345,8 @@ def prune_rules(
         raise InputError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
     if is_valid.sum() < 2 or (~is_valid).sum() < 2:
         raise InputError("pruning needs at least 2 validation users and 2 fitting users")
-    for name, value in (("max_rules", max_rules), ("max_literals", max_literals)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
+    check_whole(max_rules, "max_rules", min_value=1)
+    check_whole(max_literals, "max_literals", min_value=1)
     settings = {"max_rules": int(max_rules), "max_literals": int(max_literals), "tolerance": float(tolerance)}
     literals = rules.literals if rules.literals is not None else rules.info
     yv = y[is_valid]
@@ -355,7 +356,7 @@ def prune_rules(
         return PruningPath(rules, [rules], np.array([len(rules)]), np.array([fid_unpruned]), fid_unpruned, 0,
                            settings)
     folded = fold_bands(rules, Z[~is_valid])
-    state = _State([r.formula for r in folded], folded.weights, folded.intercept, Z)
+    state = _State(folded.formulas, folded.weights, folded.intercept, Z)
     info = rules.info
 
     def valid_fid(scores: np.ndarray) -> float:
@@ -365,21 +366,20 @@ def prune_rules(
     for k in range(len(state.formulas)):
         while len(formula_literals(state.formulas[k])) > max_literals:
             base = _sum_scores(state.intercept, state.F, state.weights, skip=k)
-            best = None
+            tried: list[tuple[float, Formula, np.ndarray]] = []
             for pos in range(len(formula_literals(state.formulas[k]))):
                 g = simplify(_drop_leaf(state.formulas[k], pos), info)
                 fires = np.ones(Z.shape[0], dtype=bool) if g == TRUE else \
                     np.zeros(Z.shape[0], dtype=bool) if g == FALSE else _fires(g, Z)
-                f = valid_fid(base + state.weights[k] * fires)
-                if best is None or f > best[0]:
-                    best = (f, g, fires)
-            state.formulas[k], state.F[:, k] = best[1], best[2]
+                tried.append((valid_fid(base + state.weights[k] * fires), g, fires))
+            _, best_formula, best_fires = max(tried, key=lambda t: t[0])  # the first of the best
+            state.formulas[k], state.F[:, k] = best_formula, best_fires
     # constant or repeated formulas after trimming: back through from_formulas
     merged = RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals)
-    state = _State([r.formula for r in merged], merged.weights, merged.intercept, Z)
+    state = _State(merged.formulas, merged.weights, merged.intercept, Z)
 
     points = [merged]
-    fids = [valid_fid(state.scores())]
+    fid_list = [valid_fid(state.scores())]
     fit_rows = ~is_valid
     while len(state.formulas) > 1:
         # which rule to drop: judged on every training user (800 validation users alone are
@@ -401,9 +401,9 @@ def prune_rules(
         if refit > without:
             state.intercept, state.weights = b, w
         points.append(RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals))
-        fids.append(max(refit, without))
+        fid_list.append(max(refit, without))
     n_rules = np.array([len(p) for p in points])
-    fids = np.array(fids)
+    fids = np.array(fid_list)
     # Within the tolerance on validation users, and on all training users too: 800 validation
     # users alone let a point with two rules fewer pass by luck (it lost 0.011 held out on the demo).
     fids_all = np.array([fidelity(y, p.score(Z)) for p in points])

@@ -36,6 +36,7 @@ from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_thresho
 from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import swap_path
+from rudi_explain.validation import check_whole
 
 __all__ = ["refine_thresholds", "refine_default", "prune_and_refine", "N_CANDIDATES", "N_GLOBAL"]
 
@@ -254,13 +255,12 @@ def refine_thresholds(
         raise InputError(f"V {V.shape}, y {y.shape} and is_valid {is_valid.shape} must describe the same users "
                          f"and the {literals.n_outputs} outputs of the literal table")
     for name, value, low in (("n_candidates", n_candidates, 1), ("n_global", n_global, 0), ("passes", passes, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
+        check_whole(value, name, min_value=low)
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
     grid = _Grid(literals, V, int(n_candidates), int(n_global), move_tolerance)
-    formulas = [r.formula for r in rules]
+    formulas = rules.formulas
     # work in standard units: scores of any size (1e300) must not overflow a sum of squares
     center, scale = _standard_units(y[fit_rows])
     weights = rules.weights.astype(np.float64) / scale
@@ -350,8 +350,8 @@ def refine_default(path: PruningPath, V: np.ndarray, y: np.ndarray, is_valid: np
     if after is before:
         return path
     valid = np.flatnonzero(np.asarray(is_valid, dtype=bool))
-    Z_valid = after.literals.transform_values(np.asarray(V, dtype=np.float64)[valid])
-    table = after.literals
+    table = after.literal_table()
+    Z_valid = table.transform_values(np.asarray(V, dtype=np.float64)[valid])
     path.unpruned = path.unpruned.with_literals(table)
     path.rule_sets = [after if i == path.default else rs.with_literals(table) for i, rs in enumerate(path.rule_sets)]
     path.fidelity_valid = np.asarray(path.fidelity_valid, dtype=np.float64).copy()
@@ -404,7 +404,7 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     literals = rules.literals
 
     def path_of(start: RuleSet) -> PruningPath:
-        return prune_rules(start, start.literals.transform_values(V), y, is_valid, max_rules=max_rules,
+        return prune_rules(start, start.literal_table().transform_values(V), y, is_valid, max_rules=max_rules,
                            max_literals=max_literals)
 
     def swapped(path: PruningPath) -> PruningPath:

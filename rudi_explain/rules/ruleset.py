@@ -179,7 +179,7 @@ class RuleSet:
         literals: Any = None,
         n_literals: int | None = None,
     ):
-        self.literals = literals if _is_literals_table(literals) else None
+        self.literals: Literals | None = literals if _is_literals_table(literals) else None
         self.info = literal_info(literals, n_literals)
         self.rules = list(rules)
         self.intercept = float(intercept)
@@ -277,6 +277,35 @@ class RuleSet:
     def max_literals(self) -> int:
         return max(self.n_literals, default=0)
 
+    def literal_table(self) -> Literals:
+        """The :class:`~rudi_explain.rules.literals.Literals` table of the rules.
+
+        Raises
+        ------
+        InputError
+            Rules over plain literal names, without a table.
+        """
+        if self.literals is None:
+            raise InputError("these rules are over literal names, not a Literals table: give the table")
+        return self.literals
+
+    def formula_rules(self) -> list[Rule]:
+        """The rules over literals, in order: what pruning, threshold refinement and swaps work on.
+
+        Raises
+        ------
+        InputError
+            A rule set of linear terms, which has no formulas.
+        """
+        if self.linear:
+            raise InputError("a rule set of linear terms of statistics has no formulas over literals")
+        return [r for r in self.rules if isinstance(r, Rule)]
+
+    @property
+    def formulas(self) -> list[Formula]:
+        """The formula of each rule, in order (see :meth:`formula_rules`)."""
+        return [r.formula for r in self.formula_rules()]
+
     @property
     def weights(self) -> np.ndarray:
         return np.array([r.weight for r in self.rules], dtype=np.float64)
@@ -361,6 +390,7 @@ class RuleSet:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict; :meth:`from_dict` reads it back."""
+        lit: dict[str, Any]
         if self.literals is not None:
             lit = {"literals": self.literals.to_dict()}
         else:

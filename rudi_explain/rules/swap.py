@@ -28,6 +28,7 @@ from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Lit, literal_info, simplify
 from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.validation import check_whole
 
 __all__ = ["swap_rules", "swap_path", "N_PAIRS", "MAX_USERS"]
 
@@ -59,7 +60,7 @@ def _best_condition(r: np.ndarray, Zf: np.ndarray, n_pairs: int) -> tuple[float,
     c = Zf.sum(axis=0)
     single = _gain(s, c, n)
     best_single = int(np.argmax(single))
-    best = (float(single[best_single]), (Lit(best_single),))
+    best: tuple[float, tuple[Lit, ...]] = (float(single[best_single]), (Lit(best_single),))
     usable = np.flatnonzero((c > 0) & (c < n))
     if usable.size < 2:
         return best
@@ -96,7 +97,7 @@ def _as_bands(formulas: list, Z: np.ndarray, y: np.ndarray, n_max: int, literals
     folded = fold_bands(RuleSet.from_formulas(formulas, w, b, literals=literals), Z)
     if len(folded) <= n_max:
         return folded  # the refitted weights, folded: the same scores
-    kept = [r.formula for r in folded]
+    kept = folded.formulas
     F = np.column_stack([_fires(f, Z) for f in kept])
     while len(kept) > n_max:
         sse = []
@@ -155,9 +156,8 @@ def swap_rules(
     is_valid = np.asarray(is_valid, dtype=bool)
     if Z.shape[0] != y.size or is_valid.shape != y.shape:
         raise InputError(f"Z has {Z.shape[0]} users, y {y.size}, is_valid {is_valid.size}: they must line up")
-    for name, value, low in (("n_pairs", n_pairs, 2), ("passes", passes, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
+    check_whole(n_pairs, "n_pairs", min_value=2)
+    check_whole(passes, "passes", min_value=0)
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
@@ -169,7 +169,7 @@ def swap_rules(
     # standard units: scores of any size must not overflow a sum of squares
     center, scale = _standard_units(y[fit_rows])
     yf = (y[fit_rows] - center) / scale
-    formulas = [r.formula for r in rules]
+    formulas = rules.formulas
     F = np.column_stack([_fires(f, Zb) for f in formulas])
     intercept, weights = _refit(F, yf)
     changed_any = False
@@ -199,7 +199,7 @@ def swap_rules(
     rows = np.flatnonzero(~is_valid)
     literals = rules.literals if rules.literals is not None else rules.info
     swapped = _as_bands(formulas, Z[rows], (y[rows] - center) / scale, len(rules), literals)
-    swapped = RuleSet.from_formulas([r.formula for r in swapped], swapped.weights * scale,
+    swapped = RuleSet.from_formulas(swapped.formulas, swapped.weights * scale,
                                     swapped.intercept * scale + center, literals=literals)
     valid = np.flatnonzero(is_valid)
     before = fidelity(y[valid], rules.score(Z[valid]))

@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -288,7 +288,7 @@ class _StatisticCompiler:
             raise self.fail(op, "standard SQL has no portable timestamp arithmetic; use dialect='duckdb' or 'spark'")
         return unit
 
-    def reference(self, unit: str, src: str) -> str:
+    def reference(self, unit: str | None, src: str) -> str:
         ref = self.o.reference_time
         if ref is None:
             return f"(SELECT MAX({self.o.q('_t')}) FROM {src})"
@@ -358,8 +358,10 @@ class _StatisticCompiler:
         groups = list(self.vocabulary(group, ops[-2])) if group is not None else [None]
         selected = stat.selected
         one_hot = (selected != ANY_COLUMN and not agg.ignores_selection and self.is_categorical(selected))
-        v = None
-        if selected != ANY_COLUMN and not agg.ignores_selection:
+        v = ""  # the selected values; none for an aggregation that ignores the selection
+        if not agg.ignores_selection:
+            if selected == ANY_COLUMN:
+                raise self.fail(agg, "needs a selected column: Select(*) goes with Count and the time aggregations")
             if one_hot:
                 v = self.column(selected, "categorical")
                 categories = list(self.vocabulary(selected, agg))
@@ -373,8 +375,8 @@ class _StatisticCompiler:
             if o.time is None and o.event_order is None:
                 raise self.fail(agg, "needs an event order: pass time= or event_order=")
             # The first defined value: rank among the defined values only.
-            part = partition + ([] if one_hot else [f"CASE WHEN {v} IS NULL THEN 1 ELSE 0 END"])
-            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(part)} ORDER BY {', '.join(order_keys)}) "
+            defined_first = partition + ([] if one_hot else [f"CASE WHEN {v} IS NULL THEN 1 ELSE 0 END"])
+            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(defined_first)} ORDER BY {', '.join(order_keys)}) "
                            f"AS {q('_fr')}")
         if isinstance(agg, Percentile) and not one_hot:
             windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(partition)}, CASE WHEN {v} IS NULL THEN 1 "
@@ -429,14 +431,14 @@ class _StatisticCompiler:
                 expr = d(f"COALESCE({n}, 0)")
             elif one_hot:
                 n_all = part(f"COUNT({_when(cond, '1')})" if cond else "COUNT(*)")
-                hit = f"{v} = {o.s(c)}"
+                hit = f"{v} = {o.s(cast(str, c))}"  # one-hot: every cell has its category
                 if isinstance(agg, First):
                     first = part(f"MAX({_when(cond + [q('_fr') + ' = 1'], f'CASE WHEN {hit} THEN 1 ELSE 0 END')})")
                     expr = d(first)
                 else:
                     cnt = part(f"COUNT({_when(cond + [hit], '1')})")
                     nd, cd = d(f"COALESCE({n_all}, 0)"), d(f"COALESCE({cnt}, 0)")
-                    expr = self.onehot(agg, nd, cd, frac_of if isinstance(agg, Percentile) else None)
+                    expr = self.onehot(agg, nd, cd)
             else:
                 val = _when(cond, v)
                 exact = self.ordered_values(val, order_keys) if isinstance(agg, (Mean, Sum, Std)) else None
@@ -526,7 +528,7 @@ class _StatisticCompiler:
         return (f"CASE WHEN {defined} THEN CASE WHEN {frac} >= {float_literal(0.5)} "
                 f"THEN {b} - ({b} - {a}) * ({float_literal(1.0)} - {frac}) ELSE {a} + ({b} - {a}) * {frac} END END")
 
-    def onehot(self, agg, n: str, c: str, frac_of: float | None) -> str:
+    def onehot(self, agg, n: str, c: str) -> str:
         """The engine's closed forms over the counts of a 0/1 indicator (``reduce_onehot``)."""
         zero, one = float_literal(0.0), float_literal(1.0)
         defined = f"{n} > {zero}"
@@ -544,7 +546,7 @@ class _StatisticCompiler:
             var = f"({c} - {c} * {c} / {n}) / ({n} - {one})"
             return f"CASE WHEN {n} >= {float_literal(2.0)} THEN SQRT(CASE WHEN {var} > {zero} THEN {var} ELSE {zero} END) END"
         if isinstance(agg, Percentile):
-            rank = f"({n} - {one}) * {float_literal(frac_of)}"
+            rank = f"({n} - {one}) * {float_literal(float(agg.k) / 100.0)}"  # as the engine: (n - 1) * (k / 100.0)
             lo = f"FLOOR({rank})"
             hi = f"CASE WHEN {lo} + {one} < {n} - {one} THEN {lo} + {one} ELSE {n} - {one} END"
             zeros = f"({n} - {c})"
@@ -579,6 +581,8 @@ class _StatisticCompiler:
 
     def time_expr(self) -> str:
         o = self.o
+        if o.time is None:
+            raise self.fail(self.stat.aggregation, "needs a time column: pass time=")
         raw = o.q(o.time)
         unit = o.time_unit
         stat = self.stat

@@ -40,6 +40,7 @@ import pandas as pd
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, MissingFileError
 from rudi_explain.sql.statistics import quote_identifier, quote_string, statistics_sql
+from rudi_explain.validation import check_whole
 
 __all__ = ["EventTable", "DEFAULT_SAMPLE_USERS", "is_event_source", "as_event_table", "within_sample"]
 
@@ -115,8 +116,7 @@ class EventTable:
                  memory_limit: str | None = None, threads: int | None = None,
                  config: dict[str, Any] | None = None) -> None:
         duckdb = _duckdb()
-        if isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer)) or n_users < 1:
-            raise InputError(f"n_users must be a whole number >= 1, got {n_users!r}")
+        check_whole(n_users, "n_users", min_value=1)
         self.user, self.time, self.n_users = user, time, int(n_users)
         self.event_order = event_order
         self.source = source
@@ -222,7 +222,7 @@ class EventTable:
         rng = np.random.default_rng(random_state)
         return users[np.sort(rng.choice(len(users), size=n, replace=False))]
 
-    def read(self, users: Sequence[Any] | None = None) -> pd.DataFrame:
+    def read(self, users: Sequence[Any] | np.ndarray | None = None) -> pd.DataFrame:
         """The events of ``users`` (all users: None) as a DataFrame, in (user, time, input) order."""
         q = quote_identifier
         order = [q(self.user)] + ([q(self.time)] if self.time else []) + ([q(self.event_order)] if self.event_order else [])

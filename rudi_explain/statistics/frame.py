@@ -56,6 +56,10 @@ class EventFrame:
     def __len__(self) -> int:
         return len(self.segment)
 
+    def event_positions(self) -> np.ndarray:
+        """Positions of the events left, in the current order (every position when ``positions`` is None)."""
+        return np.arange(self.seqs.n_events, dtype=np.int64) if self.positions is None else self.positions
+
     def codes(self, column: str) -> np.ndarray:
         """Category codes of the events left."""
         codes = self.seqs.codes[column]

@@ -57,7 +57,7 @@ class Schema:
             raise InputTypeError(f"expected Sequences or Schema, got {type(data).__name__}")
         times = getattr(data, "times", None)
         time = getattr(data, "time_column", None) if times is not None else None
-        time_unit = None if time is None else ("datetime" if times.dtype.kind in "mM" else "number")
+        time_unit = None if time is None or times is None else ("datetime" if times.dtype.kind in "mM" else "number")
         values = getattr(data, "values", {})
         signed = frozenset(c for c in numerical if c in values and bool(np.any(values[c] < 0)))
         schema = cls(dict(vocab), tuple(numerical), time=time, time_unit=time_unit, signed=signed)

@@ -34,6 +34,7 @@ from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics import kernels
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
+from rudi_explain.validation import check_real, check_whole
 
 __all__ = [
     "Operator",
@@ -313,8 +314,7 @@ class Top(RowOperator):
     name: ClassVar[str] = "Top"
 
     def __post_init__(self):
-        if not isinstance(self.k, (int, np.integer)) or isinstance(self.k, bool) or self.k < 1:
-            raise InputError(f"Top(k) needs a whole number k >= 1, got {self.k!r}")
+        check_whole(self.k, "Top(k)", min_value=1)
 
     def arguments(self):
         return [str(self.k)]  # always written, Top(5) included
@@ -599,8 +599,7 @@ class Percentile(Aggregation):
     sorted_input: ClassVar[bool] = True
 
     def __post_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, float, np.number)) or not 0 <= self.k <= 100:
-            raise InputError(f"Percentile(k) needs 0 <= k <= 100, got {self.k!r}")
+        check_real(self.k, "Percentile(k)", min_value=0, max_value=100)
 
     def arguments(self):
         k = self.k

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -106,11 +107,11 @@ class Statistic:
     @property
     def selected(self) -> str:
         """The selected column."""
-        return self.operators[0].column
+        return cast(Select, self.operators[0]).column
 
     @property
     def aggregation(self) -> Aggregation:
-        return self.operators[-1]
+        return cast(Aggregation, self.operators[-1])
 
     @property
     def group(self) -> str | None:
@@ -183,8 +184,8 @@ class Statistic:
             if len(idx) and (idx.min() < 0 or idx.max() >= seqs.n_users):
                 raise IndexOutOfRange(f"user indices must lie in [0, {seqs.n_users})")
             frame = EventFrame.batch(seqs, idx)
-        for op in self.operators[1:-1]:
-            frame = op.apply(frame)
+        for op in self.operators[1:-1]:  # row operators, then maybe GroupBy
+            frame = cast("RowOperator | GroupBy", op).apply(frame)
         return _aggregate(self.aggregation, self.selected, frame)
 
     def n_outputs(self, data: Sequences | Schema) -> int:
@@ -298,7 +299,8 @@ def _invalid_reason(operators: Sequence[Operator], schema: Schema) -> str | None
 
 def _validate_cached(stat: Statistic, seqs: Sequences) -> None:
     # The search evaluates the same statistics thousands of times: check once per data.
-    cache = seqs._cache.setdefault("validated", set())
+    layout_cache: dict[Any, Any] = seqs._cache  # the layout's cache holds more than arrays
+    cache = layout_cache.setdefault("validated", set())
     if stat not in cache:
         stat.validate(seqs)
         cache.add(stat)

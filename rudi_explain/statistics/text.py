@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.statistics.bounds import check_operator_count, check_text_length
@@ -30,7 +31,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
         if m is None:
             raise InputError(f"cannot read {_short(text)}: unexpected character {text[i:].lstrip()[:1]!r} "
                              f"at position {i}")
-        kind = m.lastgroup
+        kind = cast(str, m.lastgroup)  # every alternative of the pattern is a named group
         value = m.group(kind)
         if kind == "string":
             value = ast.literal_eval(value)

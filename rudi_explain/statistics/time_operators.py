@@ -17,7 +17,6 @@ own units for a numerical one. Every kernel works on all users at once.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from rudi_explain.statistics import kernels
 from rudi_explain.statistics.frame import EventFrame
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import Aggregation, RowOperator, register_operator
+from rudi_explain.validation import check_real
 
 __all__ = [
     "Within",
@@ -69,11 +69,17 @@ def _number_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
-def _event_times(frame: EventFrame) -> np.ndarray:
-    """Times of the events left, as int64 nanoseconds (datetime, timedelta) or float."""
-    times = frame.seqs.times
+def _times(seqs: Sequences) -> np.ndarray:
+    """The time column of the layout; an error if it has none."""
+    times = seqs.times
     if times is None:
         raise InputError("time operators need a time column, and these sequences have none")
+    return times
+
+
+def _event_times(frame: EventFrame) -> np.ndarray:
+    """Times of the events left, as int64 nanoseconds (datetime, timedelta) or float."""
+    times = _times(frame.seqs)
     if times.dtype.kind in "mM":
         times = times.view(np.int64)
     return times if frame.positions is None else times[frame.positions]
@@ -81,17 +87,18 @@ def _event_times(frame: EventFrame) -> np.ndarray:
 
 def _reference(seqs: Sequences) -> Any:
     """The reference time in the domain of :func:`_event_times`."""
+    times = _times(seqs)
     ref = getattr(seqs, "reference_time", None)
     if ref is None:  # layouts built without one: the latest event, as documented
-        ref = seqs.times.max()
-    if seqs.times.dtype.kind in "mM":
-        return int(np.asarray(ref).astype(seqs.times.dtype).view(np.int64))
+        ref = times.max()
+    if times.dtype.kind in "mM":
+        return int(np.asarray(ref).astype(times.dtype).view(np.int64))
     return float(ref)
 
 
 def _scale(seqs: Sequences) -> float:
     """Divisor from the time domain to output units: days, or raw units."""
-    return float(_NS_PER_DAY) if seqs.times.dtype.kind in "mM" else 1.0
+    return float(_NS_PER_DAY) if _times(seqs).dtype.kind in "mM" else 1.0
 
 
 # --------------------------------------------------------------------------- Within
@@ -119,9 +126,7 @@ class Within(RowOperator):
     event_filter: ClassVar[bool] = True
 
     def __post_init__(self):
-        if isinstance(self.length, bool) or not isinstance(self.length, (int, float, np.number)) \
-                or not math.isfinite(self.length) or self.length <= 0:
-            raise InputError(f"Within needs a window length > 0, got {self.length!r}")
+        check_real(self.length, "Within's window length", min_value=0, include_min=False)
         if self.unit is not None and self.unit not in TIME_UNITS:
             raise InputError(f"Within: unknown time unit {self.unit!r}; use one of {sorted(TIME_UNITS)} or none")
 
@@ -178,7 +183,7 @@ class Within(RowOperator):
     def apply(self, frame: EventFrame) -> EventFrame:
         t = _event_times(frame)
         ref = _reference(frame.seqs)
-        if frame.seqs.times.dtype.kind in "mM":
+        if _times(frame.seqs).dtype.kind in "mM":
             start = ref - int(round(self.span))  # exact integer nanoseconds
         else:
             start = ref - self.span
@@ -257,7 +262,7 @@ class TimeAggregation(Aggregation):
             else:
                 # After SortBy. Within a user, layout position ascends with time, so one
                 # sort by (key, position) restores time order: faster than lexsort by time.
-                positions = frame.positions if rows is None else frame.positions[rows]
+                positions = frame.event_positions() if rows is None else frame.event_positions()[rows]
                 order = np.argsort(keys * np.int64(frame.seqs.n_events) + positions)
             t, keys = t[order], keys[order]
         end = np.cumsum(count)

@@ -32,6 +32,7 @@ from rudi_explain.data.alignment import check_order, name_users, reindex_series
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.teachers.aggregator import align_vocabularies
+from rudi_explain.validation import check_whole
 
 __all__ = [
     "Teacher",
@@ -152,11 +153,7 @@ def _batches(n: int, batch_size: int | None) -> list[np.ndarray]:
 
 
 def _check_batch_size(batch_size: Any) -> int | None:
-    if batch_size is None:
-        return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise InputError(f"batch_size must be a positive whole number or None, got {batch_size!r}")
-    return int(batch_size)
+    return check_whole(batch_size, "batch_size", min_value=1, allow_none=True)
 
 
 def _batch_error(err: Exception, what: str, b: int, n_batches: int, users: np.ndarray) -> TeacherError:
@@ -529,23 +526,28 @@ class TorchTeacher(Teacher):
     def __init__(self, model: Any, *, encode: Callable[..., Any] | None = None,
                  batch_size: int | None = None, device: Any = None, num_threads: int | None = None) -> None:
         super().__init__(model, batch_size=TORCH_BATCH_SIZE if batch_size is None else batch_size)
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 1):
-            raise InputError(f"num_threads must be a positive whole number or None, got {num_threads!r}")
-        self.num_threads = num_threads
+        self.num_threads = check_whole(num_threads, "num_threads", min_value=1, allow_none=True)
         if encode is not None and not callable(encode):
             raise InputTypeError(f"encode must be a callable (seqs, user_indices) -> tensors, got {type(encode).__name__}")
         self.encode = encode
         self.device = device
 
-    def _default_encode(self, seqs: Sequences, idx: np.ndarray) -> tuple[Any, ...]:
+    def default_encode(self, seqs: Sequences, idx: np.ndarray) -> tuple[Any, ...]:
+        """The module's inputs for users ``idx`` when no ``encode`` is given: :func:`encode_padded`
+        with the module's ``max_len``, ``categorical_``, ``numerical_`` and ``vocabularies_``."""
         m = self.model
         return encode_padded(seqs, idx, getattr(m, "max_len", None),
                              categorical=getattr(m, "categorical_", None),
                              numerical=getattr(m, "numerical_", None),
                              vocabularies=getattr(m, "vocabularies_", None))
 
-    def _model_device(self) -> Any:
+    def batch_encoder(self) -> Callable[[Sequences, np.ndarray], Any]:
+        """What turns users ``idx`` of ``seqs`` into the module's inputs: ``encode`` if given,
+        else :meth:`default_encode`."""
+        return self.encode or self.default_encode
+
+    def model_device(self) -> Any:
+        """The torch device the module runs on: ``device`` if given, else its parameters'."""
         import torch
 
         if self.device is not None:
@@ -556,11 +558,15 @@ class TorchTeacher(Teacher):
             return tensor.device
         return torch.device("cpu")
 
+    #: The former private names, while the audit moves to :meth:`model_device` and :meth:`batch_encoder`.
+    _model_device = model_device
+    _default_encode = default_encode
+
     def _raw_scores(self, seqs: Sequences) -> np.ndarray:
         import torch
 
-        device = self._model_device()
-        encode = self.encode or self._default_encode
+        device = self.model_device()
+        encode = self.batch_encoder()
         # Similar lengths in a batch waste less padding (stable: ties keep user order).
         order = np.argsort(seqs.lengths, kind="stable")
 

@@ -23,6 +23,7 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.teachers.adapters import encode_padded, given_scores
 from rudi_explain.teachers.aggregator import SequenceAggregator
+from rudi_explain.validation import check_whole
 
 __all__ = ["train_demo_gru", "make_demo_pipeline", "DEMO_MAX_LEN"]
 
@@ -200,9 +201,8 @@ def train_demo_gru(
         raise InputError("the demo GRU is trained on 0/1 labels; the target has other values")
     for name, value, low in (("hidden_size", hidden_size, 1), ("embedding_dim", embedding_dim, 1),
                              ("epochs", epochs, 1), ("batch_size", batch_size, 1), ("max_len", max_len, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InputError(f"{name} must be a whole number >= {low}, got {value!r}")
-    device = torch.device(device)
+        check_whole(value, name, min_value=low)
+    torch_device = torch.device(device)
     categorical, numerical = list(seqs.categorical), list(seqs.numerical)
     cat, num, lengths = encode_padded(seqs, None, max_len)
     # Standardization statistics of the transformed numerical values, real events only.
@@ -217,14 +217,14 @@ def train_demo_gru(
             scale[j] = x.std() if x.std() > 0 else 1.0
     labels = torch.from_numpy(y.astype(np.float32))
 
-    devices = [device] if device.type == "cuda" else []
+    devices = [torch_device] if torch_device.type == "cuda" else []
     threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(int(num_threads))
     try:
         model = _train(seqs, cat, num, lengths, labels, mean, scale, devices, hidden_size=hidden_size,
                        embedding_dim=embedding_dim, epochs=epochs, batch_size=batch_size,
-                       learning_rate=learning_rate, dropout=dropout, random_state=random_state, device=device)
+                       learning_rate=learning_rate, dropout=dropout, random_state=random_state, device=torch_device)
     finally:
         torch.set_num_threads(threads)
     model.eval()

@@ -113,7 +113,7 @@ def test_with_rules_moves_along_the_curve(exp):
         row = curve[curve.n_rules == k].iloc[0]
         assert other.report()["fidelity_test"] == pytest.approx(row["fidelity_test"], abs=1e-12)
         u = other.user(other.sequences.users[0])
-        assert u.student_score == pytest.approx(other.rules.score(other._literal_matrix[:1])[0])
+        assert u.student_score == pytest.approx(other.rules.score(other.result.literal_matrix[:1])[0])
     assert len(exp.rules) == int(curve[curve["default"]].n_rules.iloc[0])  # the original is unchanged
 
 
@@ -139,7 +139,7 @@ def test_net_effects_against_a_hand_built_user(exp):
     from rudi_explain.views import payloads as ws
 
     effects = ws.net_effects(exp)
-    L, Z = exp.literals, exp._literal_matrix
+    L, Z = exp.literals, exp.result.literal_matrix
     used = {int(L.column[x.index]) for r in exp.rules for x in formula_literals(r.formula)}
     assert {e["column"] for e in effects} == used  # one picture per statistic output the rules use
     mode = Z.mean(axis=0) >= 0.5
@@ -168,7 +168,7 @@ def test_pruning_path_json_round_trip(exp):
 
     d = json.loads(json.dumps(exp.pruning.to_dict()))
     back = PruningPath.from_dict(d, exp.literals)
-    Z = exp._literal_matrix
+    Z = exp.result.literal_matrix
     assert back.default == exp.pruning.default and back.n_rules.tolist() == exp.pruning.n_rules.tolist()
     for a, b in zip(back.rule_sets + [back.unpruned], exp.pruning.rule_sets + [exp.pruning.unpruned]):
         np.testing.assert_array_equal(a.score(Z), b.score(Z))
