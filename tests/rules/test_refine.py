@@ -109,15 +109,15 @@ def test_nothing_to_refine_comes_back_as_is():
     assert refine_thresholds(rules, V, y, is_valid, passes=0).literals is lits
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(n_candidates=0), "n_candidates"),
-    (dict(passes=-1), "passes"),
-    (dict(n_candidates=2.5), "n_candidates"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(n_candidates=0), ValueError, "n_candidates"),
+    (dict(passes=-1), ValueError, "passes"),
+    (dict(n_candidates=2.5), TypeError, "n_candidates"),  # not a whole number: a type error, as scikit-learn's
 ])
-def test_bad_settings(kwargs, message):
+def test_bad_settings(kwargs, error, message):
     V, y, t, is_valid = _case(2, n=500)
     lits = rx.Literals.from_values(V)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         refine_thresholds(_grid_rules(lits, t), V, y, is_valid, **kwargs)
 
 
