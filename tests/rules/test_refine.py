@@ -141,6 +141,7 @@ def demo():
     return rx.datasets.make_payments(800, random_state=7)
 
 
+@pytest.mark.slow
 def test_explain_refines_and_can_be_told_not_to(demo):
     fast = dict(n_stats=4, max_depth=2, n_rules=8, n_simulations=20, batch_size=64, background=False,
                 student_params={"epochs": 15})

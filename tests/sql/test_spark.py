@@ -31,9 +31,11 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (make 
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("no Java runtime for Spark (make test installs default-jre-headless)", allow_module_level=True)
 
-# PySpark's own pandas conversion warns under pandas 3; not ours to fix.
-pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated:DeprecationWarning",
-                                        "ignore:The copy keyword is deprecated")
+# PySpark's own pandas conversion warns under pandas 3; not ours to fix. Slow: the SparkSession
+# alone takes 15 s (test_statistics_sql.py checks the spark dialect's text without it).
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated:DeprecationWarning",
+                                         "ignore:The copy keyword is deprecated")]
 
 
 @pytest.fixture(scope="module")

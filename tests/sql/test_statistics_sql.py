@@ -94,6 +94,7 @@ def as_values(frame: pd.DataFrame, users, user: str = "user_id") -> np.ndarray:
     return frame.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grammar", ["readable", "paper"])
 def test_random_statistics_match_engine(grammar):
     rng = np.random.default_rng(15 if grammar == "readable" else 16)

@@ -46,6 +46,7 @@ def same_values(stats, got: pd.DataFrame, seqs) -> None:
     assert column == got.shape[1]
 
 
+@pytest.mark.slow
 def test_parquet_explains_as_the_data_frame_and_scores_every_user(demo):
     data, path, _ = demo
     memory = rx.explain(None, data.events, scores=data.risk, **FAST)
@@ -64,6 +65,7 @@ def test_parquet_explains_as_the_data_frame_and_scores_every_user(demo):
     np.testing.assert_array_equal(predicted.reindex(seqs.users).to_numpy(), memory.predict(data.events).to_numpy())
 
 
+@pytest.mark.slow
 def test_sample_fits_and_the_whole_table_is_scored(demo):
     data, path, _ = demo
     exp = rx.explain(None, EventTable(path, n_users=150), scores=data.risk, labels=data.labels, **FAST)

@@ -54,6 +54,7 @@ def check_against_reference(df, stat, seqs, vocabularies=None):
     assert len(stat.output_names(seqs)) == (1 if got.ndim == 1 else got.shape[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=event_tables(), data=st.data())
 def test_random_pipelines_match_reference(df, data):
@@ -65,6 +66,7 @@ def test_random_pipelines_match_reference(df, data):
     np.testing.assert_array_equal(stat.evaluate(seqs, users=users), stat.evaluate(seqs)[users])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(df=event_tables(), data=st.data())
 def test_unseen_categories_match_nothing(df, data):

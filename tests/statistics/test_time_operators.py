@@ -113,7 +113,7 @@ def check(df, seqs, text, **kwargs):
     return stat, got
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2, 3))])
 def test_datetime_pipelines_match_reference(seed):
     df = random_events(seed)
     seqs = rx.Sequences(df, categorical=CATEGORICAL, numerical=["amount"])
@@ -395,6 +395,7 @@ def dated_tables(draw):
     return pd.DataFrame([rows[i] for i in order])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=dated_tables(), data=st.data())
 def test_random_pipelines_with_time_match_reference(df, data):

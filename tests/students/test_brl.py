@@ -116,6 +116,7 @@ def test_likelihood_is_dirichlet_multinomial():
     assert post.log_likelihood(d) == pytest.approx(want, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_chain_visits_lists_in_proportion_to_the_posterior():
     """Detailed balance: the MH chain's visit frequencies match the enumerated posterior."""
     post = tiny_posterior()
@@ -164,6 +165,7 @@ def test_deterministic_under_random_state(rule_list_data):
     np.testing.assert_array_equal(a.acceptance_rate_, b.acceptance_rate_)
 
 
+@pytest.mark.slow
 def test_explain_with_brl():
     demo = rx.datasets.make_payments(400, random_state=3)
     exp = rx.explain(None, demo.events, scores=demo.risk, student="brl", n_stats=3, n_rules=8,

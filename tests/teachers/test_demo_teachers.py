@@ -23,6 +23,7 @@ def split():
     return data, seqs.subset(train), seqs.subset(test), data.labels.to_numpy()[train], data.labels.to_numpy()[test]
 
 
+@pytest.mark.slow
 def test_demo_gru_learns_the_planted_risk(split):
     data, train, test, y_train, y_test = split
     start = time.perf_counter()
@@ -43,6 +44,7 @@ def test_demo_gru_learns_the_planted_risk(split):
     assert gru.vocabularies_["country"] == ("eu", "home", "other", "us")
 
 
+@pytest.mark.slow
 def test_demo_gru_is_reproducible_and_leaves_global_state(split):
     _, train, test, y_train, _ = split
     small = train.subset(np.arange(300))
