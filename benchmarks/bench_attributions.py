@@ -62,7 +62,8 @@ def run(gru, seqs, idx, device: str, steps: int, batch_size: int | None, methods
         kw = {"n_steps": steps} if method == "integrated_gradients" else {}
         if method in ("integrated_gradients", "ablation", "deeplift"):
             kw["batch_size"] = batch_size
-        batch, seconds = _timed(lambda: (attribute_events(teacher, seqs, idx, method, **kw), _sync(device))[0])
+        batch, seconds = _timed(lambda method=method, kw=kw: (attribute_events(teacher, seqs, idx, method, **kw),
+                                                             _sync(device))[0])
         note = ""
         if batch.delta is not None:
             change = np.abs(batch.score - batch.reference)

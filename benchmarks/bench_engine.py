@@ -97,14 +97,16 @@ def main() -> None:
             stat = rx.Statistic.parse(text)
             all_stats.append(stat)
             stat.evaluate(seqs, users=np.arange(10))  # validation outside the timing
-            cold = timed(lambda: stat.evaluate(seqs))
-            times.append((cold, timed(lambda: stat.evaluate(seqs), repeat=2), text))
+            cold = timed(lambda stat=stat: stat.evaluate(seqs))
+            times.append((cold, timed(lambda stat=stat: stat.evaluate(seqs), repeat=2), text))
         worst[family] = max(times)
-        print(f"  {family:<24} mean cold {np.mean([c for c, _, _ in times]):6.3f} s, warm {np.mean([w for _, w, _ in times]):6.3f} s"
+        print(f"  {family:<24} mean cold {np.mean([c for c, _, _ in times]):6.3f} s, "
+              f"warm {np.mean([w for _, w, _ in times]):6.3f} s"
               f"   worst cold {worst[family][0]:6.3f} s  ({worst[family][2]})")
     no_sort = max(v for k, v in worst.items() if "SortBy" not in k)
     with_sort = worst["SortBy (depth 3-4)"]
-    print(f"  worst cold without SortBy: {no_sort[0]:.3f} s (target < 1 s); with SortBy: {with_sort[0]:.3f} s (target < 3 s)")
+    print(f"  worst cold without SortBy: {no_sort[0]:.3f} s (target < 1 s); "
+          f"with SortBy: {with_sort[0]:.3f} s (target < 3 s)")
 
     rng = np.random.default_rng(0)
     batch_times = []
@@ -115,7 +117,8 @@ def main() -> None:
             stat.evaluate(seqs, users=users)
             batch_times.append(time.perf_counter() - t)
     print(f"\nBatch of 128 users: median {np.median(batch_times) * 1e3:.2f} ms, "
-          f"90th percentile {np.percentile(batch_times, 90) * 1e3:.2f} ms over {len(batch_times)} runs (target < 2 ms median)")
+          f"90th percentile {np.percentile(batch_times, 90) * 1e3:.2f} ms over {len(batch_times)} runs "
+          "(target < 2 ms median)")
 
     # Same statistics on a subset, per-user pandas reference vs the engine, same process.
     subset_users = rng.choice(seqs.n_users, args.reference_users, replace=False)
@@ -128,10 +131,10 @@ def main() -> None:
         want = reference_evaluate(sub_events, stat, categorical=demo.categorical,
                                   vocabularies={c: list(seqs.vocabularies[c]) for c in demo.categorical})
         t_ref += time.perf_counter() - t
-        t_vec += timed(lambda: stat.evaluate(sub), repeat=3)
+        t_vec += timed(lambda stat=stat: stat.evaluate(sub), repeat=3)
         np.testing.assert_allclose(stat.evaluate(sub), want, rtol=1e-9, equal_nan=True)
     per_user_ref = t_ref / args.reference_users / len(all_stats)
-    full = sum(timed(lambda: s.evaluate(seqs)) for s in all_stats) / len(all_stats) / seqs.n_users
+    full = sum(timed(lambda s=s: s.evaluate(seqs)) for s in all_stats) / len(all_stats) / seqs.n_users
     print(f"\nPer-user pandas reference: {per_user_ref * 1e3:.2f} ms per user per statistic "
           f"({args.reference_users} users, {len(all_stats)} statistics, results identical)")
     print(f"Engine on the same subset: {t_ref / t_vec:,.0f}x faster; "

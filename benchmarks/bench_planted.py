@@ -293,7 +293,8 @@ def summarize(results: list[dict]) -> dict:
                    for p, u in zip(r["planted"], r["planted_unique"]) if p["depth"] in depths and u >= IDENTIFIABLE)
         summary["identifiable"][group] = {"n": n_id, "of": n_all,
                                           **{m: float(np.mean(f)) if f else None for m, f in flags.items()}}
-    summary["r_test"] = {m: float(np.mean([r["methods"][m]["r_test"] for r in results if "r_test" in r["methods"].get(m, {})]))
+    summary["r_test"] = {m: float(np.mean([r["methods"][m]["r_test"] for r in results
+                                           if "r_test" in r["methods"].get(m, {})]))
                          for m in methods}
     summary["r_test"]["planted"] = float(np.mean([r["planted_r"] for r in results]))
     summary["seconds"] = {m: float(np.median([r["methods"][m]["seconds"] for r in results
@@ -361,7 +362,8 @@ def _line(r: dict) -> str:
         parts.append(f"{p} {v['fidelity_test']:.3f}")
     if "explain" in r:
         e = r["explain"]
-        parts.append(f"explain {e['fidelity_test']:.3f} {e['seconds']:.0f}s" if "fidelity_test" in e else "explain FAILED")
+        parts.append(f"explain {e['fidelity_test']:.3f} {e['seconds']:.0f}s" if "fidelity_test" in e
+                     else "explain FAILED")
     return " | ".join(parts)
 
 

@@ -298,7 +298,8 @@ from rudi_explain.rules.literals import _data_kind, _round_threshold
 d = np.load(sys.argv[1], allow_pickle=False)
 V = d["V_train"]
 out = {}
-models = {"FIGS": FIGSRegressor(max_rules=20, random_state=0), "RuleFit": RuleFitRegressor(max_rules=20, random_state=0)}
+models = {"FIGS": FIGSRegressor(max_rules=20, random_state=0),
+          "RuleFit": RuleFitRegressor(max_rules=20, random_state=0)}
 for name, model in models.items():
     model.fit(V, d["y_train"])
     out[name] = model.predict(d["V_test"]).astype(float)
@@ -519,7 +520,7 @@ def main() -> None:
         ("Lasso (literals)", rx.LassoLiterals(n_rules=20), X_train, X_test),
         ("CART (<= 20 leaves)", rx.CARTRules(n_rules=20), X_train, X_test),
     ]
-    for name, student, A_train, A_test in runs:
+    for name, student, A_train, _A_test in runs:
         with Timer() as tm:
             student.fit(A_train, y_train)
         rules = student.rules(lits)
@@ -556,7 +557,7 @@ def main() -> None:
     paper_rules = gs[paper_name][3]
     print(f"\n== rules of {paper_name}: {len(paper_rules)} rules, "
           f"at most {paper_rules.max_literals} literals per rule ==")
-    print("\n".join("  " + l for l in str(paper_rules).splitlines()))
+    print("\n".join("  " + line for line in str(paper_rules).splitlines()))
 
     print("\n== speed ==")
     n = 1_000_000
@@ -566,7 +567,8 @@ def main() -> None:
     fidelity(t[:1000], s[:1000])
     t0 = time.perf_counter()
     f = fidelity(t, s)
-    print(f"  fidelity of {n:,} users (exact, with ties): {time.perf_counter() - t0:.2f} s (target < 2 s); value {f:.4f}")
+    print(f"  fidelity of {n:,} users (exact, with ties): {time.perf_counter() - t0:.2f} s (target < 2 s); "
+          f"value {f:.4f}")
     p_fid, p_wall, p_cpu, _ = gs[paper_name]
     print(f"  {paper_name} on {train_idx.size:,} users, {lits.n_literals} literals: "
           f"{p_wall:.1f} s wall, {p_cpu:.1f} s CPU (target < 180 s)")

@@ -48,13 +48,14 @@ def main() -> None:
     for threads in (None, 1):
         for batch_size in (128, 256, 1024):
             teacher = as_teacher(gru, batch_size=batch_size, num_threads=threads)
-            s = timed(lambda: teacher.score(seqs), repeat=2)
+            s = timed(lambda teacher=teacher: teacher.score(seqs), repeat=2)
             print(f"  torch GRU   batch {batch_size:>5}, threads {threads or 'default':>7}: "
                   f"{seqs.n_users / s:>10,.0f} users/s ({s:.2f} s)")
 
     agg = SequenceAggregator().fit(seqs)
     s = timed(lambda: agg.transform(seqs))
-    print(f"  SequenceAggregator.transform ({agg.n_features_out_} columns): {seqs.n_users / s:>10,.0f} users/s ({s:.3f} s)")
+    print(f"  SequenceAggregator.transform ({agg.n_features_out_} columns): "
+          f"{seqs.n_users / s:>10,.0f} users/s ({s:.3f} s)")
     pipe = make_demo_pipeline().fit(seqs, data.labels)
     s = timed(lambda: as_teacher(pipe).score(seqs))
     print(f"  sklearn pipeline: {seqs.n_users / s:>10,.0f} users/s ({s:.3f} s)")

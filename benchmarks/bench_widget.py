@@ -190,7 +190,7 @@ def first_progress(n_users: int, repeats: int) -> None:
                          n_simulations=60, student_params={"epochs": 60})
         w = ExplanationWidget(exp)  # what showing it does, at once
 
-        def on_progress(change, w=w):
+        def on_progress(change, w=w, seen=seen, t=t):
             if "first" not in seen and change["new"].get("stage") not in (None, "pending"):
                 seen["first"] = time.perf_counter() - t
 
@@ -207,7 +207,8 @@ def first_progress(n_users: int, repeats: int) -> None:
             pass
         w.close()
         in_process.append(seen.get("first", float("nan")))
-    print(f"\nrun -> first progress in the widget state, in process: median {statistics.median(in_process) * 1e3:.1f} ms, "
+    print(f"\nrun -> first progress in the widget state, in process: "
+          f"median {statistics.median(in_process) * 1e3:.1f} ms, "
           f"max {max(in_process) * 1e3:.1f} ms over {repeats} runs")
     through = [_first_progress_in_kernel(n_users) for _ in range(repeats)]
     for k, what in enumerate(("first explain of the kernel (imports the widget modules)",
@@ -229,8 +230,8 @@ def _first_progress_in_kernel(n_users: int) -> tuple[float, float]:
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        kc.execute_interactive(f"import rudi_explain as rx; demo = rx.datasets.make_payments({n_users}, random_state=0)",
-                               timeout=120, output_hook=lambda m: None)
+        kc.execute_interactive(f"import rudi_explain as rx; demo = rx.datasets.make_payments({n_users}, "
+                               "random_state=0)", timeout=120, output_hook=lambda m: None)
         times = []
         for run in range(2):
             t = time.perf_counter()

@@ -113,7 +113,7 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
         print(f"Caution: {warning}")
     print("Seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r["seconds"].items()))
     print("\nWritten:")
-    for name, path in paths.items():
+    for path in paths.values():
         print(f"  {path}")
 
 

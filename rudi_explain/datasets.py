@@ -156,7 +156,8 @@ def make_payments(n_users: int = 5000, random_state: int | None = 0) -> DemoData
     night = rng.beta(1.2, 6, n_users)
     spend = rng.lognormal(3.3, 0.6, n_users)
 
-    card = _draw(rng, np.column_stack([np.full(n_users, 0.4), np.full(n_users, 0.45), 0.05 + gamble, 0.03 + abroad / 2]), owner)
+    card = _draw(rng, np.column_stack([np.full(n_users, 0.4), np.full(n_users, 0.45), 0.05 + gamble,
+                                       0.03 + abroad / 2]), owner)
     channel = _draw(rng, np.column_stack([1 - online - cash, online, cash, np.full(n_users, 0.05)]).clip(0.01), owner)
     base = np.array([0.22, 0.1, 0.14, 0.05, 0.06, 0.0, 0.01, 0.08, 0.09, 0.05])
     merchant_p = np.tile(base, (n_users, 1))
@@ -235,9 +236,12 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
     owner = np.repeat(np.arange(n_users), lengths)
     vandal = rng.beta(0.6, 3, n_users)
     namespace = _draw(rng, np.column_stack([0.6 - vandal / 2, np.full(n_users, 0.1), 0.05 + vandal / 3,
-                                            0.03 + vandal / 4, np.full(n_users, 0.05), np.full(n_users, 0.05)]).clip(0.01), owner)
-    action = _draw(rng, np.column_stack([np.full(n_users, 0.7), np.full(n_users, 0.1), 0.05 + vandal / 5, 0.03 + vandal / 6]), owner)
-    size = _draw(rng, np.column_stack([0.2 + vandal / 2, np.full(n_users, 0.4), np.full(n_users, 0.3), np.full(n_users, 0.1)]), owner)
+                                            0.03 + vandal / 4, np.full(n_users, 0.05),
+                                            np.full(n_users, 0.05)]).clip(0.01), owner)
+    action = _draw(rng, np.column_stack([np.full(n_users, 0.7), np.full(n_users, 0.1), 0.05 + vandal / 5,
+                                         0.03 + vandal / 6]), owner)
+    size = _draw(rng, np.column_stack([0.2 + vandal / 2, np.full(n_users, 0.4), np.full(n_users, 0.3),
+                                       np.full(n_users, 0.1)]), owner)
     reverted = (rng.random(len(owner)) < 0.05 + 0.6 * vandal[owner]).astype(np.int8)
     quick = (rng.random(len(owner)) < 0.2 + 0.5 * vandal[owner]).astype(np.int8)
     users = _user_ids(n_users)

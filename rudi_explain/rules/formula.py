@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence as SequenceT
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class Const:
 TRUE = Const(True)
 FALSE = Const(False)
 
-Formula = Union[Lit, And, Or, Const]
+Formula = Lit | And | Or | Const
 
 
 def _sort_key(f: Formula) -> tuple:

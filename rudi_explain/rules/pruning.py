@@ -203,7 +203,7 @@ def fold_bands(rules: RuleSet, Z: np.ndarray) -> RuleSet:
     formulas: list[Formula] = [r.formula for k, r in enumerate(rule_list) if k not in folded]
     weights: list[float] = [r.weight for k, r in enumerate(rule_list) if k not in folded]
     intercept = rules.intercept
-    for c, ks in fold.items():
+    for ks in fold.values():
         used = sorted({lit.index for k in ks for lit in formula_literals(rule_list[k].formula)},
                       key=lambda i: info.thresholds[i])
         m = len(used)

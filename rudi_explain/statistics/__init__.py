@@ -30,7 +30,8 @@ from rudi_explain.statistics.statistic import Pipeline, Statistic, candidate_ope
 from rudi_explain.statistics.time_operators import MaxGap, MeanGap, Recency, Tenure, TimeAggregation, Within
 
 __all__ = [
-    "Statistic", "Pipeline", "next_operators", "candidate_operators", "Schema", "PipelineState", "Operator", "RowOperator",
+    "Statistic", "Pipeline", "next_operators", "candidate_operators", "Schema", "PipelineState", "Operator",
+    "RowOperator",
     "Aggregation", "Select", "RetainBy", "FilterBy", "SortBy", "Top", "Abs", "GroupBy", "Mean", "Max",
     "Min", "Sum", "Std", "Ptp", "Count", "First", "Percentile", "PERCENTILES", "OPERATORS",
     "register_operator", "GRAMMARS", "MAX_FILTERS", "is_readable", "readable_reason",

@@ -137,7 +137,8 @@ class Within(RowOperator):
     def from_arguments(cls, positional, keyword):
         m = _WINDOW_TEXT.match(str(positional[0])) if len(positional) == 1 and not keyword else None
         if m is None:
-            raise InputError("Within takes one window: Within(7d), Within(24h), or Within(30) on a numerical time column")
+            raise InputError("Within takes one window: Within(7d), Within(24h), "
+                             "or Within(30) on a numerical time column")
         length = float(m["length"])
         return cls(int(length) if length.is_integer() else length, m["unit"] or None)
 

@@ -528,7 +528,8 @@ class TorchTeacher(Teacher):
         super().__init__(model, batch_size=TORCH_BATCH_SIZE if batch_size is None else batch_size)
         self.num_threads = check_whole(num_threads, "num_threads", min_value=1, allow_none=True)
         if encode is not None and not callable(encode):
-            raise InputTypeError(f"encode must be a callable (seqs, user_indices) -> tensors, got {type(encode).__name__}")
+            raise InputTypeError(f"encode must be a callable (seqs, user_indices) -> tensors, "
+                                 f"got {type(encode).__name__}")
         self.encode = encode
         self.device = device
 

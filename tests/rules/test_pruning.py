@@ -132,7 +132,7 @@ def test_unpruned_on_request(demo):
     e = rx.explain(None, demo.events, scores=demo.risk, background=False, prune=False, **FAST)
     assert e.pruning is None and e.rules is e.unpruned_rules
     with pytest.raises(ValueError, match="not pruned"):
-        e.fidelity_curve
+        _ = e.fidelity_curve
 
 
 def test_net_effects_against_a_hand_built_user(exp):

@@ -143,7 +143,8 @@ def test_users_without_matching_events_and_unseen_categories():
 
 
 def test_datetime_time_in_days_and_nanosecond_windows():
-    ts = pd.to_datetime(["2024-01-01 00:00:00", "2024-01-07 23:59:59.999999999", "2024-01-08", "2024-01-09 06:00"], format="ISO8601")
+    ts = pd.to_datetime(["2024-01-01 00:00:00", "2024-01-07 23:59:59.999999999", "2024-01-08", "2024-01-09 06:00"],
+                        format="ISO8601")
     df = pd.DataFrame({"user_id": [1, 1, 2, 2], "ts": ts, "u": [1.0, 2.0, 3.0, 4.0]})
     seqs = rx.Sequences(df, numerical=["u"], reference_time="2024-01-09")
     con = duckdb.connect()
@@ -154,8 +155,8 @@ def test_datetime_time_in_days_and_nanosecond_windows():
         got = run(con, stat.to_sql(schema=seqs, reference_time=seqs.reference_time))
         np.testing.assert_array_equal(as_values(got, seqs.users).ravel(), stat.evaluate(seqs), err_msg=text)
     # Time zones: both sides measure in UTC (DuckDB keeps microseconds of a zoned timestamp).
-    zoned = df.assign(ts=pd.to_datetime(["2024-01-01 00:00", "2024-01-07 23:00", "2024-01-08 00:00", "2024-01-09 06:00"])
-                      .tz_localize("Europe/Paris"))
+    zoned = df.assign(ts=pd.to_datetime(["2024-01-01 00:00", "2024-01-07 23:00", "2024-01-08 00:00",
+                                         "2024-01-09 06:00"]).tz_localize("Europe/Paris"))
     seqs = rx.Sequences(zoned, numerical=["u"], reference_time="2024-01-09 00:00+01:00")
     con.register("zoned", zoned)
     for text in ["Select(*) | Within(36h) | Count", "Select(*) | Recency"]:

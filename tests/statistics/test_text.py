@@ -8,7 +8,8 @@ import rudi_explain as rx
 from rudi_explain.statistics import Pipeline, Schema, next_operators
 
 SCHEMA = Schema(
-    vocabularies={"card type": ("<NA>", "Joe's Bar", 'say "hi"', "debit", "a|b", "x=y", "émoji🙂"), "channel": ("atm", "online")},
+    vocabularies={"card type": ("<NA>", "Joe's Bar", 'say "hi"', "debit", "a|b", "x=y", "émoji🙂"),
+                  "channel": ("atm", "online")},
     numerical=("amount", "hour"),
 )
 

@@ -162,7 +162,8 @@ def test_given_reference_time(datetime, reference):
 def test_known_values():
     df = pd.DataFrame({
         "user_id": [1, 1, 1, 2, 3, 3],
-        "ts": pd.to_datetime(["2026-01-01", "2026-01-03", "2026-01-10", "2026-01-02", "2026-01-05", "2026-01-09 12:00"], format="ISO8601"),
+        "ts": pd.to_datetime(["2026-01-01", "2026-01-03", "2026-01-10", "2026-01-02", "2026-01-05",
+                              "2026-01-09 12:00"], format="ISO8601"),
         "card": ["debit", "credit", "debit", "debit", "credit", "credit"],
         "amount": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
     })
@@ -177,7 +178,8 @@ def test_known_values():
     np.testing.assert_allclose(value("Select(amount) | Within(7d) | Count"), [1.0, 0.0, 2.0])
     np.testing.assert_allclose(value("Select(amount) | Within(7d) | Sum"), [3.0, 0.0, 11.0])
     np.testing.assert_allclose(value("Select(amount) | Within(8d) | Count"), [2.0, 0.0, 2.0])
-    np.testing.assert_allclose(value("Select(amount) | GroupBy(card) | Recency"), [[7.0, 0.0], [np.nan, 8.0], [0.5, np.nan]])
+    np.testing.assert_allclose(value("Select(amount) | GroupBy(card) | Recency"),
+                               [[7.0, 0.0], [np.nan, 8.0], [0.5, np.nan]])
     # One output per user whatever the selection, like Count.
     assert rx.Statistic.parse("Select(card) | Recency").evaluate(seqs).shape == (3,)
     assert rx.Statistic.parse("Select(card) | Recency").n_outputs(seqs) == 1
@@ -336,7 +338,8 @@ NUMBERED = Schema({"card_type": ("credit", "debit"), "channel": ("atm", "online"
     ("Select(amount) | SortBy(amount, desc) | Top(3) | Recency", None, DATED,
      "days since the last of the 3 events with the largest amount"),
     ("Select(*) | Top(5) | MeanGap", None, DATED, "average days between the first 5 events"),
-    ("Select(*) | RetainBy(card_type=debit) | Recency", None, DATED, "days since the last event where card_type is debit"),
+    ("Select(*) | RetainBy(card_type=debit) | Recency", None, DATED,
+     "days since the last event where card_type is debit"),
 ])
 def test_words(text, output, schema, words):
     assert rx.Statistic.parse(text).describe(output, data=schema) == words

@@ -52,10 +52,12 @@ def test_demo_gru_is_reproducible_and_leaves_global_state(split):
     torch.manual_seed(123)
     state = torch.get_rng_state()
     threads = torch.get_num_threads()
-    a = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2, in_users_order=True)
+    a = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2,
+                       in_users_order=True)
     assert torch.equal(torch.get_rng_state(), state)
     assert torch.get_num_threads() == threads
-    b = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2, in_users_order=True)
+    b = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=5, num_threads=2,
+                       in_users_order=True)
     c = train_demo_gru(small, y, hidden_size=8, epochs=1, max_len=16, random_state=6, in_users_order=True)
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(pa, pb), name
