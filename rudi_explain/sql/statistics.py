@@ -336,7 +336,8 @@ class _StatisticCompiler:
             elif isinstance(op, Top):
                 if o.time is None and o.event_order is None:
                     raise self.fail(op, "needs an event order: pass time= or event_order=")
-                ranked = (f"SELECT {current}.*, ROW_NUMBER() OVER (PARTITION BY {q('_u')} ORDER BY {', '.join(order_keys)}) "
+                ranked = (f"SELECT {current}.*, ROW_NUMBER() OVER (PARTITION BY {q('_u')} "
+                          f"ORDER BY {', '.join(order_keys)}) "
                           f"AS {q('_rk')} FROM {current}")
                 name = self.name(f"r{i}")
                 stages.append((name, f"SELECT {{cols}} FROM ({ranked}) {q('_x')} WHERE {q('_rk')} <= {int(op.k)}"))
@@ -376,7 +377,8 @@ class _StatisticCompiler:
                 raise self.fail(agg, "needs an event order: pass time= or event_order=")
             # The first defined value: rank among the defined values only.
             defined_first = partition + ([] if one_hot else [f"CASE WHEN {v} IS NULL THEN 1 ELSE 0 END"])
-            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(defined_first)} ORDER BY {', '.join(order_keys)}) "
+            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(defined_first)} "
+                           f"ORDER BY {', '.join(order_keys)}) "
                            f"AS {q('_fr')}")
         if isinstance(agg, Percentile) and not one_hot:
             windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(partition)}, CASE WHEN {v} IS NULL THEN 1 "
@@ -544,7 +546,8 @@ class _StatisticCompiler:
             return (f"CASE WHEN {defined} THEN CASE WHEN {c} > {zero} AND {c} < {n} THEN {one} ELSE {zero} END END")
         if isinstance(agg, Std):
             var = f"({c} - {c} * {c} / {n}) / ({n} - {one})"
-            return f"CASE WHEN {n} >= {float_literal(2.0)} THEN SQRT(CASE WHEN {var} > {zero} THEN {var} ELSE {zero} END) END"
+            return (f"CASE WHEN {n} >= {float_literal(2.0)} "
+                    f"THEN SQRT(CASE WHEN {var} > {zero} THEN {var} ELSE {zero} END) END")
         if isinstance(agg, Percentile):
             rank = f"({n} - {one}) * {float_literal(float(agg.k) / 100.0)}"  # as the engine: (n - 1) * (k / 100.0)
             lo = f"FLOOR({rank})"
@@ -610,7 +613,8 @@ def _with(ctes: list[tuple[str, str]]) -> str:
 
 def _users_cte(opts: _Options) -> tuple[str, str]:
     q = opts.q
-    return q("_users"), f"SELECT DISTINCT {q(opts.user)} AS {q('_u')} FROM {opts.table} WHERE {q(opts.user)} IS NOT NULL"
+    return q("_users"), (f"SELECT DISTINCT {q(opts.user)} AS {q('_u')} FROM {opts.table} "
+                         f"WHERE {q(opts.user)} IS NOT NULL")
 
 
 def _unique(names: list[str], what: str) -> None:
@@ -681,7 +685,8 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
     users, users_body = _users_cte(opts)
     ctes = [(users, users_body)] + compiled.ctes
     a = q("_a")
-    cols = [f"{q('_x')}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}" for name, expr in compiled.outputs]
+    cols = [f"{q('_x')}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}"
+                                                   for name, expr in compiled.outputs]
     return (f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {users} {q('_x')} LEFT JOIN {compiled.agg} {a} "
             f"ON {q('_x')}.{q('_u')} = {a}.{q('_u')}\nORDER BY {q('_x')}.{q('_u')}")
 

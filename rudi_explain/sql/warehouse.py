@@ -225,7 +225,8 @@ class EventTable:
     def read(self, users: Sequence[Any] | np.ndarray | None = None) -> pd.DataFrame:
         """The events of ``users`` (all users: None) as a DataFrame, in (user, time, input) order."""
         q = quote_identifier
-        order = [q(self.user)] + ([q(self.time)] if self.time else []) + ([q(self.event_order)] if self.event_order else [])
+        order = [q(self.user)] + ([q(self.time)] if self.time else []) + \
+            ([q(self.event_order)] if self.event_order else [])
         hide = f" EXCLUDE ({q(_ROW)})" if _ROW in self.columns_all else ""
         where = f"{q(self.user)} IS NOT NULL"
         if users is not None:
