@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.exceptions import InputError
+from rudi_explain.sql.checks import check_case_clashes
 from rudi_explain.statistics.grammar import Schema
 from rudi_explain.statistics.operators import (
     ANY_COLUMN,
@@ -222,6 +223,8 @@ def _options(table, user, time, dialect, vocabularies, reference_time, event_ord
     if time_unit not in (None, "datetime", "number"):
         raise InputError(f"time_unit must be 'datetime', 'number' or None, got {time_unit!r}")
     vocab = None if vocabularies is None else {str(k): tuple(str(v) for v in vs) for k, vs in vocabularies.items()}
+    check_case_clashes([user, time, event_order, *(vocab or {}), *(schema.numerical if schema is not None else ())],
+                       dialect)
     return _Options(dialect, _table_sql(table, dialect), user, time, event_order, vocab, reference_time, time_unit,
                     bool(exact_sums))
 

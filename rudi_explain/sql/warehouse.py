@@ -39,6 +39,7 @@ import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, MissingFileError
+from rudi_explain.sql.checks import refuse_missing_users
 from rudi_explain.sql.statistics import quote_identifier, quote_string, statistics_sql
 from rudi_explain.validation import check_whole
 
@@ -196,6 +197,7 @@ class EventTable:
     def users(self) -> np.ndarray:
         """Every user id of the table, sorted (ids only: one value a user)."""
         if self._users is None:
+            refuse_missing_users(self)  # as Sequences does: no event without a user, named
             u = quote_identifier(self.user)
             got = self.query(f"SELECT DISTINCT {u} FROM {quote_identifier(_VIEW)} WHERE {u} IS NOT NULL "
                              f"ORDER BY {u}").fetchnumpy()
@@ -254,6 +256,7 @@ class EventTable:
 
     # ------------------------------------------------------------ every user, in DuckDB
     def _sql_options(self, schema: Any, reference_time: Any) -> dict:
+        refuse_missing_users(self)
         return dict(table=_VIEW, user=self.user, time=self.time, event_order=self.event_order, schema=schema,
                     reference_time=self.reference_time if reference_time is None else reference_time)
 
