@@ -5,10 +5,17 @@ arrays sorted by (user, time), with per-user offsets, so that a statistic can
 be evaluated for every user at once with segment reductions. Categorical
 columns are stored as integer codes into a sorted vocabulary; numerical
 columns as float64 with NaN for missing values.
+
+It is also a sized collection of users: ``len(seqs)`` users, and ``seqs[idx]``
+the users at the positions ``idx`` (an integer array or list, a slice, or a
+boolean mask) in that order, so that scikit-learn's model selection
+(``cross_val_score``, ``GridSearchCV``, ``train_test_split``) splits it as it
+splits the rows of an array.
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -20,6 +27,7 @@ from rudi_explain.data import coerce as _coerce
 from rudi_explain.data.alignment import name_users
 from rudi_explain.data.times import bad_time_cell, refuse_infinite_times
 from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError, UnknownUserError
+from rudi_explain.validation import check_whole
 
 __all__ = ["Sequences", "NA_CATEGORY", "UNSEEN_CODE", "OTHER_CATEGORY", "MAX_CATEGORIES"]
 
@@ -245,7 +253,8 @@ class Sequences:
     Attributes
     ----------
     users : ndarray of shape (n_users,)
-        Sorted user ids; every per-user array lines up with it.
+        User ids, sorted (``seqs[idx]`` keeps the order of ``idx``); every
+        per-user array lines up with it.
     offsets : ndarray of shape (n_users + 1,)
         Events of user ``i`` are the positions ``offsets[i]:offsets[i + 1]``.
     event_user : ndarray of shape (n_events,)
@@ -278,9 +287,23 @@ class Sequences:
     * repeated column names, cells holding lists or dicts, and a categorical
       column holding both missing values and the text ``"<NA>"``.
 
-    A column inferred as categorical although most of its values are numbers
-    (one cell such as ``'12,5'`` or ``'n/a?'`` spoils a numeric column read
-    from a CSV) gives a warning that names a bad cell.
+    A numeric column spoiled by a few cells (one cell such as ``'12,5'`` or
+    ``'n/a?'`` in a column read from a CSV) stays numerical with those cells
+    missing and one warning naming them; more bad cells than 1 % (and 20) are
+    refused. Integer columns with a few distinct values (category codes?) stay
+    numerical with a warning saying how to list them. Time cells that are not
+    times are named by row and the reason (a number among datetimes, another
+    time zone); infinite times and complex columns are refused. See
+    :mod:`rudi_explain.data.coerce` and :mod:`rudi_explain.data.times`.
+
+    A Sequences is a sized collection of users (see :meth:`__getitem__`):
+    ``len(seqs)`` is ``n_users`` and ``seqs.shape`` is ``(n_users,)``, and
+    ``seqs[idx]`` holds the users at positions ``idx`` in that order, so that
+    scikit-learn's cross-validation and search split it by users::
+
+        cross_val_score(make_pipeline(SequenceAggregator(in_users_order=True), model), seqs, y)
+
+    with ``y`` in ``seqs.users`` order.
     """
 
     def __init__(
@@ -300,9 +323,7 @@ class Sequences:
         if frame.columns.has_duplicates:
             dup = frame.columns[frame.columns.duplicated()].unique().tolist()
             raise InputError(f"column names repeat in the data: {dup}; give every column its own name")
-        if max_categories is not None and (isinstance(max_categories, bool) or
-                                           not isinstance(max_categories, (int, np.integer)) or max_categories < 2):
-            raise InputError(f"max_categories must be a whole number >= 2 or None, got {max_categories!r}")
+        check_whole(max_categories, "max_categories", min_value=2, allow_none=True)
         categorical = _as_name_list(categorical, "categorical")
         numerical = _as_name_list(numerical, "numerical")
         if not isinstance(user, str):
@@ -512,6 +533,7 @@ class Sequences:
             return None
         if value is None:
             return times.max()  # the latest event in the data
+        ref: np.datetime64 | np.timedelta64 | float
         try:
             if isinstance(value, (bool, np.bool_)):
                 raise TypeError
@@ -647,7 +669,8 @@ class Sequences:
         """The sorted vocabulary of a categorical column."""
         if column not in self.vocabularies:
             kind = "numerical" if column in self.values else "unknown"
-            raise InputError(f"{column!r} is not a categorical column ({kind}); categorical columns are {self.categorical}")
+            raise InputError(
+                f"{column!r} is not a categorical column ({kind}); categorical columns are {self.categorical}")
         return self.vocabularies[column]
 
     def user_index(self, user_id: Any) -> int:
@@ -670,7 +693,7 @@ class Sequences:
 
     def _decode(self, rows: slice) -> pd.DataFrame:
         out: dict[str, Any] = {self.user_column: self.users[self.event_user[rows]]}
-        if self.times is not None:
+        if self.times is not None and self.time_column is not None:
             out[self.time_column] = self.times[rows]
         for name, codes in self.codes.items():
             vocab = np.array(self.vocabularies[name] + ("<unseen>",), dtype=object)
@@ -680,13 +703,28 @@ class Sequences:
         return pd.DataFrame(out)
 
     def subset(self, user_indices: np.ndarray) -> Sequences:
-        """A new Sequences with only the given users (indices into :attr:`users`).
+        """A new Sequences with only the given users (indices into :attr:`users`), in sorted order.
 
-        Vocabularies are kept, so statistics and literals stay comparable.
+        Repeated indices count once and the users keep the order of :attr:`users`
+        (``seqs[idx]`` keeps the order of ``idx`` instead). Vocabularies and the
+        reference time are kept, so statistics and literals stay comparable.
+
+        Parameters
+        ----------
+        user_indices : array-like of int
+            Positions in :attr:`users`, each in ``[0, n_users)``.
+
+        Returns
+        -------
+        Sequences
         """
         idx = np.unique(np.asarray(user_indices, dtype=np.int64))
         if len(idx) and (idx[0] < 0 or idx[-1] >= self.n_users):
             raise IndexOutOfRange(f"user indices must lie in [0, {self.n_users})")
+        return self._take(idx)
+
+    def _take(self, idx: np.ndarray) -> Sequences:
+        """The users at positions ``idx`` (distinct, in range), in that order, sharing the vocabularies."""
         pos, seg = self.batch_positions(idx)
         new = object.__new__(Sequences)
         new.user_column, new.time_column = self.user_column, self.time_column
@@ -706,6 +744,102 @@ class Sequences:
         new._user_position = None
         new._cache = {}
         return new
+
+    def __getitem__(self, key: Any) -> Sequences:
+        """The users at some positions, in the order given: a new Sequences.
+
+        Parameters
+        ----------
+        key : array-like of int, slice, or array-like of bool
+            Positions in :attr:`users` (negative ones count from the end, as
+            in numpy), a slice of them, or a boolean mask of length
+            ``n_users``. ``seqs[idx, ...]`` is the same as ``seqs[idx]`` (what
+            scikit-learn's indexing of arrays passes).
+
+        Returns
+        -------
+        Sequences
+            Those users in that order (``users`` is ``self.users[key]``), each
+            with all its events; vocabularies, units and the reference time are
+            kept, so statistics and literals stay comparable.
+
+        Raises
+        ------
+        InputTypeError
+            For a single position (``seqs[3]``): it would be ambiguous between
+            a user and a collection of one; write ``seqs[[3]]`` for a Sequences
+            of that user, or ``seqs.events(seqs.users[3])`` for its events. Also
+            for user ids, floats or anything else that is not a position.
+        IndexOutOfRange
+            For a position outside ``[-n_users, n_users)``.
+        InputError
+            For a mask of another length, a position given twice (a Sequences
+            holds each user once), or a selection of no user.
+
+        Examples
+        --------
+        >>> seqs[[2, 0]].users.tolist() == [seqs.users[2], seqs.users[0]]  # doctest: +SKIP
+        True
+        >>> train, test = seqs[:800], seqs[800:]                            # doctest: +SKIP
+        """
+        if isinstance(key, tuple):
+            if len(key) == 2 and key[1] is Ellipsis or len(key) == 1:
+                key = key[0]
+            else:
+                raise InputTypeError(f"a Sequences is indexed by users only (one axis), got {key!r}")
+        return self._take(self._positions(key))
+
+    def _positions(self, key: Any) -> np.ndarray:
+        """``key`` as distinct positions in range, in the order given."""
+        n = self.n_users
+        if isinstance(key, slice):
+            idx = np.arange(n, dtype=np.int64)[key]
+        elif isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            raise InputTypeError(
+                f"seqs[{key!r}] is ambiguous: write seqs[[{key!r}]] for a Sequences of that one user, or "
+                f"seqs.events(seqs.users[{key!r}]) for its events")
+        else:
+            if isinstance(key, (str, bytes, Mapping)) or np.isscalar(key) or key is None:
+                raise InputTypeError(
+                    f"a Sequences is indexed by positions (integers, a slice or a boolean mask), got {key!r}; "
+                    "for a user id, use seqs[[seqs.user_index(user_id)]] or seqs.events(user_id)")
+            arr = np.asarray(key)
+            if arr.ndim != 1:
+                raise InputError(f"user positions must be one-dimensional, got shape {arr.shape}")
+            if arr.dtype == bool:
+                if len(arr) != n:
+                    raise InputError(f"a boolean mask of users must have one entry per user ({n}), got {len(arr)}")
+                idx = np.flatnonzero(arr)
+            elif arr.size == 0 or np.issubdtype(arr.dtype, np.integer):
+                idx = arr.astype(np.int64)
+                if idx.size and (idx.min() < -n or idx.max() >= n):
+                    bad = idx[(idx < -n) | (idx >= n)][0]
+                    raise IndexOutOfRange(f"user position {int(bad)} is out of range for {n} users")
+                idx = np.where(idx < 0, idx + n, idx)
+            else:
+                raise InputTypeError(f"user positions must be integers or booleans, got dtype {arr.dtype}")
+        if idx.size == 0:
+            raise InputError("the selection holds no user: a Sequences needs at least one")
+        if len(np.unique(idx)) != len(idx):
+            seen = pd.Index(idx)
+            twice = self.users[seen[seen.duplicated()].unique().to_numpy()]
+            raise InputError(f"the selection repeats users ({name_users(twice)}): a Sequences holds each user once")
+        return idx
+
+    @property
+    def shape(self) -> tuple[int]:
+        """``(n_users,)``: a one-dimensional collection of users (how scikit-learn counts samples)."""
+        return (self.n_users,)
+
+    def __iter__(self) -> Any:
+        """Not iterable: a loop over users is what the columnar layout avoids (say which you mean)."""
+        raise InputTypeError("a Sequences is not iterated user by user; loop over seqs.users (with "
+                             "seqs.events(user)), or select users with seqs[positions]")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Not an array: numpy and scikit-learn's array checks get a clear error, not a 0-d object array."""
+        raise InputTypeError("a Sequences is not an array of numbers; turn it into one row per user first, "
+                             "e.g. with rx.SequenceAggregator() in a scikit-learn pipeline")
 
     def batch_positions(self, user_indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Event positions of some users, and the batch index of each event.
@@ -728,7 +862,12 @@ class Sequences:
 
         :meth:`from_arrays` reads them back; saved explanations use this.
         """
-        meta = {
+        reference_time = None
+        if self.reference_time is not None and self.times is not None:
+            # Nanoseconds for datetime and timedelta columns, the number otherwise.
+            reference_time = int(self.reference_time.view(np.int64)) if self.times.dtype.kind in "mM" \
+                else float(self.reference_time)
+        meta: dict[str, Any] = {
             "user_column": self.user_column,
             "time_column": self.time_column,
             "users": self.users.tolist(),
@@ -736,13 +875,11 @@ class Sequences:
             "categorical": self.categorical,
             "numerical": self.numerical,
             "time_dtype": None if self.times is None else str(self.times.dtype),
-            # Nanoseconds for datetime and timedelta columns, the number otherwise.
-            "reference_time": None if self.reference_time is None else (
-                int(self.reference_time.view(np.int64)) if self.times.dtype.kind in "mM"
-                else float(self.reference_time)),
+            "reference_time": reference_time,
             "units": dict(self.units),
         }
-        arrays = {"offsets": self.offsets, "event_user": self.event_user, "input_row": self.input_row}
+        arrays: dict[str, np.ndarray] = {"offsets": self.offsets, "event_user": self.event_user,
+                                         "input_row": self.input_row}
         if self.times is not None:
             arrays["times"] = self.times.view(np.int64) if self.times.dtype.kind in "mM" else self.times
         for i, name in enumerate(self.categorical):
@@ -757,7 +894,8 @@ class Sequences:
         new = object.__new__(cls)
         try:
             new.user_column, new.time_column = meta["user_column"], meta["time_column"]
-            new.users = np.array(meta["users"], dtype=object if any(isinstance(u, str) for u in meta["users"]) else None)
+            text_ids = any(isinstance(u, str) for u in meta["users"])
+            new.users = np.array(meta["users"], dtype=object if text_ids else None)
             new.offsets = np.asarray(arrays["offsets"], dtype=np.int64)
             new.event_user = np.asarray(arrays["event_user"], dtype=np.int32)
             new.input_row = np.asarray(arrays["input_row"], dtype=np.int64)
@@ -766,7 +904,7 @@ class Sequences:
             if times is not None and np.dtype(dtype).kind not in "mMf":
                 raise InputError(f"time dtype {dtype!r} is not a datetime, timedelta or float")
             new.times = None if times is None else (
-                times.view(dtype) if np.dtype(dtype).kind in "mM" else np.asarray(times, dtype=np.float64))
+                times.view(np.dtype(dtype)) if np.dtype(dtype).kind in "mM" else np.asarray(times, dtype=np.float64))
             ref = meta.get("reference_time")
             if new.times is None:
                 new.reference_time = None
@@ -824,13 +962,14 @@ class Sequences:
     @property
     def nbytes(self) -> int:
         """Bytes held by the columnar layout."""
-        arrays = [self.event_user, self.offsets, *self.codes.values(), *self.values.values()]
+        arrays: list[np.ndarray] = [self.event_user, self.offsets, *self.codes.values(), *self.values.values()]
         if self.times is not None:
             arrays.append(self.times)
         arrays.append(self.input_row)
         return int(sum(a.nbytes for a in arrays))
 
     def __len__(self) -> int:
+        """Number of users (``n_users``)."""
         return self.n_users
 
     def __repr__(self) -> str:

@@ -38,6 +38,8 @@ import numpy as np
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.statistics import (
+    OPERATORS,
+    Aggregation,
     Count,
     FilterBy,
     GroupBy,
@@ -56,10 +58,10 @@ from rudi_explain.statistics import (
     candidate_operators,
     next_operators,
 )
-from rudi_explain.statistics.operators import Operator
+from rudi_explain.statistics.operators import ANY_COLUMN, Operator
 
-__all__ = ["short_catalog", "ranked_statistics", "complexity", "StepModel", "ColumnScreen", "neighbours", "simpler_forms",
-           "distinct_statistics", "scalar_form"]
+__all__ = ["short_catalog", "single_aggregations", "ranked_statistics", "complexity", "StepModel", "ColumnScreen",
+           "neighbours", "simpler_forms", "distinct_statistics", "scalar_form"]
 
 #: Aggregations that keep a filtered depth-2 statistic in the catalog: what an
 #: analyst computes first (the rest are reached by deepening).
@@ -146,6 +148,28 @@ def short_catalog(seqs: Sequences, grammar: str = "readable", max_depth: int = 2
 #: "total / average / largest / smallest amount of the 5 largest payments", and for a
 #: category "how many / what share of the 5 largest payments were by card".
 _RANKED_AGGREGATIONS = {"numerical": (Sum, Mean, Max, Min), "categorical": (Sum, Mean)}
+
+
+def single_aggregations(schema: Schema, grammar: str = "paper") -> list[Statistic]:
+    """Every single aggregation of every column: ``Select(c) | Agg``, one Count.
+
+    This is the flat per-user table the paper feeds its LightGBM teacher and
+    its Lasso / LightGBM selection baselines; with ``grammar="readable"``
+    only its readable members (no standard deviation of a 0/1 indicator).
+    """
+    aggregations = [op for cls in OPERATORS.values() if issubclass(cls, Aggregation)
+                    for op in cls.candidates(schema)]
+    out: list[Statistic] = []
+    seen: set[tuple] = set()
+    for column in list(schema.numerical) + list(schema.vocabularies):
+        for agg in aggregations:
+            stat = Statistic((Select(column), agg))
+            if agg.ignores_selection:
+                stat = Statistic((Select(ANY_COLUMN), agg))
+            if stat.key not in seen and stat.is_valid(schema) and (grammar == "paper" or stat.is_readable(schema)):
+                seen.add(stat.key)
+                out.append(stat)
+    return out
 
 
 def ranked_statistics(schema: Schema, grammar: str = "readable") -> list[Statistic]:
@@ -457,6 +481,7 @@ class ColumnScreen:
             kept.append(block)
             held += len(block)
             if max_columns is not None:
+                assert centred is not None and rows is not None, "a column limit needs the target"
                 merit.append(block.gains(centred, rows, total_var))
                 if held > max_columns + max_columns // 2:  # trim now and then, not at every block
                     held = _trim(kept, merit, max_columns)

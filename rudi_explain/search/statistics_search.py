@@ -28,14 +28,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
-from rudi_explain.exceptions import InputError, InputTypeError, StateError
+from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.search.baselines import flat_selection
 from rudi_explain.search.catalog import (
     ColumnScreen,
     StepModel,
@@ -45,20 +45,21 @@ from rudi_explain.search.catalog import (
     scalar_form,
     short_catalog,
     simpler_forms,
+    single_aggregations,
 )
+from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.statistics import (
-    OPERATORS,
     Aggregation,
     Pipeline,
     PipelineState,
     Schema,
-    Select,
     Statistic,
     candidate_operators,
     next_operators,
 )
-from rudi_explain.statistics.operators import ANY_COLUMN, Operator
+from rudi_explain.statistics.operators import Operator
 from rudi_explain.statistics.readable import check_grammar
+from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
 
 __all__ = [
     "search_statistics",
@@ -70,53 +71,6 @@ __all__ = [
 ]
 
 METHODS = ("mcts", "random", "lasso", "gbm")
-
-
-@dataclass(frozen=True)
-class SearchProgress:
-    """What the search is doing, for progress bars and widgets.
-
-    Attributes
-    ----------
-    method : str
-    statistic : int
-        Which statistic is being searched, 1-based, out of ``n_stats``.
-    n_stats : int
-    step : int
-        Which operator of that statistic is being chosen (1 = the Select).
-    simulation : int
-        Simulations run in the current tree, out of ``n_simulations``.
-    n_simulations : int
-    pipeline : str
-        The operators committed so far for this statistic.
-    best : str
-        The best complete statistic seen in this tree (or the last one found).
-    best_reward : float
-    found : tuple of str
-        Statistics found so far.
-    elapsed : float
-        Seconds since the search started.
-    """
-
-    method: str
-    statistic: int
-    n_stats: int
-    step: int
-    simulation: int
-    n_simulations: int
-    pipeline: str
-    best: str
-    best_reward: float
-    found: tuple[str, ...]
-    elapsed: float
-
-
-class SearchCancelled(StateError):
-    """Raised when the progress callback asked to stop; ``statistics`` holds those found so far."""
-
-    def __init__(self, statistics: list[Statistic]):
-        super().__init__(f"statistics search cancelled after {len(statistics)} statistic(s)")
-        self.statistics = statistics
 
 
 class _Node:
@@ -237,7 +191,7 @@ class StatisticsSearch:
         the checking users.
     """
 
-    def __init__(self, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
+    def __init__(self, *, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
                  method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
@@ -268,19 +222,22 @@ class StatisticsSearch:
         if not isinstance(seqs, Sequences):
             raise InputTypeError(f"search_statistics needs a Sequences, got {type(seqs).__name__}")
         for name in ("n_stats", "max_depth", "batch_size", "n_simulations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
-        value = self.screen_columns
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise InputError(f"screen_columns must be None or a whole number >= 1, got {value!r}")
-        if self.commit not in ("mean", "max"):
-            raise InputError(f"commit must be 'mean' or 'max', got {self.commit!r}")
+            check_whole(getattr(self, name), name, min_value=1)
+        check_one_of(self.method, "method", METHODS)
+        check_whole(self.screen_columns, "screen_columns", min_value=1, allow_none=True)
+        check_one_of(self.commit, "commit", ("mean", "max"))
         check_grammar(self.grammar)
-        if self.reward not in REWARDS:
-            raise InputError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        check_one_of(self.reward, "reward", REWARDS)
+        for name in ("n_contenders", "polish_rounds"):
+            check_whole(getattr(self, name), name, min_value=0)
+        for name in ("contender_batch", "n_polished", "beam"):
+            check_whole(getattr(self, name), name, min_value=1)
+        check_whole(self.screen_size, "screen_size", min_value=2)
+        check_real(self.exploration, "exploration", min_value=0.0)
+        check_real(self.min_gain, "min_gain")
+        check_random_state_seed(self.random_state)
+        if self.catalog is not None and not isinstance(self.catalog, (bool, np.bool_)):
+            raise InputTypeError(f"catalog must be True, False or None, got {self.catalog!r}")
         y = _target_array(target, seqs)
         if np.ptp(y) == 0:
             raise InputError("the target is constant: there is nothing to explain")
@@ -368,7 +325,8 @@ class StatisticsSearch:
                 ops = self._next(p)
                 op = ops[self._rng.integers(len(ops))]
                 if isinstance(op, Aggregation) and self._is_marked(p.operators + (op,)):
-                    allowed = [o for o in ops if not (isinstance(o, Aggregation) and self._is_marked(p.operators + (o,)))]
+                    allowed = [o for o in ops
+                               if not (isinstance(o, Aggregation) and self._is_marked(p.operators + (o,)))]
                     if not allowed:
                         break
                     op = allowed[self._rng.integers(len(allowed))]
@@ -390,7 +348,7 @@ class StatisticsSearch:
     def _contenders(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray
                     ) -> list[tuple[float, Statistic]]:
         """The committed statistic and the best ones met in rollouts, scored on one larger batch, best first."""
-        contenders = [committed] + [s for s in sorted(seen, key=seen.get, reverse=True)
+        contenders = [committed] + [s for s in sorted(seen, key=lambda st: seen[st], reverse=True)
                                     if s != committed][: self.n_contenders]
         users = self._batch(self.contender_batch)
         halves = np.random.default_rng(0)
@@ -410,12 +368,14 @@ class StatisticsSearch:
         finals = [self._polish(s, target) for _, s in ranked[: self.n_polished]]
         users = self._batch(self.contender_batch)
         halves = np.random.default_rng(0)
-        scores = [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves) for _, s in finals]
+        scores = [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves)
+                  for _, s in finals]
         return finals[int(np.argmax(scores))][1]
 
     def _neighbours(self, stat: Statistic) -> list[Statistic]:
         if self.grammar == "readable":
-            return [s for s in neighbours(stat, self._schema, self.max_depth, self.grammar) if s.key not in self._marked]
+            return [s for s in neighbours(stat, self._schema, self.max_depth, self.grammar)
+                    if s.key not in self._marked]
         return self._paper_neighbours(stat)
 
     def _paper_neighbours(self, stat: Statistic) -> list[Statistic]:
@@ -446,8 +406,12 @@ class StatisticsSearch:
             if not neighbours:
                 break
             users = self._batch(self.contender_batch)
-            score = lambda s: batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
-                                           np.random.default_rng(0))  # the same halves for every candidate
+
+            def score(s: Statistic, users: np.ndarray = users) -> float:
+                # the same halves for every candidate
+                return batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
+                                    np.random.default_rng(0))
+
             current = score(stat)
             scores = []
             for i, s in enumerate(neighbours):  # can be thousands: stay cancellable
@@ -568,7 +532,8 @@ class StatisticsSearch:
         def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
             """The next best columns of other statistics: greedy edits from one start can stall."""
             gains = np.round(cols.gains(residual, fit_rows, total_var), 6)
-            out, stats = [], {cols.owners[pick][0]}
+            out: list[tuple[float, int]] = []
+            stats = {cols.owners[pick][0]}
             for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
                 if len(out) == self.beam - 1 or gains[i] < self.min_gain:
                     break
@@ -609,7 +574,7 @@ class StatisticsSearch:
             taken.discard((str(old), old_output))
             index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
             new = None if new_column is None else new_column.owners[0][0]
-            if new is not None:
+            if new_column is not None and new is not None:
                 taken.add((str(new), new_column.owners[0][1]))
                 if any(st.key == new.key for st in self.statistics_):
                     new = None  # another output of a statistic already kept: nothing to add
@@ -618,8 +583,8 @@ class StatisticsSearch:
                     self._accept(new, float("nan"), self._y)
                 return
             if new is None:
-                for values in (self.statistics_, self._values, self.rewards_, self.partial_r_):
-                    del values[index]
+                for kept in (self.statistics_, self._values, self.rewards_, self.partial_r_):
+                    del kept[index]
                 return
             values = new.evaluate(self._seqs)
             self.statistics_[index], self._values[index] = new, values
@@ -784,6 +749,7 @@ class StatisticsSearch:
             best_text, best_reward = "", -1.0
             for it in range(1, self.n_simulations + 1):
                 node = root
+                pruned = False
                 while not node.terminal:  # selection and expansion
                     if node.untried:
                         op = node.untried.pop()
@@ -797,13 +763,12 @@ class StatisticsSearch:
                         break
                     live = [ch for ch in node.children if not ch.dead]
                     if not live:
-                        node.dead = True  # prune: nothing valid left in this subtree
-                        node = None
+                        node.dead = pruned = True  # prune: nothing valid left in this subtree
                         break
                     log_n = math.log(node.visits) if node.visits > 0 else 0.0
                     node = max(live, key=lambda ch: math.inf if ch.visits == 0 else
                                ch.total / ch.visits + c * math.sqrt(2.0 * log_n / ch.visits))
-                if node is None:
+                if pruned:
                     if root.dead:
                         break
                     continue
@@ -816,11 +781,12 @@ class StatisticsSearch:
                     seen[stat] = r
                 if r > best_reward:
                     best_text, best_reward = str(stat), r
-                while node is not None:  # backpropagation
-                    node.visits += 1
-                    node.total += r
-                    node.best = max(node.best, r)
-                    node = node.parent
+                up: _Node | None = node
+                while up is not None:  # backpropagation
+                    up.visits += 1
+                    up.total += r
+                    up.best = max(up.best, r)
+                    up = up.parent
                 if it % 100 == 0:
                     self._report(k, step, it, str(pipeline), best_text, best_reward)
             self.tree_seconds_ += time.perf_counter() - tree_start
@@ -851,81 +817,19 @@ class StatisticsSearch:
         """'lasso' / 'gbm': select among every single aggregation of every column."""
         candidates = [s for s in single_aggregations(self._schema, self.grammar) if s.depth <= self.max_depth]
         values = [s.evaluate(self._seqs) for s in candidates]
-        X, _, _ = design_matrix(values)
-        owner = np.concatenate([np.full(v.reshape(len(v), -1).shape[1], i) for i, v in enumerate(values)])
-        n = len(self._y)
-        rows = self._rng.choice(n, min(n, 20000), replace=False) if n > 20000 else np.arange(n)
-        Xs, y = X[rows], self._y[rows]
-        scale = Xs.std(axis=0)
-        usable = scale > 0
-        Xs = (Xs[:, usable] - Xs[:, usable].mean(axis=0)) / scale[usable]
-        owner = owner[usable]
-        if self.method == "lasso":
-            from sklearn.linear_model import lasso_path
-
-            _, coefs, _ = lasso_path(Xs, y - y.mean(), alphas=200, eps=1e-4)
-            active = np.abs(coefs) > 0
-            entry = np.where(active.any(axis=1), active.argmax(axis=1), coefs.shape[1])
-            # Features in order of entering the path; ties by final |coefficient|.
-            order = np.lexsort((-np.abs(coefs[:, -1]), entry))
-            order = order[entry[order] < coefs.shape[1]]
-        else:
-            order = np.argsort(-_gbm_importance(Xs, y, self.random_state))
-        chosen: list[int] = []
-        for feature in order:
-            statistic = int(owner[feature])
-            if statistic not in chosen:
-                chosen.append(statistic)
-            if len(chosen) == self.n_stats:
-                break
+        chosen = flat_selection(values, self._y, self.method, self.n_stats, self._rng, self.random_state)
         for k, i in enumerate(chosen, start=1):
             self._accept(candidates[i], float("nan"), self._y)
             self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
-
-
-def _gbm_importance(X: np.ndarray, y: np.ndarray, random_state: int | None) -> np.ndarray:
-    """Total split gain per feature of a gradient-boosted regressor (LightGBM's 'gain')."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    model = HistGradientBoostingRegressor(max_iter=100, max_leaf_nodes=31, early_stopping=False,
-                                          random_state=random_state).fit(X, y)
-    gain = np.zeros(X.shape[1])
-    for trees in model._predictors:  # no public importances on this model: read the splits
-        for tree in trees:
-            nodes = tree.nodes[~tree.nodes["is_leaf"].astype(bool)]
-            np.add.at(gain, nodes["feature_idx"], nodes["gain"])
-    return gain
-
-
-def single_aggregations(schema: Schema, grammar: str = "paper") -> list[Statistic]:
-    """Every single aggregation of every column: ``Select(c) | Agg``, one Count.
-
-    This is the flat per-user table the paper feeds its LightGBM teacher and
-    its Lasso / LightGBM selection baselines; with ``grammar="readable"``
-    only its readable members (no standard deviation of a 0/1 indicator).
-    """
-    aggregations = [op for cls in OPERATORS.values() if issubclass(cls, Aggregation)
-                    for op in cls.candidates(schema)]
-    out: list[Statistic] = []
-    seen: set[tuple] = set()
-    for column in list(schema.numerical) + list(schema.vocabularies):
-        for agg in aggregations:
-            stat = Statistic((Select(column), agg))
-            if agg.ignores_selection:
-                stat = Statistic((Select(ANY_COLUMN), agg))
-            if stat.key not in seen and stat.is_valid(schema) and (grammar == "paper" or stat.is_readable(schema)):
-                seen.add(stat.key)
-                out.append(stat)
-    return out
 
 
 def _target_array(target, seqs: Sequences) -> np.ndarray:
     return per_user_values(target, seqs.users, "the target values")
 
 
-def search_statistics(seqs: Sequences, target, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
+def search_statistics(seqs: Sequences, target, *, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
                       n_simulations: int = 500, random_state: int | None = 0, method: str = "mcts",
-                      progress: Callable[[SearchProgress], bool | None] | None = None, *,
+                      progress: Callable[[SearchProgress], bool | None] | None = None,
                       reward: str = "split", grammar: str = "readable", **params) -> list[Statistic]:
     """Search K statistics of the sequences that explain a target (MCTS-SG).
 

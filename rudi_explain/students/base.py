@@ -15,12 +15,14 @@ attributes ending in ``_``, and :class:`~rudi_explain.exceptions.NotFittedError`
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 
 from rudi_explain.exceptions import InputError, InputTypeError, NotFittedError
 from rudi_explain.metrics import fidelity
@@ -78,11 +80,10 @@ def check_binary_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
         raise InputTypeError(
             f"{name} must be a literal matrix; for Sequences, pass literals.transform(seqs)"
         )
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise InputError(f"{name} must be 2-D (n_users, n_literals), got shape {arr.shape}")
+    arr = _dense(X, name)
+    _check_2d(arr, name, "n_literals")
     if arr.shape[1] == 0:
-        raise InputError(f"{name} has no columns (no literals)")
+        raise InputError(f"{name} has no columns (no literals): {_no_columns(arr)}")
     if arr.dtype == bool:
         return arr
     if not np.issubdtype(arr.dtype, np.number):
@@ -97,13 +98,47 @@ def check_binary_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
     return arr.astype(bool)
 
 
-def check_value_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
-    """``X`` as a float matrix (NaN allowed: undefined statistics)."""
+def _dense(X: ArrayLike, name: str) -> np.ndarray:
+    """``X`` as a numpy array; sparse and complex input refused with the words scikit-learn uses."""
+    from scipy import sparse
+
+    if sparse.issparse(X):
+        raise InputTypeError(f"{name} is a sparse matrix, and sparse input is not supported: pass X.toarray()")
     arr = np.asarray(X)
+    if np.iscomplexobj(arr):
+        raise InputError(f"Complex data not supported: {name} must hold real numbers")
+    return arr
+
+
+def _check_2d(arr: np.ndarray, name: str, columns: str) -> None:
+    if arr.ndim == 1:
+        raise InputError(f"{name} must be 2-D (n_users, {columns}), got shape {arr.shape}: Reshape your data "
+                         f"with {name}.reshape(-1, 1) for one column or {name}.reshape(1, -1) for one user")
     if arr.ndim != 2:
-        raise InputError(f"{name} must be 2-D (n_users, n_outputs), got shape {arr.shape}")
+        raise InputError(f"{name} must be 2-D (n_users, {columns}), got shape {arr.shape}")
+
+
+def _no_columns(arr: np.ndarray) -> str:
+    """scikit-learn's words for a matrix without columns."""
+    return f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+
+
+def check_value_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
+    """``X`` as a float matrix (NaN allowed: undefined statistics).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_users, n_outputs)
+        Numbers (bool too); NaN allowed, infinity not.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_users, n_outputs)
+    """
+    arr = _dense(X, name)
+    _check_2d(arr, name, "n_outputs")
     if arr.shape[1] == 0:
-        raise InputError(f"{name} has no columns")
+        raise InputError(f"{name} has no columns: {_no_columns(arr)}")
     if arr.dtype != bool and not np.issubdtype(arr.dtype, np.number):
         raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = arr.astype(np.float64)
@@ -113,9 +148,26 @@ def check_value_matrix(X: ArrayLike, name: str = "X") -> np.ndarray:
 
 
 def check_target(y: ArrayLike, n_users: int, name: str = "y") -> np.ndarray:
-    """Teacher scores as float64, checked against the number of users."""
+    """Teacher scores as float64, checked against the number of users.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_users,) or (n_users, 1)
+        Finite numbers, not all equal.
+    n_users : int
+        Rows of ``X``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_users,)
+    """
+    if y is None:
+        raise InputError(f"a rule student requires y to be passed, but the target {name} is None: "
+                         "give the teacher's scores")
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is read as one score "
+                      "per user", DataConversionWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise InputError(f"{name} must be 1-D (one teacher score per user), got shape {arr.shape}")
@@ -131,7 +183,7 @@ def check_target(y: ArrayLike, n_users: int, name: str = "y") -> np.ndarray:
             f"{int(np.flatnonzero(bad)[0])}"
         )
     if n_users < 2:
-        raise InputError("need at least two users to learn an order")
+        raise InputError(f"need at least two users to learn an order, got n_samples = {n_users}")
     if np.all(arr == arr[0]):
         raise InputError(f"{name} is constant: the teacher gives every user the same score")
     return arr

@@ -196,6 +196,9 @@ class LassoStatistics(RuleStudent):
         """
         self._check_fitted()
         V = check_value_matrix(X)
+        if V.shape[1] != self.n_features_in_:
+            raise InputError(f"X has {V.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
         return self.rules().score(V)
 
 

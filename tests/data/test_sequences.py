@@ -106,7 +106,8 @@ def test_non_numeric_string_in_numerical_column(events):
 
 
 def test_numeric_strings_are_accepted(events):
-    seqs = rx.Sequences(events.assign(amount=["1", "2.5", None, "4", "5", "6"]), numerical=["amount"], categorical=["card"])
+    seqs = rx.Sequences(events.assign(amount=["1", "2.5", None, "4", "5", "6"]), numerical=["amount"],
+                        categorical=["card"])
     assert np.isnan(seqs.values["amount"][0])
 
 

@@ -85,7 +85,7 @@ def reference_loss(z, y, logits, w, noise, tau, layers):
     Ws = [W.clone().requires_grad_() for W in logits]
     wr = w.clone().requires_grad_()
     h = z
-    for W, g, (n_in, nc, nd, skip) in zip(Ws, noise, layers):
+    for W, g, (n_in, nc, _, skip) in zip(Ws, noise, layers):
         soft = torch.softmax((W + g) / tau, dim=-1)
         hard = torch.nn.functional.one_hot((W + g).argmax(-1), n_in).to(soft.dtype)
         q = hard - soft.detach() + soft

@@ -119,7 +119,7 @@ def test_rules_are_the_leaves_and_score_as_the_model():
     # the model's prediction from its own leaves, and the rule set's score
     own = np.zeros(len(y))
     for leaves in student.trees_:
-        for path, value, n_users in leaves:
+        for path, value, _ in leaves:
             fires = np.all([X[:, j] == is_true for j, is_true in path], axis=0) if path else np.ones(len(y), bool)
             own[fires] += value
     np.testing.assert_allclose(rules.score(X), own, atol=1e-9)
@@ -199,7 +199,7 @@ def test_unfitted_and_mismatched():
 
 
 def test_explain_knows_the_trees_student():
-    from rudi_explain.explanation._explanation import STUDENTS, _student
+    from rudi_explain.explanation.pipeline import STUDENTS, _student
 
     assert "trees" in STUDENTS
     s = _student("trees", 12, 3, {"max_depth": 2})
