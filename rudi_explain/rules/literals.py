@@ -433,9 +433,6 @@ class Literals:
         text = str(self.statistics[int(self.output_statistic[c])])
         return text if self.output_names[c] == text else f"{text} [{self.output_names[c]}]"
 
-    #: The former private name, while the views and the audit move to :meth:`pipeline_text`.
-    _pipeline_text = pipeline_text
-
     # ------------------------------------------------------------ persistence
 
     def to_dict(self) -> dict:

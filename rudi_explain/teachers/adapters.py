@@ -559,10 +559,6 @@ class TorchTeacher(Teacher):
             return tensor.device
         return torch.device("cpu")
 
-    #: The former private names, while the audit moves to :meth:`model_device` and :meth:`batch_encoder`.
-    _model_device = model_device
-    _default_encode = default_encode
-
     def _raw_scores(self, seqs: Sequences) -> np.ndarray:
         import torch
 
