@@ -45,38 +45,37 @@ without it)`` (occlusion, ablation) or of ``score(user) - score(baseline)``
 
 from __future__ import annotations
 
-import copy
 import time
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from rudi_explain.data.alignment import name_users
+from rudi_explain.audit.event_batch import EventBatch
+from rudi_explain.audit.occlusion import MAX_OCCLUDED, OCCLUSION_CHUNK_EVENTS, occlusion
+from rudi_explain.audit.torch_attributions import GRADIENT_BATCH, torch_batch
 from rudi_explain.data.sequences import Sequences
-from rudi_explain.exceptions import InputError, InputTypeError, StateError
+from rudi_explain.exceptions import InputError, StateError
+from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.statistics.frame import EventFrame
-from rudi_explain.statistics.operators import RowOperator
-from rudi_explain.teachers.adapters import GivenScores, Teacher, TeacherError, TorchTeacher, as_teacher
+from rudi_explain.statistics import reads
+from rudi_explain.teachers.adapters import GivenScores, Teacher, TorchTeacher, as_teacher
+from rudi_explain.validation import check_whole
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["EventAttributions", "AgreementSummary", "METHODS", "attribute_events", "user_attributions",
-           "agreement_summary", "rule_event_mask", "output_events", "agreement", "TeacherUnavailable"]
+           "agreement_summary", "rule_event_mask", "output_events", "agreement", "teacher_of", "TeacherUnavailable",
+           "EventBatch"]
 
 #: Method names, for ``method=``.
 METHODS = ("integrated_gradients", "ablation", "occlusion")
 #: IG's integration points by default (see :func:`attribute_events`).
 IG_STEPS = 32
-#: Users per IG or ablation batch: with 32 steps, 64 users are 2,048 sequences per forward and backward pass.
-GRADIENT_BATCH = 64
-#: Events occluded per user by default: the most recent ones (the demo GRU reads 64).
-MAX_OCCLUDED = 64
-#: Events of leave-one-out variants scored in one teacher call (bounds memory).
-OCCLUSION_CHUNK_EVENTS = 1_000_000
 
 
 class TeacherUnavailable(StateError):
@@ -247,27 +246,12 @@ class AgreementSummary:
                 f"{mean}; no rule fired for {self.n_no_rule})" + (f"; {self.note}" if self.note else ""))
 
 
-@dataclass
-class _Batch:
-    """Attributions of many users, flat over their events (``Sequences.batch_positions`` order)."""
-
-    user_indices: np.ndarray
-    segment: np.ndarray            # user (position in user_indices) of each event
-    local: np.ndarray              # event position within its user, time order
-    attribution: np.ndarray        # NaN where not attributed
-    columns: dict = field(default_factory=dict)   # column name -> per-event attribution
-    score: np.ndarray | None = None
-    reference: np.ndarray | None = None
-    delta: np.ndarray | None = None
-    note: str = ""
-
-
 # ------------------------------------------------------------------ which events the rules read
-def _rule_outputs(exp: Any) -> np.ndarray:
+def _rule_outputs(state: FittedState) -> np.ndarray:
     """Boolean (n_rules, n_outputs): the statistic outputs each rule reads."""
-    L = exp.literals
-    out = np.zeros((len(exp.rules), len(L.output_statistic)), dtype=bool)
-    for k, rule in enumerate(exp.rules):
+    L = state.literals
+    out = np.zeros((len(state.rules), len(L.output_statistic)), dtype=bool)
+    for k, rule in enumerate(state.rules):
         if isinstance(rule, LinearTerm):
             out[k, rule.column] = True
         else:
@@ -276,7 +260,7 @@ def _rule_outputs(exp: Any) -> np.ndarray:
     return out
 
 
-def rule_event_mask(exp: Any, user_indices: np.ndarray, counted: bool = True) -> np.ndarray:
+def rule_event_mask(exp: Explanation, user_indices: np.ndarray, counted: bool = True) -> np.ndarray:
     """Which events of these users feed a rule that fires for them.
 
     The statistic of every output a fired rule reads is run (its row
@@ -307,17 +291,17 @@ def rule_event_mask(exp: Any, user_indices: np.ndarray, counted: bool = True) ->
     ndarray of bool
         Over the events of those users, flat in ``seqs.batch_positions(user_indices)`` order.
     """
+    state = exp.ready_result()
     seqs = exp.sequences
     idx = np.asarray(user_indices, dtype=np.int64)
     positions, segment = seqs.batch_positions(idx)
     mask = np.zeros(len(positions), dtype=bool)
-    if not len(exp.rules) or not len(idx):
+    if not len(state.rules) or not len(idx):
         return mask
-    used = (exp._fires[idx].astype(np.int64) @ _rule_outputs(exp).astype(np.int64)) > 0   # (B, n_outputs)
+    used = (state.fires[idx].astype(np.int64) @ _rule_outputs(state).astype(np.int64)) > 0   # (B, n_outputs)
     # Flat index of a global event position of batch user b: block start + position within the user.
     block_start = np.zeros(len(idx), dtype=np.int64)
     np.cumsum(seqs.lengths[idx][:-1], out=block_start[1:])
-    L = exp.literals
     for c in np.flatnonzero(used.any(axis=0)):  # a loop over statistic outputs, not users
         who = np.flatnonzero(used[:, c])
         kept, seg = output_events(exp, idx[who], int(c), counted=counted)
@@ -326,32 +310,19 @@ def rule_event_mask(exp: Any, user_indices: np.ndarray, counted: bool = True) ->
     return mask
 
 
-def output_events(exp: Any, user_indices: np.ndarray, column: int, counted: bool = True
+def output_events(exp: Explanation, user_indices: np.ndarray, column: int, counted: bool = True
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The events statistic output ``column`` reads for each of ``user_indices``.
+    """The events statistic output ``column`` (of ``exp.literals``) reads for each of ``user_indices``.
 
-    Its row operators run on those users' events; a ``GroupBy`` output keeps
-    its group and, with ``counted``, a one-hot output its category (``Count``
-    ignores the selection). Returns the events' positions in ``exp.sequences``
-    and, for each, which of ``user_indices`` it belongs to.
+    :func:`rudi_explain.statistics.reads.output_events` for the output's statistic: its row
+    operators run on those users' events; a ``GroupBy`` output keeps its group and, with
+    ``counted``, a one-hot output its category (``Count`` ignores the selection). Returns the
+    events' positions in ``exp.sequences`` and, for each, which of ``user_indices`` it belongs to.
     """
-    seqs, L = exp.sequences, exp.literals
-    stat = exp.statistics[int(L.output_statistic[column])]
-    frame = EventFrame.batch(seqs, np.asarray(user_indices, dtype=np.int64))
-    for op in stat.operators[1:-1]:
-        if isinstance(op, RowOperator):
-            frame = op.apply(frame)
-    kept, seg = np.asarray(frame.positions, dtype=np.int64), frame.segment.astype(np.int64)
-    k = int(L.output_index[column])
-    q = len(seqs.vocabularies[stat.group]) if stat.group is not None else 1
-    if stat.group is not None and q and stat.n_outputs(seqs) % q == 0:
-        # Outputs run selected category first, then group: k = s * q + g.
-        keep = seqs.codes[stat.group][kept] == k % q
-        kept, seg = kept[keep], seg[keep]
-    if counted and stat.selected in seqs.codes and not stat.aggregation.ignores_selection:
-        keep = seqs.codes[stat.selected][kept] == k // q
-        kept, seg = kept[keep], seg[keep]
-    return kept, seg
+    state = exp.ready_result()
+    L = state.literals
+    stat = state.statistics[int(L.output_statistic[column])]
+    return reads.output_events(exp.sequences, stat, user_indices, int(L.output_index[column]), counted=counted)
 
 
 def agreement(abs_attribution: np.ndarray, feeds: np.ndarray, segment: np.ndarray, n_users: int,
@@ -385,413 +356,6 @@ def agreement(abs_attribution: np.ndarray, feeds: np.ndarray, segment: np.ndarra
     return np.clip(share_attr, 0.0, 1.0), share_events
 
 
-# ------------------------------------------------------------------ occlusion
-def _variants(seqs: Sequences, positions: np.ndarray, segment: np.ndarray, n_variants: int) -> Sequences:
-    """A Sequences of ``n_variants`` synthetic users (ids 0..n-1) made of the given events.
-
-    A shallow copy keeps vocabularies, units and the reference time (so time
-    statistics are measured as for the real users); every per-event array is
-    taken at ``positions``.
-    """
-    new = copy.copy(seqs)
-    new.users = np.arange(n_variants, dtype=np.int64)
-    new.event_user = segment.astype(np.int32)
-    new.offsets = np.zeros(n_variants + 1, dtype=np.int64)
-    np.cumsum(np.bincount(segment, minlength=n_variants), out=new.offsets[1:])
-    new.times = None if seqs.times is None else seqs.times[positions]
-    new.input_row = seqs.input_row[positions]
-    new.codes = {k: v[positions] for k, v in seqs.codes.items()}
-    new.values = {k: v[positions] for k, v in seqs.values.items()}
-    new._user_position = None
-    new._cache = {}
-    return new
-
-
-def _occlusion(teacher: Teacher, seqs: Sequences, idx: np.ndarray, max_events: int | None,
-               time_budget: float | None, chunk_events: int = OCCLUSION_CHUNK_EVENTS) -> _Batch:
-    n = seqs.lengths[idx].astype(np.int64)
-    positions, segment = seqs.batch_positions(idx)
-    block_start = np.zeros(len(idx), dtype=np.int64)
-    np.cumsum(n[:-1], out=block_start[1:])
-    local = np.arange(len(positions), dtype=np.int64) - block_start[segment]
-    attribution = np.full(len(positions), np.nan)
-    score = np.full(len(idx), np.nan)
-    # Occluded: the most recent m events; a single-event user has no non-empty variant.
-    m = np.where(n >= 2, n if max_events is None else np.minimum(n, max_events), 0)
-    cost = (m + 1) * n
-    start, notes, reached = time.perf_counter(), [], len(idx)
-    b0 = 0
-    while b0 < len(idx):
-        # Users [b0, b1): at least one, then as many as fit in chunk_events.
-        b1 = b0 + max(1, int(np.searchsorted(np.cumsum(cost[b0:]), chunk_events, side="right")))
-        users = np.arange(b0, b1)
-        # Variant v: batch user var_b[v] without its event var_drop[v] (-1: the user as is).
-        var_b = np.repeat(users, m[users] + 1)
-        first = np.repeat(np.cumsum(m[users] + 1) - (m[users] + 1), m[users] + 1)
-        k = np.arange(len(var_b)) - first                    # 0 = original, then the occluded events
-        var_drop = np.where(k == 0, -1, n[var_b] - m[var_b] + k - 1)
-        pos, seg = seqs.batch_positions(idx[var_b])
-        within = pos - seqs.offsets[idx[var_b]][seg]
-        keep = within != var_drop[seg]
-        variants = _variants(seqs, pos[keep], seg[keep], len(var_b))
-        try:
-            s = teacher.score(variants, allow_constant=True)
-        except TeacherError as err:  # its user ids are variant numbers: name the real users
-            raise TeacherError(f"scoring the leave-one-out variants of users {name_users(seqs.users[idx[users]])} "
-                               f"failed: {err}") from err.__cause__
-        original = k == 0
-        score[var_b[original]] = s[original]
-        dropped = ~original
-        # A user's variants come together, the user as is first (at chunk offset `first`).
-        attribution[block_start[var_b[dropped]] + var_drop[dropped]] = s[first[dropped]] - s[dropped]
-        b0 = b1
-        if time_budget is not None and b0 < len(idx) and time.perf_counter() - start > time_budget:
-            reached = b0
-            notes.append(f"time budget of {time_budget:g} s spent after {b0} of {len(idx)} users: "
-                         f"the other {len(idx) - b0} users were not occluded (NaN)")
-            break
-    if max_events is not None and (n[:reached] > max_events).any():
-        notes.append(f"only the most recent {max_events} events of a user are occluded (max_events); "
-                     "older events have NaN")
-    if (n[:reached] == 1).any():
-        notes.append("a user with a single event has no variant without it: NaN")
-    return _Batch(idx, segment, local, attribution, {}, score, None, None, "; ".join(notes))
-
-
-# ------------------------------------------------------------------ PyTorch: IG and ablation
-def _reduce(out: Any, probabilities: bool | None) -> Any:
-    """The teacher's score from a module output, as :class:`TorchTeacher` reads it."""
-    if out.ndim == 2 and out.shape[1] == 1:
-        return out[:, 0]
-    if out.ndim == 2 and out.shape[1] == 2:
-        return out[:, 1] if probabilities else out[:, 1] - out[:, 0]
-    if out.ndim != 1:
-        raise InputError(f"the module returned shape {tuple(out.shape)}; expected (B,), (B, 1) or (B, 2)")
-    return out
-
-
-def _is_probabilities(out: Any) -> bool | None:
-    if out.ndim == 2 and out.shape[1] == 2:
-        finite = out[~(~out.isfinite()).any(dim=1)]
-        return bool(((finite >= 0) & (finite <= 1)).all()) and bool(
-            ((finite.sum(dim=1) - 1).abs() <= 1e-4).all())
-    return None
-
-
-class _Inputs:
-    """An encoding's tensors, and how to call the module with a replacement for some of them."""
-
-    def __init__(self, encoded: Any) -> None:
-        import torch
-
-        if isinstance(encoded, torch.Tensor):
-            self.names, self.tensors, self.single = None, [encoded], True
-        elif isinstance(encoded, dict):
-            self.names, self.tensors, self.single = list(encoded), list(encoded.values()), False
-        elif isinstance(encoded, (tuple, list)):
-            self.names, self.tensors, self.single = None, list(encoded), False
-        else:
-            raise InputTypeError(f"encode returned {type(encoded).__name__}; expected a tuple of tensors, a dict or a "
-                            "tensor")
-
-    def call(self, model: Any, tensors: list) -> Any:
-        if self.single:
-            return model(tensors[0])
-        if self.names is not None:
-            return model(**dict(zip(self.names, tensors)))
-        return model(*tensors)
-
-
-class _Replay:
-    """``forward(*attributed, *all_inputs) -> scores``: the module with some inputs and embedding outputs replaced.
-
-    Float event tensors are replaced as inputs; embedding outputs through
-    forward hooks that return the given tensor instead of the lookup (what
-    Captum's ``LayerIntegratedGradients`` does), so that gradients reach the
-    embedded categories.
-    """
-
-    def __init__(self, model: Any, inputs: _Inputs, float_slots: list[int], embeddings: list,
-                 probabilities: bool | None) -> None:
-        self.model, self.inputs = model, inputs
-        self.float_slots, self.embeddings = float_slots, embeddings
-        self.probabilities = probabilities
-        self.overrides: dict = {}
-
-    def hook(self, module: Any, args: Any, output: Any) -> Any:
-        return self.overrides.get(module, output)
-
-    def __call__(self, *args: Any) -> Any:
-        n_f, n_e = len(self.float_slots), len(self.embeddings)
-        attributed, originals = args[:n_f + n_e], list(args[n_f + n_e:])
-        for slot, x in zip(self.float_slots, attributed[:n_f]):
-            originals[slot] = x
-        self.overrides = dict(zip(self.embeddings, attributed[n_f:]))
-        try:
-            return _reduce(self.inputs.call(self.model, originals), self.probabilities)
-        finally:
-            self.overrides = {}
-
-
-class _TorchContext:
-    """Eval mode, gradients on, the module's threads; cuDNN's RNN backward needs training mode, given here
-    only to recurrent layers without dropout (so nothing random runs), else cuDNN is switched off."""
-
-    def __init__(self, teacher: TorchTeacher, device: Any) -> None:
-        self.teacher, self.device = teacher, device
-
-    def __enter__(self) -> _TorchContext:
-        import torch
-
-        model = self.teacher.model
-        self.modes = [(m, m.training) for m in model.modules()]
-        self.threads = torch.get_num_threads()
-        wanted = self.teacher.num_threads if self.teacher.num_threads is not None else getattr(model, "num_threads",
-                                                                                               None)
-        if wanted is not None:
-            torch.set_num_threads(int(wanted))
-        model.eval()
-        self.cudnn = None
-        if self.device.type == "cuda":
-            rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
-            if all(float(getattr(m, "dropout", 0.0)) == 0.0 for m in rnns):
-                for m in rnns:
-                    m.training = True
-            else:
-                self.cudnn = torch.backends.cudnn.flags(enabled=False)
-                self.cudnn.__enter__()
-        self.grad = torch.enable_grad()
-        self.grad.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        import torch
-
-        self.grad.__exit__(*exc)
-        if self.cudnn is not None:
-            self.cudnn.__exit__(*exc)
-        torch.set_num_threads(self.threads)
-        for module, training in self.modes:
-            module.training = training
-
-
-def _column_names(teacher: TorchTeacher, seqs: Sequences) -> tuple[list[str], list[str]] | None:
-    """Categorical and numerical columns of the default encoding, in its order; None for a custom encode."""
-    if teacher.encode is not None:
-        return None
-    m = teacher.model
-    return (list(getattr(m, "categorical_", None) or seqs.categorical),
-            list(getattr(m, "numerical_", None) or seqs.numerical))
-
-
-def _torch_batch(teacher: TorchTeacher, seqs: Sequences, idx: np.ndarray, method: str, n_steps: int,
-                 batch_size: int | None, internal_batch_size: int | None) -> _Batch:
-    import torch
-    model = teacher.model
-    device = teacher._model_device()
-    encode = teacher.encode or teacher._default_encode
-    max_len = getattr(model, "max_len", None)
-    n = seqs.lengths[idx].astype(np.int64)
-    read = n if max_len is None else np.minimum(n, int(max_len))
-    positions, segment = seqs.batch_positions(idx)
-    block_start = np.zeros(len(idx), dtype=np.int64)
-    np.cumsum(n[:-1], out=block_start[1:])
-    local = np.arange(len(positions), dtype=np.int64) - block_start[segment]
-    attribution = np.full(len(positions), np.nan)
-    columns: dict[str, np.ndarray] = {}
-    score, reference, delta = np.full(len(idx), np.nan), np.full(len(idx), np.nan), np.full(len(idx), np.nan)
-    names = _column_names(teacher, seqs)
-    per_batch = batch_size or GRADIENT_BATCH
-    order = np.argsort(n, kind="stable")  # similar lengths together: less padding
-    embeddings_all = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
-    notes: set[str] = set()
-
-    with _TorchContext(teacher, device):
-        for s0 in range(0, len(idx), per_batch):  # a loop over batches of users
-            rows = order[s0:s0 + per_batch]
-            inputs = _Inputs(encode(seqs, idx[rows]))
-            tensors = [t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs.tensors]
-            B = len(rows)
-            event_like = [i for i, t in enumerate(tensors) if isinstance(t, torch.Tensor) and t.ndim >= 2
-                          and t.shape[0] == B]
-            if not event_like:
-                raise InputError("the encoding has no tensor of shape (users, events, ...) to attribute")
-            T = int(tensors[event_like[0]].shape[1])
-            if int(read[rows].max()) > T:
-                raise InputError(f"the encoding holds {T} events per user, but users of this batch have up to "
-                                 f"{int(read[rows].max())} and the module has no max_len saying how many it keeps: "
-                                 "set model.max_len to the encoding's truncation (the most recent events are kept)")
-            float_slots = [i for i in event_like if tensors[i].is_floating_point()]
-            int_slots = [i for i in event_like if not tensors[i].is_floating_point()]
-            baseline_tensors = [torch.zeros_like(t) if i in event_like else t for i, t in enumerate(tensors)]
-
-            seen, seen_base, y, y_base, probabilities = _probe(model, inputs, tensors, baseline_tensors,
-                                                               embeddings_all)
-            if method == "ablation":
-                per_event, per_column = _ablate(model, inputs, tensors, baseline_tensors, event_like, probabilities,
-                                                B, T, internal_batch_size)
-            else:
-                embeddings = _replaceable(embeddings_all, seen, B, T)
-                emb_names = [_embedding_name(j, seen[e][0][0], tensors, int_slots, names)
-                             for j, e in enumerate(embeddings)]
-                xs = tuple(tensors[i] for i in float_slots) + tuple(seen[e][0][1] for e in embeddings)
-                bs = tuple(baseline_tensors[i] for i in float_slots) + tuple(seen_base[e][0][1] for e in embeddings)
-                got = _integrate(model, inputs, tensors, float_slots, embeddings, probabilities, xs, bs, method,
-                                 n_steps, internal_batch_size)
-                per_event, per_column = np.zeros((B, T)), {}
-                for slot, g in zip(float_slots, got[:len(float_slots)]):
-                    g = g.reshape(B, T, -1)
-                    for c, name in enumerate(_channel_names(slot, g.shape[2], names)):
-                        per_column[name] = per_column.get(name, 0.0) + g[..., c].numpy()
-                for name, g in zip(emb_names, got[len(float_slots):]):
-                    per_column[name] = per_column.get(name, 0.0) + g.reshape(B, T, -1).sum(dim=2).numpy()
-                for v in per_column.values():
-                    per_event += v
-                delta[rows] = per_event.sum(axis=1) - (y - y_base).to("cpu", torch.float64).numpy()
-                reference[rows] = y_base.to("cpu", torch.float64).numpy()
-            score[rows] = y.to("cpu", torch.float64).numpy()
-
-            # Tensor position t of batch row r is the user's event n - read + t (the most recent `read`).
-            r = np.repeat(np.arange(B), read[rows])
-            t = np.arange(int(read[rows].sum())) - np.repeat(np.cumsum(read[rows]) - read[rows], read[rows])
-            flat = block_start[rows][r] + (n[rows] - read[rows])[r] + t
-            attribution[flat] = per_event[r, t]
-            for name, v in per_column.items():
-                columns.setdefault(name, np.full(len(positions), np.nan))[flat] = v[r, t]
-            if (read[rows] < n[rows]).any():
-                notes.add(f"the model reads only the last {max_len} events of a user (max_len): older events "
-                          "are not attributed (NaN)")
-    return _Batch(idx, segment, local, attribution, columns, score,
-                  reference if method != "ablation" else None, delta if method != "ablation" else None,
-                  "; ".join(sorted(notes)))
-
-
-def _probe(model: Any, inputs: _Inputs, tensors: list, baseline_tensors: list, embeddings: list) -> tuple:
-    """One forward pass at the input and one at the baseline, recording every embedding's input and output.
-
-    Returns ``(seen, seen_base, y, y_base, probabilities)``: per embedding the
-    list of its calls ``(input, output)``, the scores, and how a two-column
-    output is read (see :class:`TorchTeacher`).
-    """
-    import torch
-
-    captured: dict = {}
-
-    def record(module: Any, args: Any, output: Any) -> None:
-        captured.setdefault(module, []).append((args[0] if args else None, output))
-
-    hooks = [e.register_forward_hook(record) for e in embeddings]
-    try:
-        with torch.no_grad():
-            out = inputs.call(model, tensors)
-            seen = dict(captured)
-            captured.clear()
-            out_base = inputs.call(model, baseline_tensors)
-            seen_base = dict(captured)
-    finally:
-        for h in hooks:
-            h.remove()
-    probabilities = _is_probabilities(out)
-    return seen, seen_base, _reduce(out, probabilities).detach(), _reduce(out_base, probabilities).detach(), \
-        probabilities
-
-
-def _replaceable(embeddings: list, seen: dict, B: int, T: int) -> list:
-    """The embeddings that embed the events: called once, with an output of shape (B, T, ...)."""
-    out = []
-    for e in embeddings:
-        calls = seen.get(e, [])
-        if len(calls) > 1:
-            raise NotImplementedError(f"the embedding {e} is called {len(calls)} times in one forward pass: its "
-                                      "output cannot be replaced for integrated gradients; use method='ablation' "
-                                      "or 'occlusion'")
-        if len(calls) == 1 and calls[0][1].ndim >= 3 and tuple(calls[0][1].shape[:2]) == (B, T):
-            out.append(e)
-    return out
-
-
-def _embedding_name(j: int, codes: Any, tensors: list, int_slots: list[int], names: tuple | None) -> str:
-    """The data column an embedding embeds: found by matching its input against the encoding's code columns."""
-    import torch
-
-    for i in int_slots:
-        t = tensors[i]
-        for c in range(t.shape[2] if t.ndim == 3 else 0):
-            if codes is not None and codes.shape == t[..., c].shape and torch.equal(codes, t[..., c]):
-                return names[0][c] if names is not None and i == 0 and c < len(names[0]) else f"input {i}[{c}]"
-    return f"embedding {j}"
-
-
-def _channel_names(i: int, width: int, names: tuple | None) -> list[str]:
-    """A name per channel of float tensor ``i``: the numerical column, for the default encoding."""
-    if names is not None and i == 1 and width == 2 * len(names[1]):
-        return names[1] + names[1]  # value channels, then missing flags, of each column
-    return [f"input {i}[{c}]" for c in range(width)]
-
-
-def _ablate(model: Any, inputs: _Inputs, tensors: list, baseline_tensors: list, event_like: list[int],
-            probabilities: bool | None, B: int, T: int, internal_batch_size: int | None) -> tuple[np.ndarray, dict]:
-    """Captum's FeatureAblation with one feature per event (all its tensors and channels): (B, T) attributions."""
-    import torch
-    from captum.attr import FeatureAblation
-
-    steps = torch.arange(T, device=tensors[event_like[0]].device)
-    masks = tuple(steps.reshape([1, T] + [1] * (tensors[i].ndim - 2)).expand_as(tensors[i]).contiguous()
-                  for i in event_like)
-    rest = [i for i in range(len(tensors)) if i not in event_like]
-
-    def forward(*xs: Any) -> Any:
-        full = list(tensors)
-        for i, x in zip(event_like + rest, xs):
-            full[i] = x
-        return _reduce(inputs.call(model, full), probabilities)
-
-    got = FeatureAblation(forward).attribute(
-        tuple(tensors[i] for i in event_like), baselines=tuple(baseline_tensors[i] for i in event_like),
-        additional_forward_args=tuple(tensors[i] for i in rest) or None, feature_mask=masks,
-        perturbations_per_eval=max(1, (internal_batch_size or 4096) // B))
-    return got[0].reshape(B, T, -1)[..., 0].detach().to("cpu", torch.float64).numpy(), {}
-
-
-def _integrate(model: Any, inputs: _Inputs, tensors: list, float_slots: list[int], embeddings: list,
-               probabilities: bool | None, xs: tuple, bs: tuple, method: str, n_steps: int,
-               internal_batch_size: int | None) -> list:
-    """IG (or, for the measurement, DeepLift) at the float inputs and the embedding outputs; on the CPU."""
-    import torch
-    from captum.attr import DeepLift, IntegratedGradients
-
-    replay = _Replay(model, inputs, float_slots, embeddings, probabilities)
-    hooks = [e.register_forward_hook(replay.hook) for e in embeddings]
-    try:
-        if method == "integrated_gradients":
-            got = IntegratedGradients(replay).attribute(xs, baselines=bs, additional_forward_args=tuple(tensors),
-                                                        n_steps=n_steps, internal_batch_size=internal_batch_size)
-        else:  # deeplift: measured in the benchmark, not offered
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = DeepLift(_as_module(replay)).attribute(xs, baselines=bs, additional_forward_args=tuple(tensors))
-    finally:
-        for h in hooks:
-            h.remove()
-    return [g.detach().to("cpu", torch.float64) for g in got]
-
-
-def _as_module(replay: _Replay) -> Any:
-    """The replayed teacher as an ``nn.Module`` (DeepLift wants one)."""
-    import torch
-
-    class Wrapped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            # A submodule, so that DeepLift finds (and hooks) the teacher's nonlinearities.
-            self.inner = replay.model
-
-        def forward(self, *args: Any) -> Any:
-            return replay(*args)
-
-    return Wrapped()
-
-
 # ------------------------------------------------------------------ entry points
 def _check_method(method: str | None, teacher: Teacher) -> str:
     if method is None:
@@ -807,7 +371,7 @@ def _check_method(method: str | None, teacher: Teacher) -> str:
 def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, method: str | None = None, *,
                      n_steps: int = IG_STEPS, batch_size: int | None = None, internal_batch_size: int | None = None,
                      max_events: int | None = MAX_OCCLUDED, time_budget: float | None = None,
-                     chunk_events: int = OCCLUSION_CHUNK_EVENTS) -> _Batch:
+                     chunk_events: int = OCCLUSION_CHUNK_EVENTS) -> EventBatch:
     """Attributions of the events of many users, in batches (no loop over users).
 
     Parameters
@@ -839,7 +403,7 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
 
     Returns
     -------
-    _Batch
+    EventBatch
         Flat per-event arrays in ``seqs.batch_positions(user_indices)`` order.
     """
     teacher = as_teacher(teacher)
@@ -848,29 +412,30 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
                                  "it leaned on")
     method = _check_method(method, teacher)
     idx = np.asarray(user_indices, dtype=np.int64)
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 2:
-        raise InputError(f"n_steps must be a whole number >= 2, got {n_steps!r}")
-    if max_events is not None and (isinstance(max_events, bool) or not isinstance(max_events, (int, np.integer))
-                                   or max_events < 1):
-        raise InputError(f"max_events must be a positive whole number or None, got {max_events!r}")
+    check_whole(n_steps, "n_steps", min_value=2)
+    check_whole(max_events, "max_events", min_value=1, allow_none=True)
     if method == "occlusion":
-        return _occlusion(teacher, seqs, idx, max_events, time_budget, chunk_events)
-    return _torch_batch(teacher, seqs, idx, method, int(n_steps), batch_size, internal_batch_size)
+        return occlusion(teacher, seqs, idx, None if max_events is None else int(max_events), time_budget,
+                         chunk_events)
+    return torch_batch(teacher, seqs, idx, method, int(n_steps), batch_size, internal_batch_size)
 
 
-def _teacher_of(exp: Any, teacher: Any, fix: str = "exp.user(uid).attribute(teacher=model)") -> Teacher:
-    """The teacher to ask: the one given, else the one the explanation's job queried.
+def teacher_of(exp: Explanation, teacher: Any, fix: str = "exp.user(uid).attribute(teacher=model)") -> Teacher:
+    """The teacher to ask: the one given, else the one the explanation's job queried (``exp.inputs``).
 
-    Raises :class:`TeacherUnavailable` saying why there is none, and ``fix``.
+    Raises
+    ------
+    TeacherUnavailable
+        Saying why there is none, and ``fix``.
     """
     if teacher is not None:
         return as_teacher(teacher)
-    job = getattr(exp, "_job_args", None)
-    if job is None:
+    inputs = exp.inputs
+    if inputs is None:
         raise TeacherUnavailable(
             "this explanation holds no model: it was loaded from a file (models are not saved with it: no "
             f"pickle) or built without explain(); pass the model, e.g. {fix}")
-    found = job[0]
+    found = inputs.teacher
     if found is None or isinstance(found, GivenScores):
         raise TeacherUnavailable(
             "explain() was given the teacher's scores, not the model: there is no model to ask; pass the "
@@ -878,16 +443,17 @@ def _teacher_of(exp: Any, teacher: Any, fix: str = "exp.user(uid).attribute(teac
     return found
 
 
-def _frames(exp: Any, batch: _Batch, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _frames(exp: Explanation, batch: EventBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per event: whether it feeds a fired rule; per user: agreement and event share."""
     feeds = rule_event_mask(exp, batch.user_indices)
-    fired_any = exp._fires[batch.user_indices].any(axis=1) if exp._fires.shape[1] else \
+    fires = exp.ready_result().fires
+    fired_any = fires[batch.user_indices].any(axis=1) if fires.shape[1] else \
         np.zeros(len(batch.user_indices), dtype=bool)
     agree, share = agreement(np.abs(batch.attribution), feeds, batch.segment, len(batch.user_indices), fired_any)
     return feeds, agree, share
 
 
-def user_attributions(exp: Any, user_id: Any, method: str | None = None, *, teacher: Any = None,
+def user_attributions(exp: Explanation, user_id: Any, method: str | None = None, *, teacher: Any = None,
                       **options: Any) -> EventAttributions:
     """One user's event attributions and rule-model agreement (``exp.user(uid).attributions``).
 
@@ -912,12 +478,12 @@ def user_attributions(exp: Any, user_id: Any, method: str | None = None, *, teac
     TeacherUnavailable
         No model can be reached (the message says why and what to pass).
     """
-    exp._ready()
-    t = _teacher_of(exp, teacher)
+    exp.ready_result()
+    t = teacher_of(exp, teacher)
     i = exp.sequences.user_index(user_id)
     batch = attribute_events(t, exp.sequences, np.array([i]), method, **options)
     method = _check_method(method, t)
-    feeds, agree, share = _frames(exp, batch, method)
+    feeds, agree, share = _frames(exp, batch)
     table = pd.DataFrame({"event": batch.local, "attribution": batch.attribution,
                           "attributed": np.isfinite(batch.attribution), "feeds_rule": feeds})
     for name, v in batch.columns.items():
@@ -925,12 +491,12 @@ def user_attributions(exp: Any, user_id: Any, method: str | None = None, *, teac
     nan = float("nan")
     return EventAttributions(
         user_id=exp.sequences.users[i], method=method, events=table, agreement=float(agree[0]),
-        event_share=float(share[0]), score=float(batch.score[0]),
+        event_share=float(share[0]), score=float(batch.score[0]) if batch.score is not None else nan,
         reference=float(batch.reference[0]) if batch.reference is not None else nan,
         delta=float(batch.delta[0]) if batch.delta is not None else nan, note=batch.note)
 
 
-def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = None, *, held_out: bool = True,
+def agreement_summary(exp: Explanation, n_users: int | None = 200, method: str | None = None, *, held_out: bool = True,
                       teacher: Any = None, random_state: int | None = 0, time_budget: float | None = None,
                       progress: Callable[[int, int], Any] | None = None, chunk_users: int = GRADIENT_BATCH,
                       **options: Any) -> AgreementSummary:
@@ -969,13 +535,11 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     -------
     AgreementSummary
     """
-    exp._ready()
-    t = _teacher_of(exp, teacher)
+    state = exp.ready_result()
+    t = teacher_of(exp, teacher)
     method = _check_method(method, t)
-    if n_users is not None and (isinstance(n_users, bool) or not isinstance(n_users, (int, np.integer))
-                                or n_users < 1):
-        raise InputError(f"n_users must be a positive whole number or None, got {n_users!r}")
-    pool = np.flatnonzero(exp.is_test) if held_out else np.arange(exp.sequences.n_users)
+    check_whole(n_users, "n_users", min_value=1, allow_none=True)
+    pool = np.flatnonzero(state.is_test) if held_out else np.arange(exp.sequences.n_users)
     rng = np.random.default_rng(random_state)
     n_pool = len(pool)
     if n_users is not None and n_users < len(pool):
@@ -983,7 +547,8 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     pool = rng.permutation(pool)
     chunk = max(1, int(chunk_users))
     start = time.perf_counter()
-    parts, notes = [], {}  # notes: a dict keeps their first-seen order, once each
+    parts: list[tuple[np.ndarray, EventBatch]] = []
+    notes: dict[str, None] = {}  # notes: a dict keeps their first-seen order, once each
     done = 0
     while done < len(pool):  # a loop over chunks of users, each one batched call
         part = np.sort(pool[done:done + chunk])
@@ -1001,9 +566,9 @@ def agreement_summary(exp: Any, n_users: int | None = 200, method: str | None = 
     seconds = time.perf_counter() - start
     rows = []
     for part, batch in parts:
-        feeds, agree, share = _frames(exp, batch, method)
+        feeds, agree, share = _frames(exp, batch)
         n_attr = np.bincount(batch.segment, weights=np.isfinite(batch.attribution), minlength=len(part))
-        fired = exp._fires[part].any(axis=1) if exp._fires.shape[1] else np.zeros(len(part), dtype=bool)
+        fired = state.fires[part].any(axis=1) if state.fires.shape[1] else np.zeros(len(part), dtype=bool)
         rows.append(pd.DataFrame({
             "_position": part, "agreement": agree, "event_share": share,
             "lift": np.divide(agree, share, out=np.full(len(part), np.nan), where=share > 0),

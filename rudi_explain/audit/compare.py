@@ -22,13 +22,16 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from rudi_explain.rules.formula import Const, Lit, format_threshold
 from rudi_explain.rules.ruleset import LinearTerm
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["compare", "Comparison", "RULE_STATUSES"]
 
@@ -161,7 +164,8 @@ class Comparison:
         tables = (
             # the figures before the moves: at 640 px the weights show without scrolling
             ("rules", rules, [("status", "status", "pill"), ("text", "rule", "text"),
-                              ("weight_a", f"weight {self.names[0]}", "w"), ("weight_b", f"weight {self.names[1]}", "w"),
+                              ("weight_a", f"weight {self.names[0]}", "w"),
+                              ("weight_b", f"weight {self.names[1]}", "w"),
                               ("coverage_a", f"coverage {self.names[0]}", "pct"),
                               ("coverage_b", f"coverage {self.names[1]}", "pct")]
              + ([("moved", f"thresholds moved ({self.names[0]} -> {self.names[1]})", "text")]
@@ -216,7 +220,7 @@ body[data-jp-theme-light="false"] .rudi-compare .rc-lost { color: #ffc9c9; backg
 body[data-jp-theme-light="false"] .rudi-compare .rc-moved { color: #ffec99; background: #3d3417; border-color: #bf8700; }
 body[data-jp-theme-light="false"] .rudi-compare .rc-changed { color: #a5d8ff; background: #16324f; border-color: #1971c2; }
 body[data-jp-theme-light="false"] .rudi-compare .rc-kept { color: #dee2e6; background: #2b3035; border-color: #495057; }
-"""
+"""  # noqa: E501  (one CSS rule a line, as the test of its colours reads them)
 
 _PILL_CLASS = {"gained": "rc-gained", "lost": "rc-lost", "threshold moved": "rc-moved", "weight changed": "rc-changed",
                "kept": "rc-kept"}
@@ -284,11 +288,11 @@ def _canon(f: Any, L: Any, outputs: list) -> tuple[tuple, list]:
     return (type(f).__name__, tuple(k[0] for k in kids)), [t for k in kids for t in k[1]]
 
 
-def _rule_keys(exp: Any) -> list[tuple]:
+def _rule_keys(exp: Explanation) -> list[tuple]:
     """Per rule: (skeleton, thresholds with their outputs)."""
     L = exp.literals
     outputs = _output_keys(L)
-    keys = []
+    keys: list[tuple] = []
     for rule in exp.rules:
         if isinstance(rule, LinearTerm):
             keys.append((("linear", outputs[rule.column]), []))
@@ -301,7 +305,7 @@ def _same_weight(a: float, b: float) -> bool:
     return bool(np.isclose(a, b, rtol=WEIGHT_TOLERANCE, atol=0.0))
 
 
-def _match_rules(exp_a: Any, exp_b: Any) -> list[tuple[int, int, str]]:
+def _match_rules(exp_a: Explanation, exp_b: Explanation) -> list[tuple[int, int, str]]:
     """(rule of A or -1, rule of B or -1, status) for every rule of either."""
     ka, kb = _rule_keys(exp_a), _rule_keys(exp_b)
     wa = [r.weight for r in exp_a.rules]
@@ -329,7 +333,7 @@ def _match_rules(exp_a: Any, exp_b: Any) -> list[tuple[int, int, str]]:
     return out
 
 
-def _moved_text(exp_a: Any, exp_b: Any, i: int, j: int) -> str:
+def _moved_text(exp_a: Explanation, exp_b: Explanation, i: int, j: int) -> str:
     """The thresholds that moved between matched rules: "words: 14 -> 12"."""
     ta = _rule_keys_one(exp_a, i)
     tb = _rule_keys_one(exp_b, j)
@@ -342,7 +346,7 @@ def _moved_text(exp_a: Any, exp_b: Any, i: int, j: int) -> str:
     return "; ".join(parts)
 
 
-def _rule_keys_one(exp: Any, k: int) -> list:
+def _rule_keys_one(exp: Explanation, k: int) -> list:
     rule = exp.rules[k]
     if isinstance(rule, LinearTerm):
         return []
@@ -350,7 +354,7 @@ def _rule_keys_one(exp: Any, k: int) -> list:
 
 
 # ------------------------------------------------------------------ compare
-def compare(exp_a: Any, exp_b: Any, names: tuple[str, str] = ("A", "B")) -> Comparison:
+def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A", "B")) -> Comparison:
     """What changed from explanation ``exp_a`` to ``exp_b``.
 
     Parameters
@@ -366,13 +370,13 @@ def compare(exp_a: Any, exp_b: Any, names: tuple[str, str] = ("A", "B")) -> Comp
         ``summary()``, DataFrames ``statistics``, ``rules``, ``users``,
         ``firing``, the ``fidelity`` of each; shown as HTML in a notebook.
     """
-    exp_a._ready("rx.compare()")
-    exp_b._ready("rx.compare()")
+    fires_a = exp_a.ready_result("rx.compare()").fires
+    fires_b = exp_b.ready_result("rx.compare()").fires
     # statistics, by equivalence key
     keys_a = {s.key: s for s in exp_a.statistics}
     keys_b = {s.key: s for s in exp_b.statistics}
     seqs = exp_a.sequences
-    rows = []
+    rows: list[tuple[str, str | None, str | None, str]] = []
     for key, s in keys_a.items():
         other = keys_b.get(key)
         rows.append(("kept" if other is not None else "lost", str(s), None if other is None else str(other),
@@ -385,8 +389,8 @@ def compare(exp_a: Any, exp_b: Any, names: tuple[str, str] = ("A", "B")) -> Comp
 
     # rules
     pairs = _match_rules(exp_a, exp_b)
-    cov_a = exp_a._fires.mean(axis=0) if len(exp_a._fires) else np.zeros(len(exp_a.rules))
-    cov_b = exp_b._fires.mean(axis=0) if len(exp_b._fires) else np.zeros(len(exp_b.rules))
+    cov_a = fires_a.mean(axis=0) if len(fires_a) else np.zeros(len(exp_a.rules))
+    cov_b = fires_b.mean(axis=0) if len(fires_b) else np.zeros(len(exp_b.rules))
     rrows = []
     for i, j, status in pairs:
         ra = exp_a.rules[i] if i >= 0 else None
@@ -416,9 +420,9 @@ def compare(exp_a: Any, exp_b: Any, names: tuple[str, str] = ("A", "B")) -> Comp
     Fa = np.zeros((len(common), n_ids), dtype=bool)
     Fb = np.zeros((len(common), n_ids), dtype=bool)
     if len(rule_a):
-        Fa[:, col_a] = exp_a._fires[ia][:, rule_a]
+        Fa[:, col_a] = fires_a[ia][:, rule_a]
     if len(rule_b):
-        Fb[:, col_b] = exp_b._fires[ib][:, rule_b]
+        Fb[:, col_b] = fires_b[ib][:, rule_b]
     diff = Fa != Fb
     changed = np.flatnonzero(diff.any(axis=1))
     sa = exp_a.student_scores.to_numpy(dtype=np.float64)

@@ -42,15 +42,25 @@ import html
 import math
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from rudi_explain.audit.attributions import TeacherUnavailable, _teacher_of, output_events
+from rudi_explain.audit.attributions import TeacherUnavailable, output_events, teacher_of
+from rudi_explain.audit.event_sets import sequences_of_events
+from rudi_explain.audit.jsonable import json_float as _num
+from rudi_explain.audit.ranks import percentile, percentile_of
+from rudi_explain.audit.what_if import rules_using
+from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
+from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import Lit, format_threshold
 from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.validation import check_whole
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["Counterfactual", "EventEdit", "counterfactual", "DIRECTIONS", "MAX_CANDIDATES"]
 
@@ -116,8 +126,8 @@ class Counterfactual:
         That percentile of the training users' rule scores; the new score
         must be strictly below (above) it.
     score, percentile : float
-        The user's rule score now, and its percentile among training users
-        (the share of them with a lower score, in percent).
+        The user's rule score now, and its percentile among training users' rule scores
+        (mid-rank: :mod:`rudi_explain.audit.ranks`).
     found : bool
         Whether a change of at most ``max_literals`` literals reaches the
         target (True with no change when the score already is past it).
@@ -174,12 +184,14 @@ class Counterfactual:
                 line += f"; that is {r.events}"
             lines.append(line)
         if self.found and len(self.changes):
-            lines.append(f"rule score {self.score:.4g} ({_ordinal(self.percentile)} percentile) -> {self.new_score:.4g} "
+            lines.append(f"rule score {self.score:.4g} ({_ordinal(self.percentile)} percentile) -> "
+                         f"{self.new_score:.4g} "
                          f"({_ordinal(self.new_percentile)} percentile); target: {self.direction} "
                          f"{self.target_score:.4g} (the {_ordinal(self.target_percentile)} percentile)")
         e = self.edit
         if e is not None:
-            lines.append(f"on the events: the {e.n_dropped} most recent matching event{'s' if e.n_dropped != 1 else ''} "
+            lines.append(f"on the events: the {e.n_dropped} most recent matching "
+                         f"event{'s' if e.n_dropped != 1 else ''} "
                          f"dropped: rule score {e.score:.4g} ({_ordinal(e.percentile)} percentile), "
                          f"{'past' if e.reaches_target else 'not past'} the target")
             if e.teacher_score is not None:
@@ -192,8 +204,6 @@ class Counterfactual:
 
     def to_dict(self) -> dict:
         """JSON-ready (floats rounded; NaN as None), for the widget."""
-        from rudi_explain.views.payloads import _num
-
         def cell(v: Any) -> Any:
             if isinstance(v, (list, tuple, np.ndarray)):
                 return [int(x) for x in v]
@@ -235,8 +245,10 @@ def _value_text(x: float) -> str:
     return format_threshold(x) if float(f"{x:.4g}") == x else f"{x:.4g}"
 
 
-def _ordinal(p: float) -> str:
-    """A percentile as an ordinal: 1st, 22nd, 91st, 50th."""
+def _ordinal(p: float | None) -> str:
+    """A percentile as an ordinal: 1st, 22nd, 91st, 50th ("-" for none)."""
+    if p is None:
+        return "-"
     k = int(round(p))
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
@@ -244,12 +256,10 @@ def _ordinal(p: float) -> str:
 
 # ------------------------------------------------------------------ the search
 def _quantile(sorted_values: np.ndarray, x: float) -> float:
-    """Mid-rank empirical quantile of ``x`` among the sorted defined training values (0 when undefined)."""
+    """``x``'s percentile among the sorted defined training values, as a share (0 when undefined)."""
     if math.isnan(x) or not sorted_values.size:
         return 0.0
-    lo = np.searchsorted(sorted_values, x, side="left")
-    hi = np.searchsorted(sorted_values, x, side="right")
-    return float((lo + hi) / 2 / sorted_values.size)
+    return float(percentile_of(x, sorted_values, among_sorted=True)) / 100.0
 
 
 def _is_event_count(stat: Any, seqs: Any) -> bool:
@@ -284,12 +294,12 @@ class _Moves:
     condition: list = field(default_factory=list)
 
 
-def _band_moves(exp: Any, index: int, used: np.ndarray) -> _Moves:
+def _band_moves(state: FittedState, index: int, used: np.ndarray) -> _Moves:
     """For each output the rules read, the user's move to each other band between its rule thresholds."""
-    L = exp.literals
-    info = exp.rules.info
-    train = ~exp.is_test
-    v_user = exp._values[index]
+    L = state.literals
+    info = state.rules.info
+    train = ~state.is_test
+    v_user = state.values[index]
     moves = _Moves()
     for c in np.unique(L.column[used]):  # a loop over statistic outputs, not users
         lits = used[L.column[used] == c]
@@ -297,7 +307,7 @@ def _band_moves(exp: Any, index: int, used: np.ndarray) -> _Moves:
         T = np.unique(t_lits)
         x = float(v_user[c])
         b0 = 0 if math.isnan(x) else int(np.searchsorted(T, x, side="left"))  # thresholds strictly below x
-        tv = exp._values[train, c]
+        tv = state.values[train, c]
         tv = np.sort(tv[~np.isnan(tv)])
         q_now = _quantile(tv, x)
         kind = L.output_kind[c]
@@ -355,10 +365,10 @@ def _level(moves: _Moves, level: int, limit: int) -> tuple[np.ndarray, bool]:
     return (np.asarray(out, dtype=np.int64).reshape(-1, level), cut)
 
 
-def _score_candidates(exp: Any, index: int, moves: _Moves, cand: np.ndarray) -> np.ndarray:
+def _score_candidates(state: FittedState, index: int, moves: _Moves, cand: np.ndarray) -> np.ndarray:
     """Rule scores of the user's values with each candidate's moves applied (vectorized over candidates)."""
-    L = exp.literals
-    v_user = exp._values[index]
+    L = state.literals
+    v_user = state.values[index]
     column = np.asarray(moves.column)
     needed = np.asarray(moves.needed, dtype=np.float64)
     out = np.empty(len(cand))
@@ -369,48 +379,46 @@ def _score_candidates(exp: Any, index: int, moves: _Moves, cand: np.ndarray) -> 
             m = block[:, j]
             ok = m >= 0
             V[np.flatnonzero(ok), column[m[ok]]] = needed[m[ok]]
-        out[start:start + len(block)] = exp.rules.score(L.transform_values(V))
+        out[start:start + len(block)] = state.rules.score(L.transform_values(V))
     return out
 
 
-def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direction: str = "below",
+def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0, direction: str = "below",
                    max_literals: int = 3, *, teacher: Any = None, edit_events: bool = True,
                    max_candidates: int = MAX_CANDIDATES) -> Counterfactual:
     """The smallest change of literal values that moves user ``index``'s rule score past a percentile.
 
-    See :meth:`rudi_explain.explanation.UserView.counterfactual` and the
+    See :meth:`rudi_explain.audit.user.UserView.counterfactual` and the
     module's notes for what "smallest" means.
     """
     if direction not in DIRECTIONS:
         raise InputError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     try:
-        p = float(target_percentile)
+        p = float(target_percentile)  # a number, or its text (the widget's messages)
     except (TypeError, ValueError):
         p = math.nan
     if isinstance(target_percentile, (bool, np.bool_)) or not 0 <= p <= 100:
         raise InputError(f"target_percentile must be a number from 0 to 100, got {target_percentile!r}")
-    if isinstance(max_literals, (bool, np.bool_)) or not isinstance(max_literals, (int, np.integer)) \
-            or max_literals < 1:
-        raise InputError(f"max_literals must be a whole number >= 1, got {max_literals!r}")
-    rules = exp.rules
+    check_whole(max_literals, "max_literals", min_value=1)
+    max_literals = int(max_literals)
+    state = exp.ready_result("the counterfactual")
+    rules = state.rules
     if rules.linear or any(isinstance(r, LinearTerm) for r in rules):
         raise InputError("these rules are linear terms of statistic values, not rules over literals: a "
                          "counterfactual is a change of literals (explain with a rule student)")
-    from rudi_explain.audit.what_if import rules_using
-
-    L = exp.literals
+    L = state.literals
     seqs = exp.sequences
     uid = seqs.users[index]
-    train = ~exp.is_test
-    s_train = exp.student_scores.to_numpy(dtype=np.float64)[train]
+    train = ~state.is_test
+    s_train = state.student_scores.to_numpy(dtype=np.float64)[train]
     target = float(np.percentile(s_train, p))
-    s0 = float(exp.student_scores.iloc[index])
+    s0 = float(state.student_scores.iloc[index])
 
     def past(s: np.ndarray) -> np.ndarray:
         return s < target if direction == "below" else s > target
 
     def pct(s: float) -> float:
-        return float(100.0 * (s_train < s).mean())
+        return percentile(s, s_train)
 
     empty_changes = pd.DataFrame(columns=["output", "words", "statistic", "kind", "value_now", "value_needed",
                                           "condition", "quantile_now", "quantile_needed", "n_literals", "events",
@@ -425,7 +433,7 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
                               message=f"user {uid!r}: the rule score {s0:.4g} is already {where}: nothing to change")
     reads = rules_using(rules, L.n_literals)
     used = np.flatnonzero(reads.any(axis=1))
-    moves = _band_moves(exp, index, used)
+    moves = _band_moves(state, index, used)
     best, n_scored, cut = None, 0, False
     for level in range(1, int(max_literals) + 1):  # fewest flips first: stop at the first level that works
         if n_scored >= max_candidates:
@@ -436,7 +444,7 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
             if cut:
                 break
             continue
-        scores = _score_candidates(exp, index, moves, cand)
+        scores = _score_candidates(state, index, moves, cand)
         n_scored += len(cand)
         ok = np.flatnonzero(past(scores))
         if ok.size:
@@ -457,11 +465,11 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
                               message=f"user {uid!r}: no counterfactual found to move the rule score {s0:.4g} "
                                       f"{where}: {why}")
     level, chosen, new_score = best
-    changes, flips = _describe(exp, index, moves, chosen, reads)
+    changes, flips = _describe(exp, state, index, moves, chosen, reads)
     edit = None
     if edit_events and len(changes) and changes["event_change"].notna().all() and \
             (changes["event_change"] < 0).all():
-        edit = _edit(exp, index, changes, target, past, pct, teacher)
+        edit = _edit(exp, state, index, changes, past, pct, teacher)
     n_out = len(changes)
     message = (f"user {uid!r}: flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic "
                f"output{'s' if n_out > 1 else ''} to move the rule score {s0:.4g} {where}")
@@ -470,25 +478,25 @@ def counterfactual(exp: Any, index: int, target_percentile: float = 50.0, direct
                           edit=edit, message=message, n_candidates=n_scored)
 
 
-def _describe(exp: Any, index: int, moves: _Moves, chosen: np.ndarray,
+def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, chosen: np.ndarray,
               reads: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The chosen moves as tidy tables: outputs changed, literals flipped."""
-    L = exp.literals
+    L = state.literals
     seqs = exp.sequences
-    info = exp.rules.info
-    train = ~exp.is_test
+    info = state.rules.info
+    train = ~state.is_test
     rows, flips = [], []
     for m in chosen.tolist():  # the few chosen moves
         c = moves.column[m]
-        x = float(exp._values[index, c])
+        x = float(state.values[index, c])
         needed = moves.needed[m]
-        tv = exp._values[train, c]
+        tv = state.values[train, c]
         tv = np.sort(tv[~np.isnan(tv)])
         stat = L.statistics[int(L.output_statistic[c])] if L.statistics is not None else None
         counts = stat is not None and _is_event_count(stat, seqs)
         delta = int(round(needed - (0.0 if math.isnan(x) else x))) if counts else None
         rows.append({
-            "output": c, "words": L.output_descriptions[c], "statistic": L._pipeline_text(c),
+            "output": c, "words": L.output_descriptions[c], "statistic": L.pipeline_text(c),
             "kind": L.output_kind[c], "value_now": x, "value_needed": needed, "condition": moves.condition[m],
             "quantile_now": _quantile(tv, x), "quantile_needed": _quantile(tv, needed),
             "n_literals": moves.cost[m],
@@ -496,7 +504,7 @@ def _describe(exp: Any, index: int, moves: _Moves, chosen: np.ndarray,
             "event_change": delta,
         })
         for i in moves.flipped[m].tolist():
-            holds = bool(exp._literal_matrix[index, i])
+            holds = bool(state.literal_matrix[index, i])
             flips.append({"literal": int(i), "now": info.render_literal(Lit(int(i), not holds)),
                           "after": info.render_literal(Lit(int(i), holds)),
                           "rules": np.flatnonzero(reads[i]).tolist()})
@@ -505,7 +513,7 @@ def _describe(exp: Any, index: int, moves: _Moves, chosen: np.ndarray,
 
 
 # ------------------------------------------------------------------ carrying it out on the events
-def counted_events(exp: Any, index: int, column: int) -> np.ndarray:
+def counted_events(exp: Explanation, index: int, column: int) -> np.ndarray:
     """Event positions (in ``exp.sequences``) of user ``index`` that statistic output ``column`` counts.
 
     The statistic's row operators run on the user's events; a ``GroupBy``
@@ -516,33 +524,26 @@ def counted_events(exp: Any, index: int, column: int) -> np.ndarray:
     return np.sort(kept)
 
 
-def without_events(seqs: Any, index: int, drop: np.ndarray) -> Any:
+def without_events(seqs: Sequences, index: int, drop: np.ndarray) -> Sequences:
     """User ``index`` alone, without the events at positions ``drop`` (same vocabularies, reference time)."""
-    one = seqs.subset(np.array([index]))
-    keep = ~np.isin(np.arange(seqs.offsets[index], seqs.offsets[index + 1]), drop)
-    one.event_user = one.event_user[keep]
-    one.offsets = np.array([0, int(keep.sum())], dtype=np.int64)
-    one.times = None if one.times is None else one.times[keep]
-    one.input_row = one.input_row[keep]
-    one.codes = {k: v[keep] for k, v in one.codes.items()}
-    one.values = {k: v[keep] for k, v in one.values.items()}
-    one._cache = {}
-    return one
+    positions = np.arange(seqs.offsets[index], seqs.offsets[index + 1])
+    kept = positions[~np.isin(positions, drop)]
+    return sequences_of_events(seqs, kept, np.zeros(len(kept), dtype=np.int64), 1, [seqs.users[index]])
 
 
-def _teacher(exp: Any, teacher: Any) -> tuple[Any, str]:
+def _teacher(exp: Explanation, teacher: Any) -> tuple[Any, str]:
     """The model to ask (as :mod:`rudi_explain.audit.attributions` finds it), or None and why not."""
     try:
-        return _teacher_of(exp, teacher, fix="pass teacher=model"), ""
+        return teacher_of(exp, teacher, fix="pass teacher=model"), ""
     except TeacherUnavailable as why:
         return None, f"the model's score of the edited events is not given: {why}"
 
 
-def _edit(exp: Any, index: int, changes: pd.DataFrame, target: float, past: Any, pct: Any,
+def _edit(exp: Explanation, state: FittedState, index: int, changes: pd.DataFrame, past: Any, pct: Any,
           teacher: Any) -> EventEdit:
     """Drop the most recent counted events of every "fewer events" change; evaluate again."""
     seqs = exp.sequences
-    L = exp.literals
+    L = state.literals
     parts = [np.zeros(0, dtype=np.int64)]
     for r in changes.itertuples():  # the few changed outputs
         counted = counted_events(exp, index, int(r.output))
@@ -551,12 +552,12 @@ def _edit(exp: Any, index: int, changes: pd.DataFrame, target: float, past: Any,
     drop = np.unique(np.concatenate(parts))
     edited = without_events(seqs, index, drop)
     values = L.values(edited)
-    score = float(exp.rules.score(L.transform_values(values))[0])
+    score = float(state.rules.score(L.transform_values(values))[0])
     table = changes[["output", "words", "value_now", "value_needed"]].copy()
     table["value_after"] = values[0, changes["output"].to_numpy(dtype=np.int64)]
     dropped = seqs.events(seqs.users[index]).iloc[drop - seqs.offsets[index]].reset_index(drop=True)
-    y = exp.teacher_scores.to_numpy(dtype=np.float64)
-    y_train = y[~exp.is_test]
+    y = state.teacher_scores.to_numpy(dtype=np.float64)
+    y_train = y[~state.is_test]
     before = float(y[index])
     model, note = _teacher(exp, teacher)
     after = None
@@ -565,6 +566,7 @@ def _edit(exp: Any, index: int, changes: pd.DataFrame, target: float, past: Any,
         before = float(model.score(seqs.subset(np.array([index])), allow_constant=True)[0])
         after = float(model.score(edited, allow_constant=True)[0])
     return EventEdit(
-        dropped=dropped, values=table, score=score, percentile=pct(score), reaches_target=bool(past(np.array([score]))[0]),
-        teacher_score=after, teacher_percentile=None if after is None else float(100.0 * (y_train < after).mean()),
-        teacher_score_before=before, teacher_percentile_before=float(100.0 * (y_train < before).mean()), note=note)
+        dropped=dropped, values=table, score=score, percentile=pct(score),
+        reaches_target=bool(past(np.array([score]))[0]),
+        teacher_score=after, teacher_percentile=None if after is None else percentile(after, y_train),
+        teacher_score_before=before, teacher_percentile_before=percentile(before, y_train), note=note)

@@ -18,20 +18,25 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from typing import Any
+import weakref
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from rudi_explain import metrics
+from rudi_explain.audit.jsonable import json_float as _num
 from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
-from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.ruleset import LinearTerm, RuleSet
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["moved_threshold", "what_if", "resolve_literal", "rules_using"]
 
 
-def resolve_literal(exp: Any, literal: Any) -> int:
+def resolve_literal(exp: Explanation, literal: Any) -> int:
     """The index of a literal of ``exp.literals``, from an index, a name or a statistic output.
 
     Parameters
@@ -67,13 +72,13 @@ def resolve_literal(exp: Any, literal: Any) -> int:
     text = literal.strip()
     used = rules_using(exp.rules, n)
     in_rules = set(np.flatnonzero(used.any(axis=1)).tolist())
-    notation = [f"{L._pipeline_text(int(c))} > {t}" for c, t in zip(L.column, L.threshold_text)]
+    notation = [f"{L.pipeline_text(int(c))} > {t}" for c, t in zip(L.column, L.threshold_text)]
     named = [i for i in range(n) if text in (L.names[i], notation[i])]
     if named:  # a name used twice (a refined copy of a literal): the one the rules use
         return min(named, key=lambda i: (i not in in_rules, i))
     stats = L.statistics
     outputs = [c for c in range(L.n_outputs) if text in (L.output_names[c], L.output_descriptions[c],
-                                                         L._pipeline_text(c))
+                                                         L.pipeline_text(c))
                or (stats is not None and text == str(stats[int(L.output_statistic[c])]))]
     if not outputs:
         raise InputError(f"no literal or statistic output is called {literal!r}: pass a literal's index, its name "
@@ -92,13 +97,14 @@ def rules_using(rules: Any, n_literals: int) -> np.ndarray:
     """Bool matrix (n_literals, n_rules): whether rule k reads literal i."""
     out = np.zeros((n_literals, len(rules)), dtype=bool)
     for k, rule in enumerate(rules):  # a loop over rules, not users
-        if not isinstance(rule, LinearTerm):
-            for lit in formula_literals(getattr(rule, "formula", getattr(rule, "antecedent", None))):
+        formula = None if isinstance(rule, LinearTerm) else getattr(rule, "formula", getattr(rule, "antecedent", None))
+        if formula is not None:
+            for lit in formula_literals(formula):
                 out[lit.index, k] = True
     return out
 
 
-def _finite(exp: Any, i: int, value: Any) -> float:
+def _finite(exp: Explanation, i: int, value: Any) -> float:
     """``value`` as a finite float, or a ValueError naming the literal and the value."""
     name = exp.literals.names[i]
     try:
@@ -131,18 +137,19 @@ def _rebind(rules: Any, literals: Any) -> Any:
     info = literals.literal_info()
     out = copy.copy(rules)
     out.literals, out.info = literals, info
-    out.rules = [dataclasses.replace(r, info=info) if dataclasses.is_dataclass(r) and hasattr(r, "info") else r
+    out.rules = [dataclasses.replace(r, info=info)
+                 if dataclasses.is_dataclass(r) and not isinstance(r, type) and hasattr(r, "info") else r
                  for r in rules.rules]
     return out
 
 
-def _column(exp: Any, i: int, value: float) -> np.ndarray:
+def _column(state: FittedState, i: int, value: float) -> np.ndarray:
     """Literal ``i``'s truth with threshold ``value``, for every user (false where undefined)."""
     with np.errstate(invalid="ignore"):
-        return exp._values[:, int(exp.literals.column[i])] > value
+        return state.values[:, int(state.literals.column[i])] > value
 
 
-def moved_threshold(exp: Any, literal: Any, value: Any) -> Any:
+def moved_threshold(exp: Explanation, literal: Any, value: Any) -> Explanation:
     """A new explanation in which one literal's threshold is ``value`` (``exp.with_threshold``).
 
     Parameters
@@ -169,40 +176,25 @@ def moved_threshold(exp: Any, literal: Any, value: Any) -> Any:
     ValueError
         No such literal, or a value that is not a finite number.
     """
-    exp._ready("exp.with_threshold()")
+    state = exp.ready_result("exp.with_threshold()")
     i = resolve_literal(exp, literal)
     v = _finite(exp, i, value)
-    L = exp.literals
+    L = state.literals
     thresholds = L.thresholds.copy()
     old = float(thresholds[i])
     thresholds[i] = v
     new = _with_thresholds(L, thresholds)
-    other = copy.copy(exp)
-    other.params = {**exp.params, "moved_thresholds": [*exp.params.get("moved_thresholds", []),
-                                                       {"literal": i, "from": old, "to": v}]}
-    other.literals = new
-    Z = exp._literal_matrix.copy()
-    Z[:, i] = _column(exp, i, v)
-    other._literal_matrix = Z
-    other.rules = _rebind(exp.rules, new)
-    other.unpruned_rules = _rebind(exp.unpruned_rules, new)
-    if exp.pruning is not None:
-        other.pruning = dataclasses.replace(
-            exp.pruning, unpruned=_rebind(exp.pruning.unpruned, new),
-            rule_sets=[_rebind(rs, new) for rs in exp.pruning.rule_sets],
-            fidelity_valid=np.full(len(exp.pruning.fidelity_valid), np.nan))
-    other._fires = other.rules.fires(Z)
-    other.student_scores = pd.Series(other.rules.score(Z), index=exp.teacher_scores.index, name="student")
-    other._listeners = []
-    other._ci_cache = (None,)
-    return other
-
-
-def _num(x: Any, digits: int = 6) -> float | None:
-    """A JSON-safe float (None for NaN), as the widget's payloads have them."""
-    from rudi_explain.views.payloads import _num as num
-
-    return num(x, digits)
+    Z = state.literal_matrix.copy()
+    Z[:, i] = _column(state, i, v)
+    pruning = state.pruning
+    if pruning is not None:
+        pruning = dataclasses.replace(
+            pruning, unpruned=_rebind(pruning.unpruned, new), rule_sets=[_rebind(rs, new) for rs in pruning.rule_sets],
+            fidelity_valid=np.full(len(pruning.fidelity_valid), np.nan))
+    moved = state.with_rules(
+        _rebind(state.rules, new), literals=new, literal_matrix=Z, unpruned_rules=_rebind(state.unpruned_rules, new),
+        pruning=pruning, moved_thresholds=(*state.moved_thresholds, {"literal": i, "from": old, "to": v}))
+    return exp.with_result(moved)
 
 
 class _Swapped:
@@ -216,37 +208,38 @@ class _Swapped:
         return self.column if j == self.i else self.Z[:, j]
 
 
-def _rescore(exp: Any, fires_new: dict, i: int, column: np.ndarray) -> np.ndarray:
+def _rescore(state: FittedState, fires_new: dict, i: int, column: np.ndarray) -> np.ndarray:
     """Rule scores with the rules in ``fires_new`` firing anew; the others' firings are the cached ones.
 
     A plain rule set adds weights in rule order, as :meth:`RuleSet.score` does, so the
     scores equal a fresh computation to the bit; any other kind is scored afresh.
     """
-    from rudi_explain.rules.ruleset import RuleSet
-
-    rules = exp.rules
+    rules = state.rules
     if type(rules) is not RuleSet or rules.linear:
-        Z = exp._literal_matrix.copy()
+        Z = state.literal_matrix.copy()
         Z[:, i] = column
         return rules.score(Z)
     s = np.full(len(column), rules.intercept, dtype=np.float64)
     for k, rule in enumerate(rules):  # a loop over rules, vectorized over users
-        s[fires_new[k] if k in fires_new else exp._fires[:, k]] += rule.weight
+        s[fires_new[k] if k in fires_new else state.fires[:, k]] += rule.weight
     return s
 
 
-def _fidelity_now(exp: Any, who: np.ndarray) -> float:
-    """The explanation's fidelity on ``who``, computed once per set of rule scores (a slider asks every step)."""
-    s = exp.student_scores
-    key = (id(s), float(s.to_numpy()[who].sum()), who.tobytes())
-    cache = exp.__dict__.setdefault("_what_if_fidelity", {})
-    if cache.get(key[2], (None,))[0] != key:
-        y = exp.teacher_scores.to_numpy(dtype=np.float64)[who]
-        cache[key[2]] = (key, metrics.fidelity(y, s.to_numpy(dtype=np.float64)[who]))
-    return cache[key[2]][1]
+#: fidelities of each result on its training and held-out users (a dragged slider asks on every step)
+_FIDELITY: weakref.WeakKeyDictionary[FittedState, dict[bytes, float]] = weakref.WeakKeyDictionary()
 
 
-def what_if(exp: Any, literal: Any, value: Any) -> dict:
+def _fidelity_now(state: FittedState, who: np.ndarray) -> float:
+    """The result's fidelity on ``who``, computed once per result (a result never changes)."""
+    cache = _FIDELITY.setdefault(state, {})
+    key = who.tobytes()
+    if key not in cache:
+        y = state.teacher_scores.to_numpy(dtype=np.float64)[who]
+        cache[key] = metrics.fidelity(y, state.student_scores.to_numpy(dtype=np.float64)[who])
+    return cache[key]
+
+
+def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     """Live feedback for a moved threshold: coverage of the rules that use it and held-out fidelity.
 
     Computed over all users at once (one truth column, the rule scores,
@@ -275,22 +268,23 @@ def what_if(exp: Any, literal: Any, value: Any) -> dict:
         explanation; the moved ones, exactly, on every call (on a million
         users the training one is most of the time).
     """
-    exp._ready("what_if()")
+    state = exp.ready_result("what_if()")
     i = resolve_literal(exp, literal)
     v = _finite(exp, i, value)
-    L = exp.literals
+    L = state.literals
     c = int(L.column[i])
-    Z = exp._literal_matrix
-    new_column = _column(exp, i, v)
-    using = np.flatnonzero(rules_using(exp.rules, L.n_literals)[i])
+    Z = state.literal_matrix
+    new_column = _column(state, i, v)
+    using = np.flatnonzero(rules_using(state.rules, L.n_literals)[i])
     thresholds = L.thresholds.copy()
     thresholds[i] = v
     moved_info = _with_thresholds(L, thresholds).literal_info()
-    s_now = exp.student_scores.to_numpy(dtype=np.float64)
-    fires_new = {int(k): exp.rules[k].fires(_Swapped(Z, i, new_column)) for k in using}
-    s_new = _rescore(exp, fires_new, i, new_column)
-    y = exp.teacher_scores.to_numpy(dtype=np.float64)
-    test, train = exp.is_test, ~exp.is_test
+    s_now = state.student_scores.to_numpy(dtype=np.float64)
+    # a rule reads the literal matrix by column only: the swapped column stands in for a copy of it
+    fires_new = {int(k): cast(Any, state.rules[int(k)]).fires(_Swapped(Z, i, new_column)) for k in using}
+    s_new = _rescore(state, fires_new, i, new_column)
+    y = state.teacher_scores.to_numpy(dtype=np.float64)
+    test, train = state.is_test, ~state.is_test
     n_of = {id(train): int(train.sum()), id(test): int(test.sum())}
 
     def share(col: np.ndarray, who: np.ndarray) -> float | None:
@@ -299,8 +293,8 @@ def what_if(exp: Any, literal: Any, value: Any) -> dict:
 
     rules, warnings = [], []
     for k in using:  # a loop over the rules that read this literal
-        rule = exp.rules[k]
-        now = exp._fires[:, k]
+        rule = cast(Any, state.rules[int(k)])
+        now = state.fires[:, k]
         after = fires_new[int(k)]
         moved = dataclasses.replace(rule, info=moved_info)
         can_fire = bool(after.any())
@@ -325,9 +319,9 @@ def what_if(exp: Any, literal: Any, value: Any) -> dict:
         "share_above": {"train": share(Z[:, i], train), "train_moved": share(new_column, train),
                         "test": share(Z[:, i], test), "test_moved": share(new_column, test)},
         "rules": rules,
-        "fidelity_test": _num(_fidelity_now(exp, test), 6),
+        "fidelity_test": _num(_fidelity_now(state, test), 6),
         "fidelity_test_moved": _num(metrics.fidelity(y[test], s_new[test]), 6),
-        "fidelity_train": _num(_fidelity_now(exp, train), 6),
+        "fidelity_train": _num(_fidelity_now(state, train), 6),
         "fidelity_train_moved": _num(metrics.fidelity(y[train], s_new[train]), 6),
         "n_changed": int((s_new != s_now).sum()),
         "warnings": warnings,

@@ -86,7 +86,7 @@ def _make_subshell() -> str | None:
                     _subshell = str(reply["content"]["subshell_id"])
             except Exception:  # no answer, an older protocol: keep the plain wait
                 _subshell = False
-        return _subshell or None
+        return _subshell if isinstance(_subshell, str) else None
 
 
 @contextlib.contextmanager

@@ -13,20 +13,28 @@ HTML: the front end puts every string into the page as text.
 
 from __future__ import annotations
 
-import math
-from typing import Any
+import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from rudi_explain._version import __version__
+from rudi_explain.audit.attributions import TeacherUnavailable
+from rudi_explain.audit.jsonable import json_float
+from rudi_explain.audit.ranks import percentile_of
+from rudi_explain.audit.what_if import what_if as what_if_state
 from rudi_explain.exceptions import UnknownUserError
-from rudi_explain.rules.formula import Lit, formula_literals
+from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.statistics.frame import EventFrame
-from rudi_explain.statistics.operators import RowOperator
+from rudi_explain.statistics.reads import output_events
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
-           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance", "audit", "MAX_EVENTS",
+           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance",
+           "audit", "MAX_EVENTS",
            "fidelity_curve", "net_effects", "attribution_state", "what_if"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
@@ -39,14 +47,8 @@ N_BINS = 24
 MAX_OUTPUTS = 40
 
 
-def _num(x: Any, digits: int = 6) -> float | None:
-    """A JSON-safe float: None for NaN or infinity, rounded to keep payloads short."""
-    if x is None:
-        return None
-    x = float(x)
-    if not math.isfinite(x):
-        return None
-    return float(f"{x:.{digits}g}")
+#: A JSON-safe float: None for NaN or infinity, rounded to keep payloads short.
+_num = json_float
 
 
 def user_key(user_id: Any) -> str:
@@ -105,7 +107,7 @@ def thin(points: list, limit: int = 200) -> list:
 
 
 # ------------------------------------------------------------------ results
-def summary(exp: Any) -> dict:
+def summary(exp: Explanation) -> dict:
     """Teacher, sizes, held-out fidelity and AUCs, seconds per stage."""
     r = exp.report()
     return {
@@ -134,7 +136,7 @@ def summary(exp: Any) -> dict:
     }
 
 
-def _literal_part(exp: Any, lit: Lit) -> dict:
+def _literal_part(exp: Explanation, lit: Lit) -> dict:
     """One literal of a rule: the statistic output, comparison and threshold."""
     L = exp.literals
     i = lit.index
@@ -160,7 +162,7 @@ def _literal_part(exp: Any, lit: Lit) -> dict:
     }
 
 
-def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
+def rule_cards(exp: Explanation, n_examples: int = N_EXAMPLES) -> list[dict]:
     """One card per rule, largest |weight| first.
 
     Each card: the rule's text and literals, its weight and direction,
@@ -169,10 +171,10 @@ def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
     """
     y = exp.teacher_scores.to_numpy(dtype=np.float64)
     ids = exp.sequences.users
-    fires = exp._fires
+    fires = exp.result.fires
     n = len(y)
     order = np.argsort(-y, kind="stable")  # once: examples are read off in score order
-    cards = []
+    cards: list[dict[str, Any]] = []
     for k, rule in enumerate(exp.rules):
         f = fires[:, k]
         n_fire = int(f.sum())
@@ -183,7 +185,8 @@ def rule_cards(exp: Any, n_examples: int = N_EXAMPLES) -> list[dict]:
             if len(ranked) else np.zeros(0, dtype=int)
         examples = [{"id": user_key(ids[ranked[j]]), "teacher": _num(y[ranked[j]], 4)} for j in pick]
         linear = isinstance(rule, LinearTerm)
-        parts = [] if linear else [_literal_part(exp, lit) for lit in formula_literals(rule.formula)]
+        parts = [] if isinstance(rule, LinearTerm) else \
+            [_literal_part(exp, lit) for lit in formula_literals(rule.formula)]
         cards.append({
             "index": k,
             "text": str(rule.text),
@@ -208,8 +211,6 @@ def _connective(rule: Any) -> str:
     """'AND', 'OR' or 'MIXED': how a rule's literals combine, for the card's layout."""
     if isinstance(rule, LinearTerm):
         return "LINEAR"
-    from rudi_explain.rules.formula import And, Or
-
     f = rule.formula
     if isinstance(f, Lit):
         return "AND"
@@ -233,7 +234,7 @@ def _bins(v: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.linspace(lo, top, N_BINS + 1), False
 
 
-def thresholds(exp: Any) -> list[dict]:
+def thresholds(exp: Explanation) -> list[dict]:
     """The distribution of each thresholded statistic output, pre-binned.
 
     For each output: bin edges, users and mean teacher score per bin, the
@@ -242,17 +243,18 @@ def thresholds(exp: Any) -> list[dict]:
     """
     L = exp.literals
     y = exp.teacher_scores.to_numpy(dtype=np.float64)
-    used = set()
+    used: set[int] = set()
     for rule in exp.rules:
         if not isinstance(rule, LinearTerm):
             used.update(lit.index for lit in formula_literals(rule.formula))
     weight = importance(exp)
+    all_values = exp.result.values
     columns = list(dict.fromkeys(int(c) for c in L.column))
     # the most important output first (largest sum of |weight| of the rules reading it); unused last
     columns.sort(key=lambda c: (not any(L.column[i] == c for i in used), -weight.get(c, 0.0), c))
     out = []
     for c in columns[:MAX_OUTPUTS]:
-        values = exp._values[:, c]
+        values = all_values[:, c]
         defined = ~np.isnan(values)
         v, yv = values[defined], y[defined]
         entry: dict[str, Any] = {
@@ -296,7 +298,7 @@ def thresholds(exp: Any) -> list[dict]:
     return out
 
 
-def importance(exp: Any) -> dict[int, float]:
+def importance(exp: Explanation) -> dict[int, float]:
     """Each statistic output's importance: the sum of ``|weight|`` of the rules with a literal on it.
 
     A rule counts once per output, however many of its literals read that
@@ -330,7 +332,7 @@ def _plain(value: Any) -> Any:
     return repr(value)
 
 
-def audit(exp: Any, when: Any = None) -> dict:
+def audit(exp: Explanation, when: Any = None) -> dict:
     """The header of an audit file: data shape, teacher and student, date, library version, parameters, seed.
 
     Parameters
@@ -346,10 +348,6 @@ def audit(exp: Any, when: Any = None) -> dict:
         ``teacher``, ``student``, ``score_unit``, ``date`` (ISO 8601),
         ``version``, ``params`` (JSON-safe) and ``random_state``.
     """
-    import datetime
-
-    from rudi_explain import __version__
-
     seqs = exp.sequences
     r = exp.report()
     when = when or datetime.datetime.now(datetime.timezone.utc)
@@ -381,7 +379,7 @@ def _counts_above(v: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return out
 
 
-def statistics_table(exp: Any) -> list[dict]:
+def statistics_table(exp: Explanation) -> list[dict]:
     """The found statistics: text form, plain words, depth, number of outputs."""
     seqs = exp.sequences
     rows = []
@@ -391,7 +389,7 @@ def statistics_table(exp: Any) -> list[dict]:
     return rows
 
 
-def top_users(exp: Any, n: int = 15) -> list[dict]:
+def top_users(exp: Explanation, n: int = 15) -> list[dict]:
     """The ``n`` users with the highest teacher scores, for a quick pick."""
     y = exp.teacher_scores.to_numpy(dtype=np.float64)
     s = exp.student_scores.to_numpy(dtype=np.float64)
@@ -409,12 +407,11 @@ N_WORST = 10
 
 
 def _percentiles(x: np.ndarray) -> np.ndarray:
-    """Mid-rank percentiles in [0, 100] (ties share their average rank)."""
-    ranks = pd.Series(x).rank(method="average").to_numpy()
-    return 100.0 * (ranks - 0.5) / len(x)
+    """Each value's percentile among ``x`` itself (mid-rank: :mod:`rudi_explain.audit.ranks`)."""
+    return percentile_of(x, x)
 
 
-def faithfulness(exp: Any) -> dict:
+def faithfulness(exp: Explanation) -> dict:
     """Teacher score against rule score on the held-out users, and the users explained worst.
 
     ``points``: at most :data:`MAX_SCATTER` held-out users (evenly spread over
@@ -446,14 +443,14 @@ def faithfulness(exp: Any) -> dict:
     }
 
 
-def results_state(exp: Any) -> dict:
+def results_state(exp: Explanation) -> dict:
     """Every result payload the front end shows at once (no per-user details)."""
     return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
             "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)}
 
 
-def fidelity_curve(exp: Any) -> list[dict]:
+def fidelity_curve(exp: Explanation) -> list[dict]:
     """Points of the fidelity curve (held-out and validation fidelity by number of rules); empty if unpruned."""
     if getattr(exp, "pruning", None) is None:
         return []
@@ -469,7 +466,7 @@ def _unit(L: Any, c: int) -> str:
     return units[c] if units is not None else ""
 
 
-def net_effects(exp: Any) -> list[dict]:
+def net_effects(exp: Explanation) -> list[dict]:
     """Per statistic output the rules use: its net effect on the rule score, as a step function.
 
     The effect of a value is the rule score of a user with that value and
@@ -483,11 +480,14 @@ def net_effects(exp: Any) -> list[dict]:
     if rules.linear or not len(rules):
         return []
     L = exp.literals
-    Z = exp._literal_matrix
+    state = exp.result
+    Z = state.literal_matrix
     mode = Z.mean(axis=0) >= 0.5
     by_column: dict[int, set[int]] = {}
     weight_of: dict[int, float] = {}
     for rule in rules:
+        if isinstance(rule, LinearTerm):
+            continue
         for lit in formula_literals(rule.formula):
             c = int(L.column[lit.index])
             by_column.setdefault(c, set()).add(lit.index)
@@ -503,7 +503,7 @@ def net_effects(exp: Any) -> list[dict]:
         band_of = Z[:, idx].sum(axis=1)  # nested literals: how many hold is the band
         n_band = np.bincount(band_of, minlength=m + 1)
         base = int(np.argmax(n_band))
-        values = exp._values[:, c]
+        values = state.values[:, c]
         defined = ~np.isnan(values)
         v = values[defined]
         entry: dict[str, Any] = {
@@ -511,7 +511,7 @@ def net_effects(exp: Any) -> list[dict]:
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
             "unit": _unit(L, c),
-            "notation": L._pipeline_text(c) if hasattr(L, "_pipeline_text") else L.output_names[c],
+            "notation": L.pipeline_text(c) if hasattr(L, "pipeline_text") else L.output_names[c],
             "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
             "thresholds": [_num(L.thresholds[i], 17) for i in idx],
             "threshold_text": [L.threshold_text[i] for i in idx],
@@ -548,38 +548,25 @@ def _format_cell(value: Any) -> str | float | None:
     return str(value)
 
 
-def feeding_rows(exp: Any, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
-    """Positions (in the user's time-ordered events) of the events a statistic keeps.
+def feeding_rows(exp: Explanation, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
+    """Positions (in the user's time-ordered events) of the events a statistic reads, in time order.
 
-    The statistic's row operators (RetainBy, FilterBy, SortBy, Top, ...) run
-    on this one user's events; for one output of a GroupBy statistic only the
-    events of that group are kept. The result is in time order.
+    :func:`rudi_explain.statistics.reads.output_events` for this one user, with
+    ``counted=False``: the statistic's row operators (RetainBy, FilterBy, SortBy, Top, ...) run on
+    the user's events; for one output of a GroupBy statistic only the events of that group are
+    kept; every event of a categorical selection is shown, the denominator of a share too.
 
     ``output`` is the output's position within the statistic
     (``Literals.output_index``), or its exact name; names are never split
     apart, since a category may itself hold ``", "`` or ``"="``.
     """
     seqs = exp.sequences
-    stat = exp.statistics[stat_index]
-    frame = EventFrame.batch(seqs, np.array([index], dtype=np.int64))
-    for op in stat.operators[1:-1]:
-        if isinstance(op, RowOperator):
-            frame = op.apply(frame)
-    positions = np.arange(seqs.offsets[index], seqs.offsets[index + 1]) if frame.positions is None \
-        else frame.positions
-    rows = np.sort(positions - seqs.offsets[index])
-    group = stat.group
-    if group is not None and output is not None:
-        names = stat.output_names(seqs)
-        k = names.index(output) if isinstance(output, str) else int(output)
-        q = len(seqs.vocabularies[group])
-        # Outputs run selected category first, then group category: k = s * q + g.
-        if q and len(names) % q == 0:
-            rows = rows[seqs.codes[group][seqs.offsets[index] + rows] == k % q]
-    return rows.astype(int).tolist()
+    kept, _ = output_events(seqs, exp.statistics[stat_index], np.array([index], dtype=np.int64), output,
+                            counted=False)
+    return np.sort(kept - seqs.offsets[index]).astype(int).tolist()
 
 
-def resolve_user(exp: Any, key: Any) -> Any:
+def resolve_user(exp: Explanation, key: Any) -> Any:
     """The user id behind ``key`` as typed or sent by the front end (always text).
 
     Raises
@@ -612,7 +599,7 @@ def _as_int(text: str) -> int | None:
         return None
 
 
-def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, attributions: bool = False) -> dict:
+def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, attributions: bool = False) -> dict:
     """Everything the drill-down shows for one user, built on request.
 
     Based on :meth:`Explanation.user`, so the fired rules, scores and literal
@@ -672,7 +659,7 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, attributio
     for c in sorted({int(L.column[j]) for j in used}):
         s = int(L.output_statistic[c])
         feeds.append({"column": c, "statistic": s, "words": L.output_descriptions[c],
-                      "text": str(exp.statistics[s]), "value": _num(exp._values[i, c]),
+                      "text": str(exp.statistics[s]), "value": _num(exp.result.values[i, c]),
                       "rows": [r for r in feeding_rows(exp, i, s, int(L.output_index[c])) if r < max_events]})
 
     events = u.events
@@ -700,7 +687,7 @@ def user_detail(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, attributio
     }
 
 
-def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:
+def attribution_state(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:
     """The attribution strip of a user's drill-down: one value per shown event row, and the agreement.
 
     ``values[r]`` is the attribution of event row ``r`` (None where the method
@@ -710,8 +697,6 @@ def attribution_state(exp: Any, user_id: Any, max_events: int = MAX_EVENTS, meth
     be asked (given scores, a loaded file) the payload says so:
     ``{"available": False, "reason": ...}``.
     """
-    from rudi_explain.audit.attributions import TeacherUnavailable
-
     try:
         a = exp.user(resolve_user(exp, user_id)).attribute(method)
     except TeacherUnavailable as err:
@@ -740,7 +725,7 @@ AGREEMENT_USERS = 200
 AGREEMENT_BUDGET = 20.0
 
 
-def agreement_state(exp: Any, n_users: int = AGREEMENT_USERS, time_budget: float | None = AGREEMENT_BUDGET,
+def agreement_state(exp: Explanation, n_users: int = AGREEMENT_USERS, time_budget: float | None = AGREEMENT_BUDGET,
                     progress: Any = None, method: str | None = None) -> dict:
     """The rule-model agreement over held-out users, for the Summary: a histogram, deciles and counts.
 
@@ -749,8 +734,6 @@ def agreement_state(exp: Any, n_users: int = AGREEMENT_USERS, time_budget: float
     ``{"available": False, "reason": ...}`` when no model can be asked.
     ``progress(done, of)`` is called after each batch of users.
     """
-    from rudi_explain.audit.attributions import TeacherUnavailable
-
     try:
         summary = exp.agreement(n_users, method, time_budget=time_budget, progress=progress)
     except TeacherUnavailable as err:
@@ -762,12 +745,10 @@ def agreement_state(exp: Any, n_users: int = AGREEMENT_USERS, time_budget: float
 
 
 # ------------------------------------------------------------------ what-if thresholds
-def what_if(exp: Any, literal: Any, value: Any) -> dict:
+def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     """Live feedback while a threshold is dragged: the rules' coverage and the held-out fidelity.
 
     See :func:`rudi_explain.audit.what_if.what_if`; ``exp.with_threshold(literal,
     value)`` makes the move for good (a new explanation).
     """
-    from rudi_explain.audit.what_if import what_if as compute
-
-    return compute(exp, literal, value)
+    return what_if_state(exp, literal, value)

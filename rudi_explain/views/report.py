@@ -19,12 +19,15 @@ import json
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rudi_explain.exceptions import MissingFileError
 from rudi_explain.views import payloads as ws
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["write_html", "report_html", "audit_header", "sample_users", "front_end", "front_end_dir"]
 
@@ -97,12 +100,15 @@ await widget.render({ model, el: document.getElementById("rx-app") });
 document.getElementById("rx-app").dataset.ready = "1";
 """
 
+#: The page's Content-Security-Policy: nothing from the network, its own inline script and style only.
+_CSP = "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src data:"
+
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
 <title>{title}</title>
 <style>
 body {{ margin: 16px auto; max-width: 1000px; padding: 0 12px; background: #fff; }}
@@ -146,7 +152,7 @@ def _script_json(value: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def sample_users(exp: Any, n_users: int = 40, random_state: int = 0) -> list[Any]:
+def sample_users(exp: Explanation, n_users: int = 40, random_state: int = 0) -> list[Any]:
     """Users whose drill-down a report embeds: top-scored, rule-card examples, random.
 
     About half the budget goes to the highest teacher scores, then the first
@@ -191,7 +197,8 @@ def audit_header(audit: dict) -> str:
         ("Date", audit["date"]),
         ("rudi-explain", audit["version"]),
         ("Data", f"{audit['n_users']:,} users, {audit['n_events']:,} events; columns: "
-                 f"{', '.join(cols['categorical']) or 'none'} (categorical), {', '.join(cols['numerical']) or 'none'} (numerical)"),
+                 f"{', '.join(cols['categorical']) or 'none'} (categorical), "
+                 f"{', '.join(cols['numerical']) or 'none'} (numerical)"),
         ("Model (teacher)", f"{audit['teacher']} (scores: {audit['score_unit']})"),
         ("Rules (student)", audit["student"]),
         ("Seed", str(audit["random_state"])),
@@ -203,9 +210,9 @@ def audit_header(audit: dict) -> str:
     return f'<table class="rx-audit-head" aria-label="audit header">{body}</table>'
 
 
-def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
+def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
     """The report as one HTML string; see :func:`write_html`."""
-    exp._ready()
+    exp.ready_result("the report")
     esm, css = front_end()
     results = ws.results_state(exp)
     state = {
@@ -229,6 +236,7 @@ def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str |
     listing = ", ".join(users)
     # .format() is safe here: the inserted texts are never formatted again.
     return _PAGE.format(
+        csp=_CSP,
         title=html.escape(title),
         subtitle=html.escape(subtitle),
         listing=html.escape(listing),
@@ -241,7 +249,7 @@ def report_html(exp: Any, n_users: int = 40, max_events: int = 100, title: str |
     )
 
 
-def write_html(exp: Any, path: str | Path, n_users: int = 40, max_events: int = 100) -> Path:
+def write_html(exp: Explanation, path: str | Path, n_users: int = 40, max_events: int = 100) -> Path:
     """Write the standalone report of an explanation.
 
     Parameters

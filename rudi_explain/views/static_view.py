@@ -12,7 +12,12 @@ it when a background job ends, so the saved notebook holds the final one.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING
+
+from rudi_explain.rules.formula import format_weight
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["static_html"]
 
@@ -23,7 +28,7 @@ _STYLE = ("font-family: sans-serif; font-size: 13px; line-height: 1.4; border: 1
           "border-radius: 4px; padding: 8px 12px; max-width: 60em; overflow-x: auto")
 
 
-def static_html(exp: Any) -> str:
+def static_html(exp: Explanation) -> str:
     """The explanation's static HTML view: summary, rules in words, fidelity curve.
 
     Parameters
@@ -70,27 +75,28 @@ def _box(inner: str) -> str:
     return f'<div class="rudi-explain-static" style="{_STYLE}">{inner}</div>'
 
 
-def _rules_table(exp: Any) -> str:
-    from rudi_explain.rules.formula import format_weight
-
-    rules = exp.rules
-    fires = exp._fires
+def _rules_table(exp: Explanation) -> str:
+    state = exp.result
+    rules = state.rules
+    fires = state.fires
     rows = []
     for k, rule in enumerate(rules.rules[:MAX_RULES_SHOWN]):
         coverage = f"{100 * fires[:, k].mean():.0f}%" if fires is not None and fires.shape[1] > k else ""
         rows.append(f"<tr><td style=\"text-align: right; white-space: nowrap\">{escape(format_weight(rule.weight))}"
-                    f"</td><td style=\"text-align: left\">{escape(rule.text)}</td><td style=\"text-align: right\">{coverage}</td></tr>")
+                    f"</td><td style=\"text-align: left\">{escape(rule.text)}</td>"
+                    f"<td style=\"text-align: right\">{coverage}</td></tr>")
     more = len(rules.rules) - MAX_RULES_SHOWN
     if more > 0:
         rows.append(f"<tr><td></td><td style=\"text-align: left\">… and {more} more rules</td><td></td></tr>")
     rows.append(f"<tr><td style=\"text-align: right\">{escape(format_weight(rules.intercept))}</td>"
                 "<td style=\"text-align: left\">(intercept: every user's starting score)</td><td></td></tr>")
     # JupyterLab's and nbconvert's stylesheets right-align every table cell: sentences read from the left
-    return ("<table><thead><tr><th>weight</th><th style=\"text-align: left\">rule (a user's score is the intercept plus the weights of the "
+    return ("<table><thead><tr><th>weight</th><th style=\"text-align: left\">"
+            "rule (a user's score is the intercept plus the weights of the "
             "rules that hold)</th><th>users</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-def _curve_table(exp: Any) -> str:
+def _curve_table(exp: Explanation) -> str:
     """Fidelity against the number of rules (held out), the default marked; "" when not pruned."""
     if exp.pruning is None:
         return ""

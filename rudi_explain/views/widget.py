@@ -41,14 +41,20 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets as t
 
 from rudi_explain.exceptions import InputError
+from rudi_explain.explanation.job import add_wait_context
 from rudi_explain.views import payloads as ws
-from rudi_explain.views.report import front_end, front_end_dir
+from rudi_explain.views.kernel_messages import widget_messages
+from rudi_explain.views.report import front_end, front_end_dir, report_html
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
 
 __all__ = ["ExplanationWidget", "front_end", "front_end_dir"]
 
@@ -58,9 +64,18 @@ PUSH_INTERVAL = 0.2
 _VIEWS: weakref.WeakKeyDictionary[Any, weakref.WeakSet] = weakref.WeakKeyDictionary()
 
 
-def views(explanation: Any) -> list[ExplanationWidget]:
+def views(explanation: Explanation) -> list[ExplanationWidget]:
     """The open widgets showing ``explanation`` (closed ones have no comm and are left out)."""
     return [w for w in list(_VIEWS.get(explanation, ())) if getattr(w, "comm", None) is not None]
+
+
+def _route_messages(explanation: Explanation) -> AbstractContextManager[bool]:
+    """While ``explanation.wait()`` blocks a kernel's cell, its widgets' messages (Cancel) are still
+    handled (:mod:`rudi_explain.views.kernel_messages`); nothing changes outside a kernel."""
+    return widget_messages(views(explanation))
+
+
+add_wait_context(_route_messages)
 
 
 class ExplanationWidget(anywidget.AnyWidget):
@@ -91,12 +106,12 @@ class ExplanationWidget(anywidget.AnyWidget):
 
     status = t.Unicode("pending").tag(sync=True)
     progress = t.Dict().tag(sync=True)
-    chart = t.List().tag(sync=True)
+    chart: t.List[Any] = t.List().tag(sync=True)
     results = t.Dict().tag(sync=True)
     error = t.Unicode("").tag(sync=True)
     selected_user = t.Unicode("").tag(sync=True)
 
-    def __init__(self, explanation: Any, **kwargs: Any) -> None:
+    def __init__(self, explanation: Explanation, **kwargs: Any) -> None:
         # Read per widget (not at import): an edited front end shows on the next widget.
         # anywidget turns these attributes into synced traits in its __init__.
         self._esm, self._css = front_end()
@@ -244,8 +259,6 @@ class ExplanationWidget(anywidget.AnyWidget):
         dict
             ``type``, ``request``, ``ok`` and ``html`` (or ``error``).
         """
-        from rudi_explain.views.report import report_html
-
         reply: dict = {"type": "report", "request": request}
         if (late := self._not_ready(reply)) is not None:
             return late
@@ -338,4 +351,5 @@ class ExplanationWidget(anywidget.AnyWidget):
                     f"fidelity {summary['fidelity_test']} held out)")
         # frozen in a saved notebook: say what it needs (the static copy beside it has the result)
         # ("shown while": the text stays as it was when shown, and the job may have ended since)
-        return f"ExplanationWidget(shown while {self.status}; the interactive view needs the running kernel: re-run the cell)"
+        return (f"ExplanationWidget(shown while {self.status}; the interactive view needs the running kernel: "
+                "re-run the cell)")

@@ -1,0 +1,418 @@
+"""``explain()``: the whole job, and its stages in order.
+
+The job queries the teacher for every user, splits users into training and held-out sets,
+searches statistics on the training users (stage 1), builds literals and trains the rule student
+(stage 2), prunes its rules on validation users, then scores every user: :func:`fit` returns the
+:class:`~rudi_explain.explanation.result.FittedState` that the
+:class:`~rudi_explain.explanation.explanation.Explanation` reads.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import time
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from rudi_explain.data.alignment import name_users, per_user_values
+from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.explanation.config import DEFAULTS, STUDENTS, ExplainConfig
+from rudi_explain.explanation.explanation import Explanation
+from rudi_explain.explanation.job import Job, JobInputs, JobProgress, TerminalBar, interactive_kernel, running
+from rudi_explain.explanation.result import FittedState
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.refine import prune_and_refine
+from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
+from rudi_explain.sql.warehouse import as_event_table, is_event_source, within_sample
+from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
+from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
+
+__all__ = ["explain", "fit", "STUDENTS"]
+
+
+# ------------------------------------------------------------------ the student
+def _fresh_copy(estimator: Any) -> Any:
+    """An unfitted copy of an estimator given to ``explain(student=...)``: the caller's object is never fitted."""
+    try:
+        return clone(estimator)
+    except (TypeError, ValueError, RuntimeError, AttributeError):
+        # Not a scikit-learn estimator (no get_params, or a constructor that changes its
+        # parameters): a deep copy is fitted instead, still never the caller's object.
+        return copy.deepcopy(estimator)
+
+
+def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> Any:
+    """A student instance: a name from :data:`STUDENTS`, or an unfitted copy of the estimator given."""
+    if not isinstance(name_or_estimator, str):
+        return _fresh_copy(name_or_estimator)
+    builders = {
+        "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
+        "trees": lambda: SumOfTrees(n_rules=n_rules, random_state=random_state, **params),
+        # A rule list's length comes from its prior, not from n_rules.
+        "brl": lambda: BayesianRuleList(random_state=random_state, **params),
+        "hkl": lambda: HKLRuleEnsemble(n_rules=n_rules, random_state=random_state, **params),
+        "cart": lambda: CARTRules(n_rules=n_rules, random_state=random_state, **params),
+        "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
+    }
+    if name_or_estimator not in builders:
+        raise InputError(f"student must be one of {list(STUDENTS)} or an estimator, got {name_or_estimator!r}")
+    return builders[name_or_estimator]()
+
+
+def _check_student(config: ExplainConfig) -> None:
+    """Build the student and check its settings now: a bad one must not fail only after the search."""
+    params = dict(config.student_params or {})
+    try:
+        built = _student(config.student, config.n_rules, config.random_state, params)
+        check = getattr(built, "_check_params", None)
+        if isinstance(config.student, str) and callable(check):
+            if not any(p.default is inspect.Parameter.empty for p in inspect.signature(check).parameters.values()):
+                check()
+    except (TypeError, ValueError) as err:
+        raise InputError(f"student_params {params!r} do not suit the {config.student!r} student: {err}") \
+            from None
+
+
+# ------------------------------------------------------------------ units
+def _score_unit(teacher: Teacher | None, y: np.ndarray) -> str:
+    """The unit of the teacher's scores: 'probability', 'logit' or 'raw'.
+
+    A scikit-learn teacher says by its method (``predict_proba`` gives
+    probabilities; ``decision_function`` gives logits for logistic models, a
+    margin otherwise); a torch teacher's class-1 probability lies in [0, 1],
+    its logit difference does not. Given scores and callables are 'raw'.
+    """
+    if teacher is None:
+        return "raw"
+    method = getattr(teacher, "method", None)
+    if method == "predict_proba":
+        return "probability"
+    if method == "decision_function":
+        return "logit"
+    if teacher.kind == "torch":
+        return "probability" if bool(((y >= 0) & (y <= 1)).all()) else "logit"
+    return "raw"
+
+
+def _standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``(z, a, b)`` with ``y = a * z + b`` and ``z`` of mean 0 and standard deviation 1.
+
+    The search and the student train on ``z``: scores of any size (1e300, or
+    1e-300) then neither overflow nor underflow. Dividing by the largest
+    magnitude first keeps even the mean and spread from overflowing.
+    """
+    scale = float(np.max(np.abs(y))) if len(y) else 0.0
+    if scale == 0.0:
+        return y.astype(np.float64), 1.0, 0.0
+    ys = y / scale
+    mean, sd = float(ys.mean()), float(ys.std())
+    if sd == 0.0:
+        return y.astype(np.float64), 1.0, 0.0
+    return (ys - mean) / sd, scale * sd, scale * mean
+
+
+def _in_teacher_units(rules: RuleSet, a: float, b: float) -> RuleSet:
+    """Rules trained on ``z`` rewritten to score ``a * z + b``, in the teacher's units.
+
+    Only a plain :class:`RuleSet` is rewritten: a rule list's scores are
+    probabilities of its own target, not a sum of weights.
+    """
+    if (a == 1.0 and b == 0.0) or type(rules) is not RuleSet:
+        return rules
+    scaled = [dataclasses.replace(r, weight=r.weight * a) for r in rules.rules]
+    return RuleSet(scaled, b + a * rules.intercept, rules.literals if rules.literals is not None else rules.info)
+
+
+def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) -> np.ndarray | None:
+    """The 0/1 labels in ``seqs.users`` order, or None; an error naming users with other values."""
+    if labels is None:
+        return None
+    y = per_user_values(labels, seqs.users, "the labels", in_users_order=in_users_order)
+    bad = ~np.isin(y, (0.0, 1.0))
+    if bad.any():
+        raise InputError(f"labels must be 0 or 1; users {name_users(seqs.users[bad])} have {y[bad][:5].tolist()}")
+    return y
+
+
+# ------------------------------------------------------------------ the stages
+def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> FittedState:
+    """Run the stages in order (teacher, search, literals, student, evaluate) and return what they computed.
+
+    Parameters
+    ----------
+    seqs : Sequences
+        The users to explain.
+    config : ExplainConfig
+    inputs : JobInputs
+        The teacher, or the given scores; the labels.
+    job : Job
+        Receives the progress events and the statistics found; its cancel stops the stages.
+
+    Returns
+    -------
+    FittedState
+    """
+    p = config
+    rng = np.random.default_rng(p.random_state)
+    n = seqs.n_users
+    n_test = int(round(n * p.test_size))
+    if n - n_test < 10 or n_test < 2:
+        raise InputError(f"{n} users are too few to train on and hold out (test_size={p.test_size})")
+    is_test = np.zeros(n, dtype=bool)
+    is_test[rng.permutation(n)[:n_test]] = True
+    labels = _labels_array(inputs.labels, seqs, p.in_users_order)
+    seconds = job.seconds
+
+    t = time.perf_counter()
+    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users")
+    teacher = inputs.teacher
+    if teacher is None:
+        y = given_scores(inputs.scores, seqs, in_users_order=p.in_users_order)
+        teacher_kind = "given scores"
+    else:
+        y = teacher.score(seqs)
+        teacher_kind = teacher.kind
+    score_unit = _score_unit(teacher, y)
+    seconds["teacher"] = time.perf_counter() - t
+    job.emit("teacher", 1, 1, f"teacher scores for {n:,} users")
+    job.check_cancel()
+
+    train_idx = np.flatnonzero(~is_test)
+    train = seqs.subset(train_idx)
+    z, a, b = _standardize(y)
+    y_train = z[train_idx]
+
+    t = time.perf_counter()
+    K = p.n_stats
+
+    def on_search(event: SearchProgress) -> bool:
+        job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
+                 statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
+                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found))
+        return not job.stopping()
+
+    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
+                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
+                              **(p.search_params or {}))
+    statistics = search.fit(train, y_train, progress=on_search).statistics_
+    job.found = list(statistics)
+    seconds["search"] = time.perf_counter() - t
+    job.emit("search", K, K, f"{len(statistics)} statistics found")
+    job.check_cancel()
+
+    t = time.perf_counter()
+    job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")
+    literals = Literals.fit(train, statistics, n_quantiles=p.n_quantiles)
+    values = literals.values(seqs)
+    literal_matrix = literals.transform_values(values)
+    seconds["literals"] = time.perf_counter() - t
+    job.emit("literals", 1, 1, f"{literals.n_literals} literals")
+    job.check_cancel()
+
+    t = time.perf_counter()
+    student = _student(p.student, p.n_rules, p.random_state, dict(p.student_params or {}))
+    epochs = getattr(student, "epochs", 0)
+
+    def on_epoch(event: Any) -> bool:
+        job.emit("student", event.epoch, event.epochs, f"epoch {event.epoch}/{event.epochs}: "
+                 f"loss {event.loss:.4f}, fidelity {event.fidelity:.3f}",
+                 epoch=event.epoch, loss=event.loss, fidelity=event.fidelity)
+        return not job.stopping()
+
+    job.emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
+    X_train = literal_matrix[train_idx]
+    # a rule list (first match wins) is not a sum of rules: nothing to prune, no users to hold back
+    prune = p.prune and p.student != "brl"
+    # Pruning chooses on validation users: a split of the training users the student does not see.
+    is_valid = np.zeros(train_idx.size, dtype=bool)
+    if prune:
+        n_valid = max(2, int(round(train_idx.size * p.validation_size)))
+        is_valid[rng.permutation(train_idx.size)[:n_valid]] = True
+    student.fit(X_train[~is_valid], y_train[~is_valid], progress=on_epoch)
+    job.check_cancel()
+    unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
+    rules = unpruned_rules
+    pruning = None
+    seconds["student"] = time.perf_counter() - t
+    if prune and type(unpruned_rules) is RuleSet and not unpruned_rules.linear:
+        t = time.perf_counter()
+        job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
+        pruning = prune_and_refine(unpruned_rules, values[train_idx], y[train_idx], is_valid,
+                                   max_rules=p.max_rules, max_literals=p.max_literals, refine=p.refine,
+                                   should_stop=job.stopping)
+        job.check_cancel()
+        refined = pruning.default_rules.literals
+        if refined is not None and refined is not literals:  # refined: an extended table
+            literals = refined
+        unpruned_rules = pruning.unpruned
+        rules = pruning.default_rules
+        seconds["pruning"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    job.emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
+    state = FittedState.from_values(
+        seqs, statistics, literals, rules, values, y, is_test, labels=labels, student=student,
+        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit)
+    seconds["evaluate"] = time.perf_counter() - t
+    seconds["total"] = job.elapsed
+    return dataclasses.replace(state, seconds=seconds)
+
+
+# ------------------------------------------------------------------ explain()
+def _read_data(data: Any, config: ExplainConfig, scores: Any, labels: Any) -> tuple[Sequences, Any, Any, Any]:
+    """``(sequences, event_table, scores, labels)``: the users to fit on, and the table larger than memory."""
+    if isinstance(data, Sequences):
+        return data, None, scores, labels
+    if isinstance(data, (pd.DataFrame, dict)):
+        return Sequences(data, user=config.user, time=config.time, categorical=config.categorical,
+                         numerical=config.numerical), None, scores, labels
+    if not is_event_source(data):
+        raise InputTypeError("data must be a DataFrame of events or Sequences (or, larger than memory, a Parquet "
+                             f"path or a DuckDB relation), got {type(data).__name__}")
+    # Larger than memory: fit on a seeded sample of users; exp.event_table scores all of them in DuckDB.
+    event_table = as_event_table(data, user=config.user, time=config.time)
+    seqs = event_table.sample(random_state=config.random_state, categorical=config.categorical,
+                              numerical=config.numerical)
+    return seqs, event_table, within_sample(scores, seqs), within_sample(labels, seqs)
+
+
+def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.user,
+            time: str | None = DEFAULTS.time, scores: Any = None, labels: Any = None,
+            n_stats: int = DEFAULTS.n_stats, max_depth: int = DEFAULTS.max_depth, n_rules: int = DEFAULTS.n_rules,
+            student: Any = DEFAULTS.student, background: bool | str = DEFAULTS.background,
+            random_state: int | None = DEFAULTS.random_state, categorical: list[str] | None = DEFAULTS.categorical,
+            numerical: list[str] | None = DEFAULTS.numerical, test_size: float = DEFAULTS.test_size,
+            n_simulations: int = DEFAULTS.n_simulations, batch_size: int = DEFAULTS.batch_size,
+            grammar: str = DEFAULTS.grammar, search_params: dict | None = None, student_params: dict | None = None,
+            teacher_params: dict | None = None, progress: Callable[[JobProgress], Any] | None = None,
+            in_users_order: bool = DEFAULTS.in_users_order, prune: bool = DEFAULTS.prune,
+            max_rules: int = DEFAULTS.max_rules, max_literals: int = DEFAULTS.max_literals,
+            validation_size: float = DEFAULTS.validation_size, n_quantiles: int = DEFAULTS.n_quantiles,
+            refine: bool = DEFAULTS.refine) -> Explanation:
+    """Distil a model over behaviour sequences into a few weighted rules.
+
+    Every parameter after ``data`` is keyword-only; the defaults are those of
+    :class:`~rudi_explain.explanation.config.ExplainConfig`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, scikit-learn estimator, callable or None
+        The teacher (see :func:`rudi_explain.teachers.as_teacher`); None when
+        ``scores`` are given.
+    data : DataFrame (one row per event), Sequences, or a table larger than memory
+        A Parquet path (or glob), a DuckDB relation, ``(connection, table)``
+        or a :class:`~rudi_explain.sql.warehouse.EventTable` (its ``n_users``
+        sets the sample): the explanation is fitted on a seeded sample of
+        users read into memory; ``exp.event_table.score(exp)`` gives every
+        user's statistics and rule scores, computed in DuckDB.
+    user, time : str
+        Column names, for a DataFrame or a table.
+    scores : Series indexed by user id, optional
+        The teacher's scores, instead of querying a model.
+    labels : Series of 0/1 indexed by user id, optional
+        True outcomes: AUC of teacher and rules on held-out users
+        (``report()["auc_users"]`` says so).
+    n_stats, max_depth : int
+        Statistics to search (K) and their maximum depth (D).
+    n_rules : int
+        Rules of the student (R).
+    student : {'gsnln', 'trees', 'lasso', 'cart', 'brl', 'hkl'} or estimator, default='gsnln'
+        An estimator given is cloned (:func:`sklearn.base.clone`) and the clone is fitted: the
+        object passed is left as it was.
+    background : bool or 'thread', default=True
+        Return at once and run in a worker thread, in a live notebook. In a
+        script, or a headless notebook run (nbclient, nbval, CI), the job
+        runs inline so that it finishes before the call returns (a headless
+        runner would shut the kernel down under the thread). ``'thread'``
+        always uses a thread; ``False`` runs inline with a progress bar.
+    random_state : int or None, default=0
+        Seeds the split, the search and the student.
+    categorical, numerical : list of str, optional
+        The columns of each kind (None: inferred), for a DataFrame or a table.
+    test_size : float, default=0.2
+        Share of users held out for the figures.
+    n_simulations, batch_size : int
+        MCTS-SG settings; ``search_params`` passes others (``reward``, ...).
+    grammar : {'readable', 'paper'}, default='readable'
+        The statistics the search may propose (SEMANTICS.md): readable ones,
+        the short catalog first; or the paper's full grammar and algorithm.
+    student_params, teacher_params : dict, optional
+        Passed to the student's constructor and to ``as_teacher``.
+    progress : callable, optional
+        Receives every :class:`JobProgress` event.
+    in_users_order : bool, default=False
+        Accept ``scores``, ``labels`` (or a ``model`` of given scores) as bare
+        arrays read by position in ``seqs.users`` order, the sorted user ids.
+        Without it a bare array is refused: it has no ids, so an array in
+        another order (the natural order of a table) would silently pair each
+        user with someone else's value. Prefer Series indexed by user id.
+    prune : bool, default=True
+        Fold, trim and prune the student's rules (:mod:`rudi_explain.rules.pruning`):
+        the student is fitted on the training users but a validation share,
+        on which the default point of the fidelity curve is chosen.
+    max_rules, max_literals : int, default=10, 4
+        Bounds of the default rule set, and of every rule's length.
+    validation_size : float, default=0.2
+        Share of the training users kept for pruning.
+    n_quantiles : int, default=10
+        Candidate thresholds per statistic output: 10 the paper's deciles, 20
+        every 5th percentile (see :class:`~rudi_explain.rules.literals.Literals`).
+    refine : bool, default=True
+        Move every threshold the rules use to where it fits the teacher best,
+        near its neighbours on the quantile grid or anywhere on a coarser one
+        (:func:`rudi_explain.rules.refine.refine_thresholds`): chosen on the fitting
+        users, kept only if the validation users agree, so it needs
+        ``prune=True``: :func:`rudi_explain.rules.refine.prune_and_refine` prunes
+        both the refined and the fitted rules, refines each default point
+        again, and keeps the path whose default fits the validation users
+        better. ``unpruned_rules`` is the start of that path.
+
+    Returns
+    -------
+    Explanation
+    """
+    config = ExplainConfig(
+        n_stats=n_stats, max_depth=max_depth, n_rules=n_rules, student=student, random_state=random_state,
+        test_size=test_size, n_simulations=n_simulations, batch_size=batch_size, grammar=grammar,
+        search_params=search_params, student_params=student_params, in_users_order=in_users_order, prune=prune,
+        max_rules=max_rules, max_literals=max_literals, validation_size=validation_size, n_quantiles=n_quantiles,
+        refine=refine, user=user, time=time, categorical=categorical, numerical=numerical, background=background,
+        teacher_params=teacher_params)
+    if model is not None and scores is not None:
+        raise InputError("pass either a model or its scores (scores=...), not both")
+    if model is None and scores is None:
+        raise InputError("there is no model to explain: pass a model, or the scores themselves (scores=...)")
+    seqs, event_table, scores, labels = _read_data(data, config, scores, labels)
+    teacher = as_teacher(model, **{"in_users_order": config.in_users_order, **(config.teacher_params or {})}) \
+        if model is not None else None
+    if labels is not None:
+        _labels_array(labels, seqs, config.in_users_order)  # fail now, not in the background
+    if scores is not None:
+        given_scores(scores, seqs, in_users_order=config.in_users_order)  # likewise
+    _check_student(config)  # fail now, not after the search
+    inputs = JobInputs(teacher, scores, labels)
+    exp = Explanation(seqs, config, inputs=inputs, work=partial(fit, seqs, config, inputs), event_table=event_table)
+    if progress is not None:
+        exp.on_progress(progress)
+    if background == "thread" or (background is True and interactive_kernel()):
+        others = running()
+        exp._start_job(in_thread=True)
+        if others:
+            warnings.warn(f"{len(others)} other explanation{'s' if len(others) > 1 else ''} still running: the jobs "
+                          "share the CPU. rx.running() lists them; `for e in rx.running()[:-1]: e.cancel()` "
+                          "stops all but this one", RuntimeWarning, stacklevel=2)
+        return exp
+    if not background and progress is None:
+        exp.on_progress(TerminalBar())
+    exp._start_job(in_thread=False)
+    return exp.wait()
