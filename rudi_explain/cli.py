@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import pandas as pd
 
 # The command line speaks the public API, as a user would (``rx.explain``, ``rx.load``, ``rx.datasets``).
 import rudi_explain as rx
+from rudi_explain.exceptions import InputError
 from rudi_explain.sql.statistics import DIALECTS
 from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
 from rudi_explain.statistics import Schema
@@ -49,6 +51,32 @@ def _check_out(out: Path) -> None:
         target = out / name
         if (target.exists() or target.is_symlink()) and not target.is_file():
             raise SystemExit(f"rudi-explain: --out {out} holds {name}, which is not a file: move it away first")
+
+
+def _check_file_out(out: Path) -> None:
+    """Refuse a file ``--out`` (of ``sql``) that cannot be written, before any work is done."""
+    if out.is_dir():
+        raise InputError(f"--out {out} is a folder; give the path of the file to write")
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: the folder {out.parent} does not exist")
+    try:
+        tempfile.NamedTemporaryFile(dir=out.parent, prefix=".rudi-explain-probe-", delete=True).close()
+    except OSError as err:
+        raise InputError(f"--out {out}: cannot write in {out.parent}: {err.strerror or err}") from None
+
+
+def _write_file(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` whole or not at all: a temporary file beside it, renamed into place."""
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(name, out)
+    except OSError as err:  # a full disk, a file too large: one line, and nothing left behind
+        raise InputError(f"cannot write --out {out}: {err.strerror or err}") from None
+    finally:
+        if os.path.exists(name):
+            os.unlink(name)
 
 
 def _rules_sql(exp, table: str = "events", dialect: str = "duckdb", user: str | None = None,
@@ -201,10 +229,18 @@ def _read_events(args: argparse.Namespace) -> Any:
 def _read_table(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise SystemExit(f"rudi-explain: {path} does not exist")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if path.suffix.lower() in (".csv", ".txt", ".gz"):
-        return pd.read_csv(path)
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq", ".csv", ".txt", ".gz"):
+        try:
+            table = pd.read_parquet(path) if suffix in (".parquet", ".pq") else pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise InputError(f"{path} is empty: there is no table to read") from None
+        except (ValueError, OSError) as err:  # garbage, a binary file, another format
+            raise InputError(f"cannot read {path} as a {suffix[1:]} table: {str(err).splitlines()[0][:200]}") \
+                from None
+        if table.empty:
+            raise InputError(f"{path} holds no rows (columns: {list(table.columns)})")
+        return table
     raise SystemExit(f"rudi-explain: cannot read {path}: use a .csv or .parquet file, or a .duckdb database "
                      "with --table")
 
@@ -217,6 +253,10 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit(f"rudi-explain: the scores file has no {args.user!r} column; columns are "
                          f"{list(scores_table.columns)}")
     score_columns = [c for c in scores_table.columns if c != args.user]
+    for option, name in (("--score-column", args.score_column), ("--label-column", args.label_column)):
+        if name is not None and name == args.user:
+            raise SystemExit(f"rudi-explain: {option} {name!r} is the user column: it cannot also be the "
+                             f"{option[2:7]} column (one of {score_columns})")
     column = args.score_column or (score_columns[0] if len(score_columns) == 1 else None)
     if column is None or column not in scores_table.columns:
         raise SystemExit(f"rudi-explain: name the score column with --score-column (one of {score_columns})")
@@ -239,6 +279,8 @@ def _sql(args: argparse.Namespace) -> int:
     path = Path(args.explanation)
     if not path.exists():
         raise SystemExit(f"rudi-explain: {path} does not exist")
+    if args.out != "-":
+        _check_file_out(Path(args.out))
     exp = rx.load(path)
     text = _rules_sql(exp, table=args.table, dialect=args.dialect, user=args.user, time=args.time,
                       event_order=args.event_order, reference_time=args.reference_time,
@@ -247,9 +289,7 @@ def _sql(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.out)
-    partial = out.with_name(out.name + ".partial")
-    partial.write_text(text)
-    partial.replace(out)
+    _write_file(out, text)
     print(f"Written: {out} ({args.dialect}; columns {exp.sequences.user_column}, the statistic values, score, "
           f"rule_1 ... rule_{len(exp.rules)})")
     return 0
