@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 import rudi_explain as rx
-from rudi_explain.explanation._explanation import Explanation
+from rudi_explain.explanation import Explanation, FittedState
 
 
 def scaled_explanation(exp: Explanation, n_users: int, events_per_user: int = 2, seed: int = 0,
@@ -30,19 +30,10 @@ def scaled_explanation(exp: Explanation, n_users: int, events_per_user: int = 2,
         data[c] = rng.gamma(2.0, 30.0, n)
     big = rx.Sequences(pd.DataFrame(data), user="user_id", time="ts", categorical=seqs.categorical,
                        numerical=seqs.numerical, vocabularies=seqs.vocabularies)
-    out = Explanation(big, exp.params)
-    out.statistics, out.literals, out.rules, out.teacher_kind = exp.statistics, exp.literals, exp.rules, "synthetic"
-    out._values = exp.literals.values(big)
-    out._literal_matrix = exp.literals.transform_values(out._values)
-    out._fires = exp.rules.fires(out._literal_matrix)
-    student = exp.rules.score(out._literal_matrix)
-    index = pd.Index(big.users, name="user_id")
-    out.student_scores = pd.Series(student, index=index)
-    out.teacher_scores = pd.Series(student + rng.normal(0, 0.3, n_users), index=index)
-    out.is_test = rng.random(n_users) < 0.2
-    out.seconds = dict(exp.seconds)
-    out.history = list(exp.history)
-    out.progress = exp.history[-1]
-    out.status = "done"
-    out._finished.set()
-    return out
+    values = exp.literals.values(big)
+    student = exp.rules.score(exp.literals.transform_values(values))
+    teacher = student + rng.normal(0, 0.3, n_users)
+    is_test = rng.random(n_users) < 0.2
+    state = FittedState.from_values(big, exp.statistics, exp.literals, exp.rules, values, teacher, is_test,
+                                    student_scores=student, teacher_kind="synthetic", seconds=exp.seconds)
+    return Explanation(big, exp.params, result=state, history=exp.history)

@@ -22,6 +22,7 @@ def files(tmp_path_factory):
     return folder, events, scores
 
 
+@pytest.mark.slow
 def test_run_writes_rules_report_and_explanation(files, capsys):
     folder, events, scores = files
     out = folder / "out"
@@ -141,7 +142,7 @@ def test_missing_label_column_and_zero_epochs_are_named(files, tmp_path, monkeyp
 
 
 def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, monkeypatch, capsys):
-    import rudi_explain.explanation._explanation as explanation
+    import rudi_explain.explanation.pipeline as explanation
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")
@@ -156,6 +157,7 @@ def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, mo
 
 
 # ------------------------------------------------- issue 15: DuckDB databases in, rules.sql out
+@pytest.mark.slow
 def test_run_reads_a_duckdb_database_on_a_sample_and_writes_rules_sql(files, tmp_path, capsys):
     import duckdb
     import numpy as np

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import rudi_explain as rx
-from rudi_explain.explanation._explanation import Explanation
+from rudi_explain.explanation import Explanation
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -40,7 +40,7 @@ def test_keywords_in_the_api_table_are_parameters():
         params = set(inspect.signature(function).parameters)
         assert shown and shown <= params, (call, shown - params)
     shown = set(re.findall(r'student="(\w+)"|`"(\w+)"`', row_of("rx.explain")))
-    from rudi_explain.explanation._explanation import STUDENTS
+    from rudi_explain.explanation import STUDENTS
 
     students = {a or b for a, b in shown} - {"readable", "paper"}
     assert students and students <= set(STUDENTS)

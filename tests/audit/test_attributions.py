@@ -14,6 +14,7 @@ from rudi_explain.audit.attributions import (
     rule_event_mask,
     user_attributions,
 )
+from rudi_explain.explanation import Explanation, JobInputs
 from rudi_explain.teachers.adapters import as_teacher, encode_padded
 from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
 from rudi_explain.views.payloads import feeding_rows
@@ -137,21 +138,20 @@ STATS = ("Select(amount) | RetainBy(channel=online) | Sum", "Select(amount) | Re
 @pytest.fixture(scope="module")
 def tiny(payments):
     data, seqs = payments
-    exp = tiny_explanation(seqs, pd.Series(_amount_sum(seqs), index=seqs.users), statistics=STATS)
-    exp._job_args = (as_teacher(_amount_sum), None, None)
-    return exp
+    return tiny_explanation(seqs, pd.Series(_amount_sum(seqs), index=seqs.users), statistics=STATS,
+                            teacher=_amount_sum)
 
 
 def test_agreement_by_hand(tiny):
     exp = tiny
     L = exp.literals
     checked = 0
-    for i in np.flatnonzero((exp.sequences.lengths <= 60) & exp._fires.any(axis=1))[:12]:
+    for i in np.flatnonzero((exp.sequences.lengths <= 60) & exp.result.fires.any(axis=1))[:12]:
         uid = exp.sequences.users[i]
         a = user_attributions(exp, uid, max_events=None)
         events = exp.sequences.events(uid)
         # The statistics the fired rules read, and the events each keeps: by hand from the event table.
-        stats = {int(L.output_statistic[L.column[lit.index]]) for k in np.flatnonzero(exp._fires[i])
+        stats = {int(L.output_statistic[L.column[lit.index]]) for k in np.flatnonzero(exp.result.fires[i])
                  for lit in rx.rules.formula_literals(exp.rules[k].formula)}
         kept = {0: events["channel"] == "online", 1: events["country"] == "other", 2: events["hour"] == events["hour"]}
         feeds = np.zeros(len(events), dtype=bool)
@@ -176,7 +176,7 @@ def test_rule_event_mask_matches_the_drilldown_rows(tiny):
     L = exp.literals
     for b, i in enumerate(idx):  # the drill-down's own per-user rows, rule by rule
         rows = set()
-        for k in np.flatnonzero(exp._fires[i]):
+        for k in np.flatnonzero(exp.result.fires[i]):
             for lit in rx.rules.formula_literals(exp.rules[k].formula):
                 c = int(L.column[lit.index])
                 rows |= set(feeding_rows(exp, i, int(L.output_statistic[c]), int(L.output_index[c])))
@@ -190,11 +190,11 @@ def test_a_category_output_counts_the_events_of_its_category(payments):
     exp = tiny_explanation(seqs, pd.Series(_amount_sum(seqs), index=seqs.users), statistics=stats)
     L = exp.literals
     # One rule per statistic, on its literal that holds for about half of the users.
-    rate = exp._literal_matrix.mean(axis=0)
+    rate = exp.result.literal_matrix.mean(axis=0)
     stat_of = L.output_statistic[L.column]
     picks = [int(np.flatnonzero(stat_of == s)[np.argmin(np.abs(rate[stat_of == s] - 0.5))]) for s in range(3)]
-    exp.rules = rx.RuleSet.from_formulas([rx.rules.Lit(j, False) for j in picks], [1.0, 2.0, 3.0], literals=L)
-    exp._fires = exp.rules.fires(exp._literal_matrix)
+    exp = exp.with_result(exp.result.with_rules(
+        rx.RuleSet.from_formulas([rx.rules.Lit(j, False) for j in picks], [1.0, 2.0, 3.0], literals=L)))
     idx = np.arange(0, seqs.n_users, 2)
     mask = rule_event_mask(exp, idx)
     _, segment = seqs.batch_positions(idx)
@@ -202,7 +202,7 @@ def test_a_category_output_counts_the_events_of_its_category(payments):
     for b, i in enumerate(idx):  # by hand from the event table and the output names
         events = seqs.events(seqs.users[i])
         expected = np.zeros(len(events), dtype=bool)
-        for k in np.flatnonzero(exp._fires[i]):
+        for k in np.flatnonzero(exp.result.fires[i]):
             for lit in rx.rules.formula_literals(exp.rules[k].formula):
                 c = int(L.column[lit.index])
                 s = int(L.output_statistic[c])
@@ -228,7 +228,7 @@ def test_agreement_is_nan_without_fired_rules_and_summary_is_batched(tiny):
     assert len(per) == 30 and exp.is_test[[exp.sequences.user_index(u) for u in per.index]].all()
     defined = per["agreement"].dropna()
     assert len(defined) and ((defined >= 0) & (defined <= 1)).all()
-    fired = exp._fires[[exp.sequences.user_index(u) for u in per.index]].any(axis=1)
+    fired = exp.result.fires[[exp.sequences.user_index(u) for u in per.index]].any(axis=1)
     assert per["agreement"].isna().to_numpy()[~fired].all()
     for uid in per.index[:4]:  # the batched figures are the per-user ones
         one = user_attributions(exp, uid, max_events=None)
@@ -243,7 +243,8 @@ def test_clear_error_when_no_teacher_is_reachable(payments, tmp_path):
     uid = seqs.users[0]
     with pytest.raises(TeacherUnavailable, match="holds no model"):
         exp.user(uid).attributions
-    exp._job_args = (None, data.risk, None)  # as explain(None, scores=...) leaves it
+    # the same, as explain(None, scores=...) leaves it: the scores, no model
+    exp = Explanation(exp.sequences, exp.params, result=exp.result, inputs=JobInputs(None, data.risk))
     with pytest.raises(TeacherUnavailable, match="given the teacher's scores"):
         exp.user(uid).attributions
     path = exp.save(tmp_path / "a.rudi")
@@ -267,10 +268,11 @@ def _risk(s: rx.Sequences) -> np.ndarray:
     return np.log1p(np.maximum(spend, 0.0)) + 2.5 * other / np.maximum(s.lengths, 1)
 
 
+@pytest.mark.slow
 def test_explain_keeps_its_teacher_for_attributions(payments):
     _, seqs = payments
     exp = rx.explain(_risk, seqs, n_stats=3, n_rules=6, n_simulations=20, student="lasso", background=False)
-    fired = np.flatnonzero(exp._fires.any(axis=1) & (seqs.lengths > 3) & (seqs.lengths <= 60))
+    fired = np.flatnonzero(exp.result.fires.any(axis=1) & (seqs.lengths > 3) & (seqs.lengths <= 60))
     uid = seqs.users[fired[0]]
     a = exp.user(uid).attributions
     assert a.method == "occlusion" and len(a.events) == seqs.lengths[fired[0]]
@@ -284,7 +286,7 @@ def test_drilldown_state_carries_the_attribution_strip(tiny, payments):
     from rudi_explain.views.payloads import attribution_state, user_detail
 
     exp = tiny
-    i = int(np.flatnonzero(exp._fires.any(axis=1) & (exp.sequences.lengths > 70))[0])
+    i = int(np.flatnonzero(exp.result.fires.any(axis=1) & (exp.sequences.lengths > 70))[0])
     uid = exp.sequences.users[i]
     assert "attributions" not in user_detail(exp, uid)  # opt-in: it asks the model
     state = user_detail(exp, str(uid), max_events=50, attributions=True)["attributions"]

@@ -1,11 +1,9 @@
 """rx.compare: two seeds of a small explain() run, an explanation against itself, and known edits."""
 
-import copy
 import dataclasses
 import html
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import rudi_explain as rx
@@ -117,7 +115,7 @@ def test_a_moved_threshold_and_a_new_weight(seeds):
     L = a.literals
     i = lits(a.rules[0].formula)[0].index
     v = L.thresholds[i]
-    values = a._values[:, L.column[i]]
+    values = a.result.values[:, L.column[i]]
     new = float(np.nanpercentile(values[values > v], 50)) if (values > v).any() else v - 1
     b = a.with_threshold(i, new)
     cmp = rx.compare(a, b)
@@ -126,15 +124,12 @@ def test_a_moved_threshold_and_a_new_weight(seeds):
     assert (cmp.rules.loc[~cmp.rules.rule_a.isin(using), "status"] == "kept").all()
     moved = cmp.rules.loc[cmp.rules.status == "threshold moved", "moved"].iloc[0]
     assert f"{L.threshold_text[i]} -> {b.literals.threshold_text[i]}" in moved
-    changed = np.flatnonzero((a._fires != b._fires).any(axis=1))
+    changed = np.flatnonzero((a.result.fires != b.result.fires).any(axis=1))
     assert sorted(cmp.users["user"]) == sorted(a.sequences.users[changed].tolist())
     assert len(changed)
     # a weight changed, nothing else: no user's firing changes
-    c = copy.copy(a)
     rules = [dataclasses.replace(r, weight=r.weight * 2) if k == 1 else r for k, r in enumerate(a.rules)]
-    c.rules = RuleSet(rules, a.rules.intercept, a.literals)
-    c._fires = c.rules.fires(a._literal_matrix)
-    c.student_scores = pd.Series(c.rules.score(a._literal_matrix), index=a.teacher_scores.index)
+    c = a.with_result(a.result.with_rules(RuleSet(rules, a.rules.intercept, a.literals)))
     cmp = rx.compare(a, c)
     assert cmp.rules.set_index("rule_a").loc[1, "status"] == "weight changed"
     assert (cmp.rules.loc[cmp.rules.rule_a != 1, "status"] == "kept").all() and cmp.users.empty
@@ -213,7 +208,7 @@ def test_html_view_of_a_moved_threshold_lists_the_move(seeds):
     a = seeds[0]
     k = next(k for k, r in enumerate(a.rules) if hasattr(r, "formula"))
     lit = formula_literals(a.rules[k].formula)[0].index
-    v = a._values[:, a.literals.column[lit]]
+    v = a.result.values[:, a.literals.column[lit]]
     value = float(np.nanpercentile(v[np.isfinite(v)], 80))
     cmp = rx.compare(a, a.with_threshold(lit, value))
     moved = cmp.rules.loc[cmp.rules["status"] == "threshold moved", "moved"]

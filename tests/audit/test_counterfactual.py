@@ -75,10 +75,7 @@ def hand_made(seed):
     formulas = [And((Lit(pick[0]), Lit(pick[1], True))), Or((Lit(pick[2]), Lit(pick[1]))), Lit(pick[3]),
                 And((Lit(pick[2], True), Lit(pick[0])))]
     rules = RuleSet([Rule(f, float(x), info) for f, x in zip(formulas, w)], 0.1, L)
-    exp.rules = rules
-    exp._fires = rules.fires(exp._literal_matrix)
-    exp.student_scores = pd.Series(rules.score(exp._literal_matrix), index=exp.teacher_scores.index, name="student")
-    return exp
+    return exp.with_result(exp.result.with_rules(rules))
 
 
 def fewest_flips(exp, i, target, direction, max_literals):
@@ -86,7 +83,7 @@ def fewest_flips(exp, i, target, direction, max_literals):
     L = exp.literals
     used = sorted({x.index for r in exp.rules for x in lits(r.formula)})
     cols = sorted({int(L.column[j]) for j in used})
-    z_now = exp._literal_matrix[i]
+    z_now = exp.result.literal_matrix[i]
     best = None
     bands = []
     for c in cols:
@@ -104,6 +101,7 @@ def fewest_flips(exp, i, target, direction, max_literals):
     return best if best is not None and best <= max_literals else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fewest_literals_against_brute_force(seed):
     exp = hand_made(seed)
@@ -148,8 +146,8 @@ def test_claims_hold_on_a_fitted_student():
 
 
 def test_fewer_events_are_dropped_and_checked():
-    exp = tiny_payments(300, random_state=3, statistics=COUNTS)
-    exp._job_args = (rx.as_teacher(lambda seqs: seqs.lengths.astype(float)), None, None)  # a model: event count
+    exp = tiny_payments(300, random_state=3, statistics=COUNTS,
+                        teacher=lambda seqs: seqs.lengths.astype(float))  # a model: the event count
     seqs = exp.sequences
     edits = 0
     for uid in seqs.users[:80]:

@@ -59,7 +59,7 @@ def moves(exp):
     L = exp.literals
     out = []
     for i in used_literals(exp):
-        v = exp._values[~exp.is_test, L.column[i]]
+        v = exp.result.values[~exp.is_test, L.column[i]]
         v = v[~np.isnan(v)]
         for q in (25, 70):
             x = float(np.percentile(v, q))
@@ -77,8 +77,8 @@ def test_with_threshold_equals_a_fresh_computation(exp):
     for i, value in cases:
         moved = exp.with_threshold(i, value)
         Z, F, s = from_scratch(exp, i, value)
-        np.testing.assert_array_equal(moved._literal_matrix, Z)
-        np.testing.assert_array_equal(moved._fires, F)
+        np.testing.assert_array_equal(moved.result.literal_matrix, Z)
+        np.testing.assert_array_equal(moved.result.fires, F)
         np.testing.assert_array_equal(moved.student_scores.to_numpy(), s)
         fid = rx.metrics.fidelity(y[test], s[test])
         assert moved.report()["fidelity_test"] == fid
@@ -103,14 +103,14 @@ def test_with_threshold_equals_a_fresh_computation(exp):
             k = r["index"]
             assert r["coverage_train_moved"] == pytest.approx(F[train, k].mean(), abs=1e-4)
             assert r["coverage_test_moved"] == pytest.approx(F[test, k].mean(), abs=1e-4)
-            assert r["coverage_test"] == pytest.approx(exp._fires[test, k].mean(), abs=1e-4)
+            assert r["coverage_test"] == pytest.approx(exp.result.fires[test, k].mean(), abs=1e-4)
             assert r["text_moved"] == str(moved.rules[k].text)
         changed += w["n_changed"] > 0
     assert changed >= 2  # the moves are real ones
 
 
 def test_original_untouched_and_reset_gives_it_back(exp):
-    before = (exp.literals.thresholds.copy(), exp._literal_matrix.copy(), exp.student_scores.copy(),
+    before = (exp.literals.thresholds.copy(), exp.result.literal_matrix.copy(), exp.student_scores.copy(),
               [str(r) for r in exp.rules], exp.report()["fidelity_test"], exp.fidelity_curve.copy(),
               dict(exp.params))
     for i, value in moves(exp)[:6]:
@@ -119,7 +119,7 @@ def test_original_untouched_and_reset_gives_it_back(exp):
         assert moved.literals.thresholds[i] == value
         back = moved.with_threshold(i, old)
         np.testing.assert_array_equal(back.literals.thresholds, before[0])
-        np.testing.assert_array_equal(back._literal_matrix, before[1])
+        np.testing.assert_array_equal(back.result.literal_matrix, before[1])
         np.testing.assert_array_equal(back.student_scores.to_numpy(), before[2].to_numpy())
         assert [str(r) for r in back.rules] == before[3]
         assert back.report()["fidelity_test"] == before[4]
@@ -127,7 +127,7 @@ def test_original_untouched_and_reset_gives_it_back(exp):
         assert back.params["moved_thresholds"] == [{"literal": i, "from": old, "to": value},
                                                    {"literal": i, "from": value, "to": old}]
     np.testing.assert_array_equal(exp.literals.thresholds, before[0])
-    np.testing.assert_array_equal(exp._literal_matrix, before[1])
+    np.testing.assert_array_equal(exp.result.literal_matrix, before[1])
     np.testing.assert_array_equal(exp.student_scores.to_numpy(), before[2].to_numpy())
     assert [str(r) for r in exp.rules] == before[3]
     assert exp.report()["fidelity_test"] == before[4]

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import rudi_explain as rx
-from rudi_explain.explanation._explanation import FORMAT_VERSION, ExplanationCancelled
+from rudi_explain.explanation import FORMAT_VERSION, ExplanationCancelled
 from rudi_explain.teachers.adapters import TeacherError
 
 FAST = dict(n_stats=4, n_rules=8, n_simulations=40, student_params={"epochs": 25})
@@ -45,6 +45,7 @@ def test_report(exp, demo):
     np.testing.assert_allclose(exp.teacher_scores.to_numpy(), demo.risk.to_numpy())
 
 
+@pytest.mark.slow
 def test_no_labels_no_auc(demo):
     e = rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
     assert e.report()["auc_teacher"] is None and e.report()["auc_student"] is None
@@ -54,7 +55,9 @@ def test_user_view_against_a_hand_check(exp, demo):
     uid = demo.risk.idxmax()
     u = exp.user(uid)
     assert u.teacher_score == pytest.approx(demo.risk[uid])
-    assert u.percentile == pytest.approx(100 * (demo.risk < demo.risk[uid]).mean())
+    # mid-rank: the share below, plus half the share tied (rudi_explain.audit.ranks)
+    assert u.percentile == pytest.approx(100 * ((demo.risk < demo.risk[uid]).mean()
+                                                + (demo.risk == demo.risk[uid]).mean() / 2))
     # By hand: each literal from its statistic evaluated on this user alone.
     one = exp.sequences.subset(np.array([exp.sequences.user_index(uid)]))
     by_hand = np.concatenate([np.atleast_1d(s.evaluate(one)[0]) for s in exp.statistics])
@@ -133,6 +136,7 @@ def test_load_refuses_foreign_and_damaged_files(exp, tmp_path):
         rx.load(damaged)
 
 
+@pytest.mark.slow
 def test_background_job_progress_and_wait(demo):
     events = []
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=events.append, **FAST)
@@ -146,6 +150,7 @@ def test_background_job_progress_and_wait(demo):
     assert searches and searches[0].numbers["best"]
 
 
+@pytest.mark.slow
 def test_results_read_while_running_wait_for_the_job_with_a_note(demo, capsys):
     gate = threading.Event()
 
@@ -180,7 +185,9 @@ def _no_running_jobs():
     """Stop what earlier tests left running, so a test sees only its own jobs."""
     for e in rx.running():
         e.cancel()
-        e._finished.wait(30)
+        deadline = time.monotonic() + 30
+        while not e.done and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def test_an_interrupted_wait_cancels_the_job(demo, capsys):
@@ -228,6 +235,7 @@ def test_running_lists_jobs_and_a_second_job_warns(demo):
     assert rx.running() == []
 
 
+@pytest.mark.slow
 def test_a_cancelled_search_keeps_what_it_found_and_says_where_it_stopped(demo):
     from rudi_explain.views import payloads as ws
     from rudi_explain.views.widget import ExplanationWidget
@@ -257,6 +265,7 @@ def test_a_cancelled_search_keeps_what_it_found_and_says_where_it_stopped(demo):
     assert w.status == "cancelled" and w.error == ""  # a requested cancel is no error
 
 
+@pytest.mark.slow
 def test_retry_runs_a_failed_job_again_and_the_widget_follows(demo):
     from rudi_explain.views.widget import ExplanationWidget
 
@@ -299,6 +308,7 @@ def test_failure_is_re_raised_on_wait(demo):
     assert e.status == "failed" and "feature_x" in e.progress.message
 
 
+@pytest.mark.slow
 def test_sklearn_teacher(demo):
     seqs = demo.sequences()
     model = rx.datasets.make_demo_pipeline(random_state=0).fit(seqs, demo.labels)

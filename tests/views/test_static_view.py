@@ -1,6 +1,7 @@
 """The static HTML copy of an explanation: what a notebook shows without its kernel."""
 
 import threading
+from types import SimpleNamespace
 
 import IPython.display
 import pytest
@@ -49,10 +50,11 @@ def test_everything_from_the_data_is_escaped():
     rules = RuleSet.from_formulas([And((Lit(0),)), And((Lit(0), Lit(1)))], [0.5, -0.25], 0.1, literals=names)
 
     class Fake:
-        status, progress, error, pruning, _fires = "done", None, None, None, None
+        status, progress, error, pruning = "done", None, None, None
 
         def __init__(self, rules):
             self.rules = rules
+            self.result = SimpleNamespace(rules=rules, fires=None)
 
         def report(self):
             return {"fidelity_test_ci": (0.8, 0.9), "n_rules": 2, "n_statistics": 2, "teacher": EVIL,
@@ -68,6 +70,7 @@ def test_everything_from_the_data_is_escaped():
     assert EVIL not in html and "failed" in html and "ValueError" in html
 
 
+@pytest.mark.slow
 def test_display_shows_the_copy_then_the_widget_and_redoes_the_copy_when_the_job_ends(monkeypatch):
     shown, updated = [], []
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append((obj, kw)))
@@ -96,6 +99,8 @@ def test_display_shows_the_copy_then_the_widget_and_redoes_the_copy_when_the_job
     assert final["text/plain"] == repr(e) and "fidelity" in final["text/plain"]
 
 
+@pytest.mark.kernel
+@pytest.mark.slow
 def test_a_notebook_exported_without_a_kernel_shows_the_final_rules(tmp_path):
     """The job runs in the kernel's background thread and ends after its cell: the copy in the saved
     notebook is the final one, and nbconvert's HTML (no kernel, no widget manager) shows the rules."""

@@ -73,7 +73,7 @@ def test_state_of_a_finished_explanation(exp):
     y = exp.teacher_scores.to_numpy()
     for card in r["rules"]:
         k = card["index"]
-        fires = exp._fires[:, k]
+        fires = exp.result.fires[:, k]
         rule = exp.rules[k]
         assert card["text"] == rule.text
         assert card["coverage"] == pytest.approx(fires.mean(), abs=1e-4)
@@ -84,7 +84,7 @@ def test_state_of_a_finished_explanation(exp):
         assert [p["op"] for p in card["literals"]] == ["<=" if neg else ">" for neg in rule.negated]
         assert 0 < len(card["examples"]) <= ws.N_EXAMPLES
         for example in card["examples"]:  # every example user really fires the rule
-            assert exp._fires[exp.sequences.user_index(example["id"]), k]
+            assert exp.result.fires[exp.sequences.user_index(example["id"]), k]
     top = [u["teacher"] for u in r["top_users"]]
     assert top == sorted(top, reverse=True) and top[0] == pytest.approx(y.max(), rel=1e-3)
     assert [s["text"] for s in r["statistics"]] == [str(s) for s in exp.statistics]
@@ -94,7 +94,7 @@ def test_state_of_a_finished_explanation(exp):
 def test_thresholds_are_pre_binned_and_match_the_literals(exp):
     y = exp.teacher_scores.to_numpy()
     for t in ws.thresholds(exp):
-        values = exp._values[:, t["column"]]
+        values = exp.result.values[:, t["column"]]
         assert sum(t["counts"]) + t["n_undefined"] == exp.sequences.n_users
         assert len(t["counts"]) == len(t["edges"]) - 1 == len(t["mean_teacher"]) <= ws.N_BINS + 1
         for th in t["thresholds"]:
@@ -233,7 +233,7 @@ def test_progress_pushes_are_throttled(demo, monkeypatch):
     # A burst of events of one stage pushes once per PUSH_INTERVAL, on a clock of the test's own:
     # a count against the job's real timing would depend on the machine's load.
     import rudi_explain.views.widget as widget_module
-    from rudi_explain.explanation._explanation import Explanation
+    from rudi_explain.explanation import Explanation
 
     clock = [1000.0]
     monkeypatch.setattr(widget_module.time, "monotonic", lambda: clock[0])
@@ -244,14 +244,14 @@ def test_progress_pushes_are_throttled(demo, monkeypatch):
 
     def burst(first: int, n: int) -> None:
         for k in range(first, first + n):
-            exp._emit("student", k, 500, f"epoch {k}", epoch=k, loss=0.5, fidelity=0.8)
+            exp._job.emit("student", k, 500, f"epoch {k}", epoch=k, loss=0.5, fidelity=0.8)
 
     burst(1, 100)
     assert pushes == [1]  # the first of the burst; the rest inside the interval are held back
     clock[0] += widget_module.PUSH_INTERVAL * 1.01
     burst(101, 100)
     assert pushes == [1, 101]  # the next one after the interval carries the newest state
-    exp._emit("evaluate", 0, 1, "pruning")  # a new stage is pushed at once
+    exp._job.emit("evaluate", 0, 1, "pruning")  # a new stage is pushed at once
     assert len(pushes) == 3 and w.chart and w.chart[-1]["epoch"] == 200  # every epoch reached the chart
 
 

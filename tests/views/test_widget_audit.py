@@ -12,6 +12,7 @@ checked in a real browser in ``tests/browser/test_widget_audit_jupyterlab.py``.
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -35,9 +36,7 @@ def _amount_sum(s: rx.Sequences) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def exp():
-    e = tiny_payments(300, random_state=3, statistics=COUNTS)
-    e._job_args = (rx.as_teacher(_amount_sum), None, None)  # as explain() keeps the model it queried
-    return e
+    return tiny_payments(300, random_state=3, statistics=COUNTS, teacher=_amount_sum)  # the model explain() queried
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +109,7 @@ def test_attributions_of_an_unknown_user_or_a_failing_model(exp, sent):
     def broken(s):
         raise RuntimeError("the model is down")
 
-    other = tiny_payments(120, random_state=5)
-    other._job_args = (rx.as_teacher(broken), None, None)
+    other = tiny_payments(120, random_state=5, teacher=broken)
     reply = _ask(other, sent, {"type": "attributions", "id": str(other.sequences.users[0]), "request": 2})
     assert not reply["ok"] and "the model is down" in reply["error"]
 
@@ -135,7 +133,7 @@ def test_counterfactual_moves_the_rule_score_across_the_median(exp, sent):
             continue
         seen[cf["direction"]] += 1
         # Carry out the change on the literal row by hand: the needed value of each changed output.
-        values = exp._values[exp.sequences.user_index(uid)].copy()
+        values = exp.result.values[exp.sequences.user_index(uid)].copy()
         for ch in cf["changes"]:
             values[ch["output"]] = ch["value_needed"]
         with np.errstate(invalid="ignore"):
@@ -144,7 +142,7 @@ def test_counterfactual_moves_the_rule_score_across_the_median(exp, sent):
         assert new == pytest.approx(cf["new_score"], rel=1e-5, abs=1e-6)
         assert (new < median) if cf["direction"] == "below" else (new > median)
         flipped = {f["literal"] for f in cf["flipped"]}
-        z_now = exp._literal_matrix[exp.sequences.user_index(uid)]
+        z_now = exp.result.literal_matrix[exp.sequences.user_index(uid)]
         rule_lits = {lit.index for r in exp.rules for lit in formula_literals(r.formula)}
         assert flipped == {i for i in rule_lits if z[i] != z_now[i]}
         assert cf["n_literals"] == len(flipped)
@@ -157,7 +155,7 @@ def test_what_if_equals_a_moved_explanation(exp, sent):
     L = exp.literals
     checked = 0
     for i in used[:4]:
-        v = exp._values[~exp.is_test, L.column[i]]
+        v = exp.result.values[~exp.is_test, L.column[i]]
         for q in (20, 80):
             value = float(np.nanpercentile(v, q))
             reply = _ask(exp, sent, {"type": "what_if", "literal": i, "value": value, "request": q})
@@ -167,7 +165,7 @@ def test_what_if_equals_a_moved_explanation(exp, sent):
             assert st["fidelity_test_moved"] == pytest.approx(moved.report()["fidelity_test"], abs=2e-6)
             assert st["fidelity_test"] == pytest.approx(exp.report()["fidelity_test"], abs=2e-6)
             for r in st["rules"]:
-                fires = moved._fires[:, r["index"]]
+                fires = moved.result.fires[:, r["index"]]
                 assert r["coverage_train_moved"] == pytest.approx(fires[~exp.is_test].mean(), abs=1e-4)
                 assert r["coverage_test_moved"] == pytest.approx(fires[exp.is_test].mean(), abs=1e-4)
             checked += 1
@@ -207,7 +205,9 @@ def test_audit_requests_before_the_job_ends():
     finally:
         pending.cancel()
         gate.set()
-        pending._finished.wait(60)
+        deadline = time.monotonic() + 60
+        while not pending.done and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 # ------------------------------------------------------------------ agreement over held-out users
