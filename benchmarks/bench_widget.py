@@ -244,7 +244,8 @@ def _first_progress_in_kernel(n_users: int) -> tuple[float, float]:
                 if state.get("progress", {}).get("stage") not in (None, "pending"):
                     times.append(time.perf_counter() - t)
             kc.get_shell_msg(timeout=60)  # the cell's reply: it has ended
-            kc.execute_interactive("exp.cancel(); exp._finished.wait(30)", timeout=60, output_hook=lambda m: None)
+            kc.execute_interactive("exp.cancel()\ntry:\n    exp.wait(timeout=30)\nexcept Exception:\n    pass",
+                                   timeout=60, output_hook=lambda m: None)
         return times[0], times[1]
     finally:
         kc.stop_channels()

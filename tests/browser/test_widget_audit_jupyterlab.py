@@ -45,7 +45,7 @@ uid, a = next(((u, s) for u in pool for s in [ws.attribution_state(exp, u)]
                if s["agreement"] is not None and 0.15 < s["event_share"] < 0.85), (pool[0], ws.attribution_state(exp, pool[0])))
 th = [x for t in ws.thresholds(exp) for x in t["thresholds"] if x["in_rules"]][0]
 lit = th["literal"]
-v = exp._values[~exp.is_test, exp.literals.column[lit]]
+v = exp.result.values[~exp.is_test, exp.literals.column[lit]]
 value = max((float(np.round(np.nanpercentile(v, q), 3)) for q in (25, 50, 75)),
             key=lambda x: abs(ws.what_if(exp, lit, x)["fidelity_test_moved"] - ws.what_if(exp, lit, x)["fidelity_test"]))
 cf = exp.user(uid).counterfactual(50, "below")
