@@ -166,10 +166,12 @@ class Explanation(JobControls):
 
     @property
     def literals(self) -> Literals:
+        """The literal table: statistic outputs and their thresholds."""
         return self.ready_result("exp.literals").literals
 
     @property
     def rules(self) -> RuleSet:
+        """The rules, at the default point of the fidelity curve."""
         return self.ready_result("exp.rules").rules
 
     @property
@@ -179,18 +181,22 @@ class Explanation(JobControls):
 
     @property
     def unpruned_rules(self) -> RuleSet | None:
+        """The student's rules before pruning (None for a loaded explanation)."""
         return self.ready_result("exp.unpruned_rules").unpruned_rules
 
     @property
     def pruning(self) -> PruningPath | None:
+        """The pruning path behind :attr:`fidelity_curve`; None when not pruned."""
         return self.ready_result("exp.pruning").pruning
 
     @property
     def teacher_scores(self) -> pd.Series:
+        """The teacher's score of every user, indexed by user id (read-only)."""
         return self.ready_result("exp.teacher_scores").teacher_scores
 
     @property
     def student_scores(self) -> pd.Series:
+        """The rules' score of every user, indexed by user id (read-only)."""
         return self.ready_result("exp.student_scores").student_scores
 
     # Read without waiting: what the job has so far (the statistics found before a cancel).
@@ -206,6 +212,7 @@ class Explanation(JobControls):
 
     @property
     def labels(self) -> np.ndarray | None:
+        """The 0/1 outcomes given to ``explain(labels=...)``, in ``sequences.users`` order; None without."""
         return self._result.labels if self._result is not None else None
 
     @property
@@ -215,10 +222,12 @@ class Explanation(JobControls):
 
     @property
     def teacher_kind(self) -> str:
+        """'torch', 'sklearn', 'callable', 'given scores', ... ('' before the teacher stage)."""
         return self._result.teacher_kind if self._result is not None else ""
 
     @property
     def score_unit(self) -> str:
+        """The unit of the teacher's scores: 'probability', 'logit' or 'raw'."""
         return self._result.score_unit if self._result is not None else "raw"
 
     def _finish(self, result: FittedState) -> str:
