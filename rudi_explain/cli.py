@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, rx.RudiExplainError) as err:  # a WriteError is an OSError
         print(f"rudi-explain: {err}", file=sys.stderr)
         return 2
 

@@ -22,7 +22,7 @@ import pandas as pd
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.demo_gru import make_demo_pipeline, train_demo_gru
-from rudi_explain.validation import check_whole
+from rudi_explain.validation import check_random_state_seed, check_whole
 
 __all__ = ["DemoData", "make_payments", "make_edits", "train_demo_gru", "make_demo_pipeline"]
 
@@ -145,7 +145,7 @@ def make_payments(n_users: int = 5000, random_state: int | None = 0) -> DemoData
     DemoData
     """
     check_whole(n_users, "n_users", min_value=1)
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(check_random_state_seed(random_state))
     lengths = _lengths(rng, n_users, median=33)
     owner = np.repeat(np.arange(n_users), lengths)
 
@@ -231,7 +231,7 @@ def make_edits(n_users: int = 5000, random_state: int | None = 0) -> DemoData:
     + 1.0 [a revert among the first 5 non-article edits] - 1.5``.
     """
     check_whole(n_users, "n_users", min_value=1)
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(check_random_state_seed(random_state))
     lengths = _lengths(rng, n_users, median=20)
     owner = np.repeat(np.arange(n_users), lengths)
     vandal = rng.beta(0.6, 3, n_users)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sklearn.exceptions import NotFittedError as _SklearnNotFitted
 
 __all__ = ["RudiExplainError", "InputError", "InputTypeError", "UnknownUserError", "IndexOutOfRange",
-           "NotFittedError", "StateError", "WaitTimeout", "MissingFileError"]
+           "NotFittedError", "StateError", "WaitTimeout", "MissingFileError", "WriteError"]
 
 
 class RudiExplainError(Exception):
@@ -50,3 +50,7 @@ class WaitTimeout(RudiExplainError, TimeoutError):
 
 class MissingFileError(RudiExplainError, FileNotFoundError):
     """A file or folder the library needs is not there."""
+
+
+class WriteError(RudiExplainError, OSError):
+    """A file the library was asked to write cannot be written there: the message names the path."""

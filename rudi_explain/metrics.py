@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.correlation import multiple_correlation
 from rudi_explain.exceptions import InputError
+from rudi_explain.validation import check_random_state_seed
 
 __all__ = ["fidelity", "fidelity_interval", "auc", "count_pairs", "multiple_correlation"]
 
@@ -227,7 +228,7 @@ def fidelity_interval(teacher: ArrayLike, student: ArrayLike, level: float = 0.9
     f = fidelity(t, s)
     n = t.size
     z = NormalDist().inv_cdf(0.5 + level / 2)
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(check_random_state_seed(random_state))
     m = min(n, max_sample)
     values = []
     for _ in range(n_boot):  # a loop over resamples, each one vectorized

@@ -8,14 +8,16 @@ or :class:`~rudi_explain.exceptions.InputTypeError` naming the parameter and the
 from __future__ import annotations
 
 import numbers
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from sklearn.utils import check_scalar
 
-from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.exceptions import InputError, InputTypeError, MissingFileError, WriteError
 
-__all__ = ["check_whole", "check_real", "check_random_state_seed", "check_one_of"]
+__all__ = ["check_whole", "check_real", "check_random_state_seed", "check_one_of", "check_writable"]
 
 
 def check_whole(value: Any, name: str, *, min_value: int | None = 1, max_value: int | None = None,
@@ -93,6 +95,32 @@ def check_one_of(value: Any, name: str, choices: tuple[Any, ...] | list[Any]) ->
             if type(value) is type(choice) and value == choice:
                 return value
     raise InputError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+
+
+def check_writable(path: Any, what: str = "the file") -> Path:
+    """A path a file can be written to, checked before any work: not a folder nor a device, in a
+    folder that exists and takes new files.
+
+    Raises
+    ------
+    MissingFileError
+        The folder does not exist (naming it and the path).
+    WriteError
+        The path is a folder or not a regular file, or the folder takes no new file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise WriteError(f"cannot save {what} to {path}: it is a folder; give the path of a file")
+    if path.exists() and not path.is_file():
+        raise WriteError(f"cannot save {what} to {path}: it is not a regular file")
+    folder = path.parent
+    if not folder.is_dir():
+        raise MissingFileError(f"cannot save {what} to {path}: the folder {folder} does not exist")
+    try:
+        tempfile.NamedTemporaryFile(dir=folder, prefix=".rudi-explain-probe-", delete=True).close()
+    except OSError as err:
+        raise WriteError(f"cannot save {what} to {path}: cannot write in {folder} ({err.strerror or err})") from None
+    return path
 
 
 def _bounds_text(min_value: float | None, max_value: float | None) -> str:

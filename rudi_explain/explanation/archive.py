@@ -37,13 +37,14 @@ import numpy as np
 
 from rudi_explain.data.alignment import name_users
 from rudi_explain.data.sequences import Sequences
-from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.exceptions import InputError, InputTypeError, WriteError
 from rudi_explain.explanation.job import JobProgress
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.statistics import Statistic
+from rudi_explain.validation import check_writable
 
 __all__ = ["write", "read", "Saved", "ArchiveReader", "default_budget", "expect", "FORMAT", "FORMAT_VERSION"]
 
@@ -242,6 +243,7 @@ def write(path: str | Path, sequences: Sequences, params: Mapping[str, Any], sta
         arrays["labels"] = state.labels
     # Everything that can fail on the content fails here, before a file is opened.
     text = json.dumps(meta, default=_json_default)
+    check_writable(path, "the explanation")
     tmp = path.with_name(path.name + ".partial")
     try:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -251,6 +253,9 @@ def write(path: str | Path, sequences: Sequences, params: Mapping[str, Any], sta
                 np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
                 zf.writestr(f"arrays/{name}.npy", buffer.getvalue())
         tmp.replace(path)  # a failed save never leaves a half-written file under the name
+    except OSError as err:  # a full disk, a read-only folder: named, and nothing left behind
+        tmp.unlink(missing_ok=True)
+        raise WriteError(f"cannot save the explanation to {path}: {err.strerror or err}") from None
     except BaseException:
         tmp.unlink(missing_ok=True)  # nor a .partial beside it
         raise

@@ -41,7 +41,7 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, MissingFileError
 from rudi_explain.sql.checks import refuse_missing_users
 from rudi_explain.sql.statistics import quote_identifier, quote_string, statistics_sql
-from rudi_explain.validation import check_whole
+from rudi_explain.validation import check_random_state_seed, check_whole
 
 __all__ = ["EventTable", "DEFAULT_SAMPLE_USERS", "is_event_source", "as_event_table", "within_sample"]
 
@@ -221,7 +221,7 @@ class EventTable:
         users = self.users
         if n >= len(users):
             return users
-        rng = np.random.default_rng(random_state)
+        rng = np.random.default_rng(check_random_state_seed(random_state))
         return users[np.sort(rng.choice(len(users), size=n, replace=False))]
 
     def read(self, users: Sequence[Any] | np.ndarray | None = None) -> pd.DataFrame:
