@@ -170,16 +170,20 @@ def test_residual_target_drives_later_statistics(payments):
     second = rx.Statistic.parse("Select(hour) | Mean").evaluate(seqs)
     second = np.nan_to_num(second, nan=np.nanmean(second))
     target = (first - first.mean()) / first.std() + (second - np.nanmean(second)) / np.nanstd(second)
-    found = StatisticsSearch(n_stats=2, max_depth=2, n_simulations=250, random_state=0,
-                             grammar="paper").fit(seqs, target)
-    values = [s.evaluate(seqs) for s in found.statistics_]
     # The first statistic takes one planted part; the second is searched
     # against the residual, so it picks up the other part, not more of the first.
-    r = np.array([[multiple_correlation(v, planted) for planted in (first, second)] for v in values])
-    taken = int(r[0].argmax())
-    assert r[0, taken] > 0.9, r
-    assert r[1, 1 - taken] > 0.4 and r[1, taken] < 0.2, r
-    assert multiple_correlation(values, target) > 0.75
+    # A rate over four seeds, not one seed's luck (every seed took both parts, r = 1.0, when written).
+    hits, seen = 0, []
+    for seed in range(4):
+        found = StatisticsSearch(n_stats=2, max_depth=2, n_simulations=250, random_state=seed,
+                                 grammar="paper").fit(seqs, target)
+        values = [s.evaluate(seqs) for s in found.statistics_]
+        r = np.array([[multiple_correlation(v, planted) for planted in (first, second)] for v in values])
+        taken = int(r[0].argmax())
+        both = len(values) == 2 and r[0, taken] > 0.9 and r[1, 1 - taken] > 0.4 and r[1, taken] < 0.2
+        hits += both and multiple_correlation(values, target) > 0.75
+        seen.append(np.round(r, 3).tolist())
+    assert hits >= 3, seen
 
 
 def test_progress_events_and_cancel(payments):
@@ -230,7 +234,7 @@ def test_single_aggregations_catalogue(payments):
     (dict(method="grid"), ValueError, "method must be one of"),
     (dict(reward="r2"), ValueError, "reward must be one of"),
     (dict(grammar="plain"), ValueError, "grammar must be one of"),
-    (dict(screen_columns=0), ValueError, "screen_columns must be a whole number >= 1 or None"),
+    (dict(screen_columns=0), ValueError, "screen_columns must be a whole number >= 1"),
 ])
 def test_bad_arguments(kwargs, error, message, payments):
     demo, seqs = payments
