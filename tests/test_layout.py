@@ -55,6 +55,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
     ("rudi_explain/views/kernel_messages.py", "_reply_subshell_for"):
         "ipykernel's Comm looks this hook up with getattr; setting it on the instance is how a reply "
         "is routed to a subshell (there is no public way)",
+    ("rudi_explain/views/kernel_messages.py", "_supports_kernel_subshells"):
+        "ipykernel's Kernel says so only in this attribute: whether the kernel has subshells",
 }
 
 #: Errors defined in the package that are deliberately not RudiExplainError: class name -> why.
@@ -305,12 +307,17 @@ def _private_touches(path: Path) -> list[str]:
     rel = path.relative_to(ROOT).as_posix()
     out = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute):
+        if isinstance(node, ast.Attribute):  # x._name
+            owner, attr = node.value, node.attr
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            owner, attr = node.args[0], node.args[1].value  # getattr(x, "_name")
+        else:
             continue
-        attr = node.attr
         if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
             continue
-        if isinstance(node.value, ast.Name) and node.value.id in ({"self", "cls"} | modules):
+        if isinstance(owner, ast.Name) and owner.id in ({"self", "cls"} | modules):
             continue
         if attr in own or (rel, attr) in PRIVATE_ALLOWED:
             continue
