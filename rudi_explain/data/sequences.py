@@ -441,7 +441,8 @@ class Sequences:
             if both:
                 raise InputError(f"column {both[0]!r} is listed as both categorical and numerical")
         fixed = set(categorical or []) | set(numerical or [])
-        inferred_cat, inferred_num = [], []
+        inferred_cat: list[str] = []
+        inferred_num: list[str] = []
         for name in frame.columns:
             if name in reserved or name in fixed:
                 continue

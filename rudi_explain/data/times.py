@@ -71,12 +71,12 @@ def bad_time_cell(column: pd.Series, name: str) -> str:
     first = int(np.flatnonzero(present)[0]) if present.any() else None
     if first is not None:
         zone = _zone(values[first])
-        for i in np.flatnonzero(present):
-            other = _zone(values[i])
+        for row in np.flatnonzero(present):
+            other = _zone(values[row])
             if other != zone:
                 mine = f"is in {other}" if other is not None else "has no time zone"
                 theirs = f"is in {zone}" if zone is not None else "has none"
-                return (f"its time zones differ: {cell(int(i))} {mine}, while the value at row "
+                return (f"its time zones differ: {cell(int(row))} {mine}, while the value at row "
                         f"{_plain(column.index[first])!r} {theirs}; convert the column to one zone first "
                         "(for example with pandas.to_datetime(..., utc=True))")
     return "its values are not all times; use numbers, datetimes or ISO 8601 strings"
