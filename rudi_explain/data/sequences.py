@@ -287,14 +287,9 @@ class Sequences:
     * repeated column names, cells holding lists or dicts, and a categorical
       column holding both missing values and the text ``"<NA>"``.
 
-    A numeric column spoiled by a few cells (one cell such as ``'12,5'`` or
-    ``'n/a?'`` in a column read from a CSV) stays numerical with those cells
-    missing and one warning naming them; more bad cells than 1 % (and 20) are
-    refused. Integer columns with a few distinct values (category codes?) stay
-    numerical with a warning saying how to list them. Time cells that are not
-    times are named by row and the reason (a number among datetimes, another
-    time zone); infinite times and complex columns are refused. See
-    :mod:`rudi_explain.data.coerce` and :mod:`rudi_explain.data.times`.
+    A numeric column spoiled by a few cells (``'12,5'``), integer category codes,
+    time cells that are not times, infinite times and complex columns are warned
+    about or refused, naming the cells: see :mod:`~rudi_explain.data.coerce`, :mod:`~rudi_explain.data.times`.
 
     A Sequences is a sized collection of users (see :meth:`__getitem__`):
     ``len(seqs)`` is ``n_users`` and ``seqs.shape`` is ``(n_users,)``, and

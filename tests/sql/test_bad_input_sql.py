@@ -36,7 +36,7 @@ def test_null_user_ids_are_refused_on_the_parquet_path_as_on_the_dataframe_path(
         table.sample(n_users=5)
     assert isinstance(err.value, rx.RudiExplainError)
     with pytest.raises(ValueError, match=r"2 missing \(NULL\) user ids"):
-        table.users
+        assert table.users is not None
 
 
 def test_null_user_ids_of_a_relation_are_named_by_their_values():
