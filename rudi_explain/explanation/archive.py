@@ -283,6 +283,10 @@ def _check_meta(meta: dict, path: Path) -> None:
         expect(meta[key], types, key, path)
     for i, text in enumerate(meta["statistics"]):
         expect(text, str, f"statistics[{i}]", path)
+        try:  # read (bounded: statistics/bounds.py) before any array is, so a huge one costs nothing
+            Statistic.parse(text)
+        except ValueError as err:
+            raise InputError(f"{path} is damaged: field 'statistics[{i}]': {err}") from None
     for key, value in meta["seconds"].items():
         expect(value, (int, float), f"seconds.{key}", path)
     for i, e in enumerate(meta["history"]):

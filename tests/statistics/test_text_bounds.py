@@ -58,12 +58,15 @@ def test_a_saved_file_with_a_huge_statistic_is_refused_quickly(tmp_path, monkeyp
             data = src.read(name)
             if name == "explanation.json":
                 meta = json.loads(data)
-                meta["statistics"][0] = HUGE
+                meta["statistics"][1] = HUGE
                 data = json.dumps(meta).encode()
+            elif name == "arrays/teacher_scores.npy":
+                data = b"damaged"  # never reached: the statistic is refused before any array is read
             dst.writestr(name, data)
     assert bad.stat().st_size < 100_000  # compresses about 1000:1
     tokenized = _tokenized(monkeypatch)
-    with pytest.raises(ValueError, match=r"huge\.rudi is damaged: field 'statistics': .*at most 10,000 characters"):
+    with pytest.raises(ValueError, match=r"huge\.rudi is damaged: field 'statistics\[1\]': a statistic's text may "
+                                         r"hold at most 10,000 characters; this one has 1,200,021"):
         rx.load(bad)
     assert all(n <= 10_000 for n in tokenized), tokenized  # the huge text is refused unread
 
