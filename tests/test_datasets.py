@@ -30,9 +30,14 @@ def test_edits_are_categorical_only():
     demo = make_edits(500, random_state=0)
     seqs = demo.sequences()
     assert seqs.numerical == [] and len(seqs.categorical) == 5
-    # The planted score really depends on its first statistic (share reverted).
-    share = demo.planted[0].evaluate(seqs)[:, 1]
-    assert np.corrcoef(share, demo.risk)[0, 1] > 0.7
+    # The planted score really depends on its first statistic (share reverted): a mean over four
+    # seeds, not one (0.760, 0.739, 0.707, 0.789 at seeds 0-3 when written).
+    corrs = []
+    for seed in range(4):
+        other = demo if seed == 0 else make_edits(500, random_state=seed)
+        share = other.planted[0].evaluate(other.sequences())[:, 1]
+        corrs.append(np.corrcoef(share, other.risk)[0, 1])
+    assert np.mean(corrs) > 0.7 and min(corrs) > 0.6, corrs
 
 
 def test_bad_sizes():

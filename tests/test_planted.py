@@ -112,7 +112,7 @@ SEEDS = (4, 12, 21, 22)
 N_USERS = 250
 
 
-@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s == 21 else s for s in SEEDS])
+@pytest.mark.parametrize("seed", [s if s == 4 else pytest.param(s, marks=pytest.mark.slow) for s in SEEDS])
 def test_engine_values_of_planted_statistics_match_a_per_user_loop(seed):
     sc = make_scenario(seed, n_users=N_USERS)
     engine = sc.planted_values()

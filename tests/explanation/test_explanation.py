@@ -318,6 +318,7 @@ def test_sklearn_teacher(demo):
     assert e.report()["fidelity_test"] > 0.55
 
 
+@pytest.mark.slow
 def test_torch_teacher(demo):
     seqs = demo.sequences()
     model = rx.datasets.train_demo_gru(seqs, demo.labels, epochs=1, hidden_size=8)
@@ -327,10 +328,16 @@ def test_torch_teacher(demo):
     assert not model.training
 
 
+@pytest.mark.slow
 def test_callable_teacher(demo):
-    e = rx.explain(lambda s: s.lengths.astype(float), demo.events, background=False, **FAST)
-    assert e.teacher_kind == "callable"
-    assert e.report()["fidelity_test"] > 0.8  # the number of events is easy to mimic
+    # The number of events is easy to mimic: held-out fidelity as a rate over three seeds, not one
+    # (0.943, 0.901, 0.925 at seeds 0-2 when written).
+    fids = []
+    for seed in range(3):
+        e = rx.explain(lambda s: s.lengths.astype(float), demo.events, background=False, random_state=seed, **FAST)
+        assert e.teacher_kind == "callable"
+        fids.append(e.report()["fidelity_test"])
+    assert sum(f > 0.85 for f in fids) >= 2 and min(fids) > 0.8, fids
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

@@ -117,6 +117,7 @@ def test_with_rules_moves_along_the_curve(exp):
     assert len(exp.rules) == int(curve[curve["default"]].n_rules.iloc[0])  # the original is unchanged
 
 
+@pytest.mark.slow
 def test_pruning_uses_no_held_out_user(demo, exp):
     # Scramble the teacher's scores of the held-out users only: the pruned rules must not change.
     scores = demo.risk.copy()
@@ -128,6 +129,7 @@ def test_pruning_uses_no_held_out_user(demo, exp):
     assert [str(r) for r in other.pruning.rule_sets] == [str(r) for r in exp.pruning.rule_sets]
 
 
+@pytest.mark.slow
 def test_unpruned_on_request(demo):
     e = rx.explain(None, demo.events, scores=demo.risk, background=False, prune=False, **FAST)
     assert e.pruning is None and e.rules is e.unpruned_rules

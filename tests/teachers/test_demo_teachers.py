@@ -25,21 +25,25 @@ def split():
 
 @pytest.mark.slow
 def test_demo_gru_learns_the_planted_risk(split):
+    # Rates over three training seeds, not one seed's luck. When written: held-out AUC 0.708, 0.717,
+    # 0.715 (the planted risk's 0.745) and Spearman 0.812, 0.776, 0.737 at seeds 0, 1, 2.
     data, train, test, y_train, y_test = split
-    start = time.perf_counter()
-    gru = train_demo_gru(train, y_train, random_state=0, in_users_order=True)
-    seconds = time.perf_counter() - start
-    scores = as_teacher(gru).score(test)
-    auc = roc_auc_score(y_test, scores)
     risk = data.risk.loc[test.users].to_numpy()
-    auc_risk = roc_auc_score(y_test, risk)
-    spearman = np.corrcoef(np.argsort(np.argsort(scores)), np.argsort(np.argsort(risk)))[0, 1]
-    print(f"\ndemo GRU: trained on {train.n_users} users ({train.n_events} events) in {seconds:.1f} s; "
-          f"held-out AUC {auc:.3f} (planted risk {auc_risk:.3f}), Spearman with the risk {spearman:.3f}")
-    # Labels are draws from sigmoid(risk): the risk's AUC is the ceiling.
-    assert auc > 0.68 and auc > auc_risk - 0.06
-    assert spearman > 0.7
-    assert not gru.training
+    auc_risk = roc_auc_score(y_test, risk)  # labels are draws from sigmoid(risk): the ceiling
+    aucs, spearmans = [], []
+    for seed in range(3):
+        start = time.perf_counter()
+        gru = train_demo_gru(train, y_train, random_state=seed, in_users_order=True)
+        seconds = time.perf_counter() - start
+        scores = as_teacher(gru).score(test)
+        aucs.append(roc_auc_score(y_test, scores))
+        spearmans.append(np.corrcoef(np.argsort(np.argsort(scores)), np.argsort(np.argsort(risk)))[0, 1])
+        print(f"\ndemo GRU, seed {seed}: trained on {train.n_users} users ({train.n_events} events) in "
+              f"{seconds:.1f} s; held-out AUC {aucs[-1]:.3f} (planted risk {auc_risk:.3f}), Spearman with "
+              f"the risk {spearmans[-1]:.3f}")
+        assert not gru.training
+    assert np.mean(aucs) > 0.69 and min(aucs) > auc_risk - 0.08, (aucs, auc_risk)
+    assert np.mean(spearmans) > 0.72 and min(spearmans) > 0.65, spearmans
     assert gru.max_len == DEMO_MAX_LEN and gru.numerical_ == ["amount", "hour"]
     assert gru.vocabularies_["country"] == ("eu", "home", "other", "us")
 
@@ -78,12 +82,21 @@ def test_demo_gru_bad_input(split):
         train_demo_gru(None, y_train[:50])
 
 
+@pytest.mark.slow
 def test_demo_pipeline(split):
-    _, train, test, y_train, y_test = split
-    start = time.perf_counter()
-    model = make_demo_pipeline(random_state=0, in_users_order=True).fit(train, y_train)
-    seconds = time.perf_counter() - start
-    auc = roc_auc_score(y_test, as_teacher(model).score(test))
-    print(f"\ndemo pipeline: fitted in {seconds:.1f} s; held-out AUC {auc:.3f}")
-    assert auc > 0.66
-    assert model.steps[-1][1].random_state == 0
+    # A rate over four train/test splits (and model seeds), not one split's luck. When written:
+    # held-out AUC 0.694, 0.702, 0.666, 0.705 at splits 0-3 (the model's seed changes nothing).
+    data = split[0]
+    seqs = data.sequences()
+    labels = data.labels.to_numpy()
+    aucs = []
+    for seed in range(4):
+        order = np.random.default_rng(seed).permutation(seqs.n_users)
+        train, test = np.sort(order[:4000]), np.sort(order[4000:])
+        start = time.perf_counter()
+        model = make_demo_pipeline(random_state=seed, in_users_order=True).fit(seqs.subset(train), labels[train])
+        seconds = time.perf_counter() - start
+        aucs.append(roc_auc_score(labels[test], as_teacher(model).score(seqs.subset(test))))
+        print(f"\ndemo pipeline, split {seed}: fitted in {seconds:.1f} s; held-out AUC {aucs[-1]:.3f}")
+        assert model.steps[-1][1].random_state == seed
+    assert np.mean(aucs) > 0.67 and min(aucs) > 0.64, aucs
