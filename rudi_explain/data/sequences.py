@@ -80,108 +80,6 @@ def _finite(values: np.ndarray, name: str, users: pd.Series) -> np.ndarray:
     return values
 
 
-def _user_ids(column: pd.Series, name: str) -> pd.Series:
-    """User ids as text or int64: whole floats become integers, other kinds are refused."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        column = column.astype(object)
-    dtype = column.dtype
-
-    def refuse(what: str, example: Any) -> None:
-        raise InputTypeError(
-            f"user column {name!r} holds {what} ids such as {_plain(example)!r}; user ids must be text or whole "
-            "numbers: convert them first (for example with .astype(str))"
-        )
-
-    def whole(values: pd.Series) -> pd.Series:
-        floats = values.to_numpy(dtype=np.float64)
-        bad = (floats != np.round(floats)) | (np.abs(floats) >= 2.0**63)
-        if bad.any():
-            refuse("fractional", values.iloc[int(np.flatnonzero(bad)[0])])
-        return pd.Series(floats.astype(np.int64), index=values.index, name=values.name)
-
-    if pd.api.types.is_bool_dtype(dtype):
-        refuse("boolean", column.iloc[0])
-    if pd.api.types.is_integer_dtype(dtype):
-        if pd.api.types.is_unsigned_integer_dtype(dtype) and column.max() >= 2**63:
-            return column.astype(np.uint64)  # past int64: kept exact, as uint64
-        return column.astype(np.int64)
-    if pd.api.types.is_float_dtype(dtype):
-        return whole(column)
-    if not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
-        refuse(str(dtype), column.iloc[0])
-    kind = pd.api.types.infer_dtype(column, skipna=False)
-    if kind == "string":
-        return column
-    if kind == "integer":
-        try:
-            return column.astype(np.int64)
-        except OverflowError:
-            try:
-                return column.astype(np.uint64)  # all in [0, 2**64): kept exact, as uint64
-            except OverflowError:
-                refuse("oversized integer", max(column, key=abs))
-    if kind in ("floating", "mixed-integer-float"):
-        return whole(column)
-    if kind in ("mixed-integer", "mixed"):
-        is_str = column.map(lambda v: isinstance(v, str)).to_numpy()
-        if is_str.any() and (~is_str).any():
-            a, b = column[is_str].iloc[0], column[~is_str].iloc[0]
-            raise InputTypeError(
-                f"user column {name!r} mixes ids of different types ({_plain(a)!r} and {_plain(b)!r}); "
-                "convert them to one type first"
-            )
-        odd = column[~is_str].iloc[0]
-        refuse(type(odd).__name__, odd)
-    refuse(kind, column.iloc[0])
-    return column  # not reached: refuse raises
-
-
-def _looks_like(column: pd.Series) -> str:
-    """'time-like', 'numeric' or 'id-like', from a sample of the column's values."""
-    sample = column.dropna()
-    sample = sample.iloc[:: max(1, len(sample) // 200)].astype(str)
-    if len(sample) == 0:
-        return "id-like"
-    if pd.to_numeric(sample, errors="coerce").notna().mean() >= 0.9:
-        return "numeric"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
-        except (ValueError, TypeError, OverflowError):
-            return "id-like"
-    return "time-like" if parsed.notna().mean() >= 0.9 else "id-like"
-
-
-def _warn_if_mostly_numeric(frame: pd.DataFrame, name: str, user: str) -> None:
-    """Warn when a column inferred as categorical is mostly numbers: a few bad cells spoil it."""
-    column = frame[name]
-    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
-        return
-    present = column.notna().to_numpy()
-    n_present = int(present.sum())
-    if n_present == 0:
-        return
-    # A sample first, so that text columns cost no full conversion.
-    sample = column[present].iloc[:: max(1, n_present // 1000)]
-    try:
-        if pd.to_numeric(sample, errors="coerce").notna().mean() < 0.9:
-            return
-        numbers = pd.to_numeric(column, errors="coerce").notna().to_numpy()
-    except (TypeError, ValueError):  # cells that are lists or dicts: refused with their column later
-        return
-    bad = np.flatnonzero(present & ~numbers)
-    if len(bad) == 0 or len(bad) > 0.1 * n_present:
-        return
-    i = int(bad[0])
-    warnings.warn(
-        f"column {name!r} is mostly numbers but {len(bad):,} cells are not (such as {_plain(column.iloc[i])!r} at "
-        f"row {_plain(column.index[i])!r}, user {_plain(frame[user].iloc[i])!r}), so it is read as categorical; "
-        "fix those cells or list the column in numerical=",
-        UserWarning, stacklevel=5,
-    )
-
-
 #: longest unit text: a unit is a word or symbol, not a sentence
 MAX_UNIT_LENGTH = 24
 
@@ -458,7 +356,7 @@ class Sequences:
                 )
         if categorical is None:
             for name in inferred_cat:
-                _warn_if_mostly_numeric(frame, name, user)
+                _coerce.warn_if_mostly_numeric(frame, name, user)
         maybe_codes = inferred_num if numerical is None else []
         categorical = list(categorical) if categorical is not None else inferred_cat
         numerical = list(numerical) if numerical is not None else inferred_num
@@ -479,7 +377,7 @@ class Sequences:
         if missing.any():
             row = _plain(column.index[np.flatnonzero(missing)[0]])
             raise InputError(f"user column {name!r} has a missing user id at row {row!r}")
-        column = _user_ids(column, name)
+        column = _coerce.user_ids(column, name)
         codes, uniques = pd.factorize(column, sort=True)
         users = np.asarray(uniques, dtype=column.dtype if pd.api.types.is_integer_dtype(column.dtype) else object)
         return codes.astype(np.int64, copy=False), users
@@ -590,7 +488,7 @@ class Sequences:
         """Refuse an id- or time-like column; lump the rarest categories of another."""
         n_events, n_values = len(codes), len(vocab)
         if n_values >= _ID_LIKE_SHARE * n_events:
-            looks = _looks_like(column)
+            looks = _coerce.looks_like(column)
             examples = ", ".join(repr(v) for v in vocab[:3])
             advice = {"time-like": "pass it as the time column (time=..., --time) or drop it",
                       "numeric": "fix the cells that are not numbers, or list it in numerical=",
