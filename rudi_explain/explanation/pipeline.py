@@ -144,6 +144,39 @@ def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) ->
     return y
 
 
+#: Fewer training users than this and the search cannot tell a statistic from chance.
+MIN_TRAIN_USERS = 20
+#: A share of users with one and the same score from which the scores are called near-constant.
+MAX_TIED_SHARE = 0.95
+
+
+def _check_enough_data(n: int, n_train: int, y_train: np.ndarray) -> None:
+    """Fail before the search, in words, when the users are too few or their scores barely vary."""
+    if n_train < MIN_TRAIN_USERS:
+        raise InputError(f"only {n} users ({n_train} to train on once {n - n_train} are held out): explain() needs "
+                         f"at least {MIN_TRAIN_USERS} training users to tell a statistic from chance; pass more "
+                         "users (a few hundred or more is best)")
+    if n_train == 0:
+        return
+    values, counts = np.unique(y_train, return_counts=True)
+    top = int(counts.argmax())
+    share = counts[top] / n_train
+    if share >= MAX_TIED_SHARE:
+        what = "all the training users share one score" if len(values) == 1 else \
+            f"{share:.0%} of the training users share one score"
+        raise InputError(f"the scores barely vary: {what} ({values[top]:g}), so there is nothing for statistics to "
+                         "explain; pass scores that differ between users (e.g. the model's probabilities or logits "
+                         "rather than rounded or thresholded ones), or more users of the rarer scores")
+
+
+def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
+    """The error when the search found no statistic, naming the likely causes."""
+    return InputError(f"the search found no statistic that explains the scores: on the {n_train} training users no "
+                      f"statistic of the events explained at least {min_gain:g} of the scores' variance on users it "
+                      "was not chosen on. The users are likely too few, or the scores do not depend on the events; "
+                      "pass more users (a few hundred or more), or check that the scores belong to these users")
+
+
 # ------------------------------------------------------------------ the stages
 def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> FittedState:
     """Run the stages in order (teacher, search, literals, student, evaluate) and return what they computed.
@@ -191,6 +224,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     train = seqs.subset(train_idx)
     z, a, b = _standardize(y)
     y_train = z[train_idx]
+    _check_enough_data(n, train_idx.size, y[train_idx])
 
     t = time.perf_counter()
     K = p.n_stats
@@ -206,6 +240,9 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
                               **(p.search_params or {}))
     statistics = search.fit(train, y_train, progress=on_search).statistics_
     job.found = list(statistics)
+    if not statistics:
+        job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
+        raise _no_statistic_error(train_idx.size, search.min_gain)
     seconds["search"] = time.perf_counter() - t
     job.emit("search", K, K, f"{len(statistics)} statistics found")
     job.check_cancel()
