@@ -129,7 +129,8 @@ def test_out_of_range_codes_are_refused(saved, tmp_path):
     codes[3] = 99
     bad = rewrite(path, tmp_path / "codes.rudi", replace={"arrays/seq_codes_0.npy": npy(codes)})
     column = exp.sequences.categorical[0]
-    with pytest.raises(ValueError, match=rf"codes.rudi is damaged: .*codes of column '{column}' hold 99"):
+    with pytest.raises(ValueError, match=rf"codes.rudi is damaged: arrays/seq_codes_0.npy holds 99 at position 3: "
+                                         rf"category codes of column '{column}' must be 0 \.\. "):
         rx.load(bad)
 
 
