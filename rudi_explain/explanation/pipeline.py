@@ -275,7 +275,10 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     if prune:
         n_valid = max(2, int(round(train_idx.size * p.validation_size)))
         is_valid[rng.permutation(train_idx.size)[:n_valid]] = True
-    student.fit(X_train[~is_valid], y_train[~is_valid], progress=on_epoch)
+    fit_kwargs: dict[str, Any] = {"progress": on_epoch}
+    if "should_stop" in inspect.signature(student.fit).parameters:  # asked per mini-batch: a cancel within a second
+        fit_kwargs["should_stop"] = job.stopping
+    student.fit(X_train[~is_valid], y_train[~is_valid], **fit_kwargs)
     job.check_cancel()
     unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
     rules = unpruned_rules

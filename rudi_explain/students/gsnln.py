@@ -345,6 +345,7 @@ class GSNLN(RuleStudent):
         X: ArrayLike,
         y: ArrayLike,
         progress: Callable[[FitProgress], Any] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> GSNLN:
         """Train the network to order users as the teacher does.
 
@@ -359,6 +360,10 @@ class GSNLN(RuleStudent):
             ``False`` stops training there: the network keeps what it learned
             so far and ``n_epochs_run_`` says how far it got. An exception
             raised by the callback propagates and leaves the student unfitted.
+        should_stop : callable, optional
+            Asked before every mini-batch (an epoch can take seconds); when it
+            returns True training stops there, as when ``progress`` returns
+            ``False``: a cancel is honoured within one mini-batch.
 
         Returns
         -------
@@ -378,12 +383,12 @@ class GSNLN(RuleStudent):
         # anything that moves a pick, so they are flushed to zero while fitting.
         torch.set_flush_denormal(True)
         try:
-            return self._fit(torch, Xb, yv, progress)
+            return self._fit(torch, Xb, yv, progress, should_stop)
         finally:
             torch.set_num_threads(previous_threads)
             torch.set_flush_denormal(previous_flush)
 
-    def _fit(self, torch, Xb, yv, progress) -> GSNLN:
+    def _fit(self, torch, Xb, yv, progress, should_stop=None) -> GSNLN:
         n_users, n_features = Xb.shape
         layers = self._layer_sizes(n_features)
         device = torch.device(self.device)
@@ -430,6 +435,7 @@ class GSNLN(RuleStudent):
         loss_curve: list[float] = []
         start = time.perf_counter()
         epochs_run = 0
+        stopped = False
         for epoch in range(self.epochs):
             lr = _linear_schedule(self.lr_start, self.lr_end, epoch, self.epochs)
             tau = _linear_schedule(self.temperature_start, self.temperature_end, epoch, self.epochs)
@@ -442,6 +448,9 @@ class GSNLN(RuleStudent):
                     for W in logits
                 ]
                 for k, lo in enumerate(batch_starts):
+                    if should_stop is not None and should_stop():
+                        stopped = True
+                        break
                     idx = perm[lo : lo + bs]
                     loss, s = _loss_and_grads(
                         torch, z0.index_select(0, idx), yt.index_select(0, idx), logits, w,
@@ -450,6 +459,10 @@ class GSNLN(RuleStudent):
                     adam.step(grad, lr)
                     loss_sum += loss
                     epoch_scores[idx] = s
+                if stopped:
+                    break
+            if stopped:
+                break  # a part epoch: not counted, its loss not recorded
             epochs_run = epoch + 1
             mean_loss = float(loss_sum) / max(len(starts), 1)
             loss_curve.append(mean_loss)
