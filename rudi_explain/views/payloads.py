@@ -9,6 +9,15 @@ Every payload is small whatever the number of users: distributions are
 pre-binned here, example users are a handful per rule, and a user's details
 (:func:`user_detail`) are built only when asked for. Nothing here escapes
 HTML: the front end puts every string into the page as text.
+
+Long texts from the data (a category value of 20,000 characters repeats in
+every rule, literal and event holding it) are shortened in
+:func:`results_state` and :func:`user_detail` by
+:func:`rudi_explain.views.text.shorten_payload`: a string's overlong words
+are cut with ``…`` in the middle, strings to :data:`~rudi_explain.views.text.TEXT_LIMIT`
+characters, event cells to :data:`~rudi_explain.views.text.CELL_LIMIT`. User ids
+(``"id"``, dict keys) stay whole: the front end sends them back. The full
+values stay in the explanation, not in the payloads.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from rudi_explain.exceptions import UnknownUserError
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.reads import output_events
+from rudi_explain.views.text import CELL_LIMIT, shorten, shorten_payload
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -444,10 +454,10 @@ def faithfulness(exp: Explanation) -> dict:
 
 
 def results_state(exp: Explanation) -> dict:
-    """Every result payload the front end shows at once (no per-user details)."""
-    return {"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
+    """Every result payload the front end shows at once (no per-user details), long texts shortened."""
+    return shorten_payload({"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
-            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)}
+            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)})
 
 
 def fidelity_curve(exp: Explanation) -> list[dict]:
@@ -545,7 +555,7 @@ def _format_cell(value: Any) -> str | float | None:
         return str(pd.Timestamp(value))
     if value is pd.NaT:
         return None
-    return str(value)
+    return shorten(str(value), CELL_LIMIT)
 
 
 def feeding_rows(exp: Explanation, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
@@ -607,6 +617,9 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
     payload also holds ``"attributions"`` (:func:`attribution_state`): it asks
     the teacher, so it costs a model call (IG: about 0.1 s a user on CPU).
 
+    Long texts are shortened (:func:`rudi_explain.views.text.shorten_payload`;
+    event cells to :data:`~rudi_explain.views.text.CELL_LIMIT` characters).
+
     Raises
     ------
     KeyError
@@ -667,7 +680,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
     shown = events.iloc[:max_events]
     columns = [str(c) for c in shown.columns if c != exp.sequences.user_column]
     rows = [[_format_cell(v) for v in row] for row in shown[columns].itertuples(index=False, name=None)]
-    return {
+    return shorten_payload({
         "id": user_key(u.user_id),
         "teacher": _num(u.teacher_score),
         "student": _num(u.student_score),
@@ -684,7 +697,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "events": rows,
         "n_events": n_events,
         **({"attributions": attribution_state(exp, u.user_id, max_events)} if attributions else {}),
-    }
+    })
 
 
 def attribution_state(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:

@@ -10,6 +10,10 @@ into ``<script type="application/json">`` with every ``<``, ``>`` and ``&``
 written as a ``\\u003c``-style JSON escape (still the same JSON), the
 module into a ``text/plain`` script with ``</script`` broken up, and the
 module builds its DOM with ``textContent`` only.
+
+Long texts from the data are shortened in the payloads
+(:mod:`rudi_explain.views.text`), and the page's size is bounded by
+:data:`MAX_REPORT_CHARS` (see :func:`report_html`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rudi_explain.exceptions import MissingFileError
+from rudi_explain.exceptions import InputError, MissingFileError
 from rudi_explain.views import payloads as ws
+from rudi_explain.views.text import shorten, shorten_words
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
-__all__ = ["write_html", "report_html", "audit_header", "sample_users", "front_end", "front_end_dir"]
+__all__ = ["write_html", "report_html", "audit_header", "sample_users", "front_end", "front_end_dir",
+           "MAX_REPORT_CHARS"]
+
+#: The largest report :func:`report_html` writes, in characters (about 2 MB is usual): past it the
+#: report embeds fewer users and events (and says so), or raises :class:`~rudi_explain.exceptions.InputError`.
+MAX_REPORT_CHARS = 20_000_000
 
 def front_end_dir() -> Path:
     """The folder holding ``explanation.js`` and ``explanation.css``."""
@@ -205,13 +215,24 @@ def audit_header(audit: dict) -> str:
         ("Parameters", json.dumps(audit["params"], sort_keys=True, default=str)),
     ]
     body = "".join(f'<tr><th scope="row">{html.escape(k)}</th><td>'
-                   + (f"<code>{html.escape(v)}</code>" if k == "Parameters" else html.escape(v)) + "</td></tr>"
+                   + (f"<code>{html.escape(shorten_words(v))}</code>" if k == "Parameters"
+                      else html.escape(shorten_words(v))) + "</td></tr>"
                    for k, v in rows)
     return f'<table class="rx-audit-head" aria-label="audit header">{body}</table>'
 
 
-def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, title: str | None = None) -> str:
-    """The report as one HTML string; see :func:`write_html`."""
+def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, title: str | None = None,
+                max_chars: int = MAX_REPORT_CHARS) -> str:
+    """The report as one HTML string; see :func:`write_html`.
+
+    Long texts are shortened in every view (:mod:`rudi_explain.views.text`).
+    If the page still holds more than ``max_chars`` characters
+    (:data:`MAX_REPORT_CHARS`, 20 million, by default), it is built again with
+    half the events per user and half the sampled users, until it fits; its
+    header then says how many it holds and why. If it does not fit with only
+    the linked users (:func:`linked_users`) and 10 events each, raises
+    :class:`~rudi_explain.exceptions.InputError`.
+    """
     exp.ready_result("the report")
     esm, css = front_end()
     results = ws.results_state(exp)
@@ -223,33 +244,52 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
         "error": "",
     }
     linked = linked_users(results)
-    users = {key: ws.user_detail(exp, ws.resolve_user(exp, key), max_events=max_events) for key in linked}
-    for uid in sample_users(exp, n_users):
-        key = ws.user_key(uid)
-        if key not in users:
-            users[key] = ws.user_detail(exp, uid, max_events=max_events)
-    sm = results["summary"]
-    title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
-    subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
-                f"the {len(linked)} the views link to (top-scored, rule-card examples) and "
-                f"{len(users) - len(linked)} more (type an id or click one). Works offline.")
-    listing = ", ".join(users)
-    # .format() is safe here: the inserted texts are never formatted again.
-    return _PAGE.format(
-        csp=_CSP,
-        title=html.escape(title),
-        subtitle=html.escape(subtitle),
-        listing=html.escape(listing),
-        audit=audit_header(results["audit"]),
-        css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
-        state=_script_json(state),
-        users=_script_json(users),
-        esm=esm.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT"),
-        shim=_SHIM,
-    )
+    asked = (n_users, max_events)
+    details: dict[tuple[str, int], dict] = {}
+
+    def detail(key: str, uid: Any, events: int) -> dict:
+        if (key, events) not in details:
+            details[(key, events)] = ws.user_detail(exp, uid, max_events=events)
+        return details[(key, events)]
+
+    while True:
+        users = {key: detail(key, ws.resolve_user(exp, key), max_events) for key in linked}
+        for uid in sample_users(exp, n_users):
+            key = ws.user_key(uid)
+            if key not in users:
+                users[key] = detail(key, uid, max_events)
+        sm = results["summary"]
+        title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
+        subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
+                    f"the {len(linked)} the views link to (top-scored, rule-card examples) and "
+                    f"{len(users) - len(linked)} more (type an id or click one). Works offline.")
+        if (n_users, max_events) != asked:
+            subtitle += (f" Reduced to keep the report under {max_chars:,} characters: {n_users} sampled users "
+                         f"(of {asked[0]} asked) and {max_events} events per user (of {asked[1]}).")
+        listing = ", ".join(shorten(k) for k in users)
+        # .format() is safe here: the inserted texts are never formatted again.
+        page = _PAGE.format(
+            csp=_CSP,
+            title=html.escape(shorten_words(title)),
+            subtitle=html.escape(subtitle),
+            listing=html.escape(listing),
+            audit=audit_header(results["audit"]),
+            css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
+            state=_script_json(state),
+            users=_script_json(users),
+            esm=esm.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT"),
+            shim=_SHIM,
+        )
+        if len(page) <= max_chars:
+            return page
+        if n_users == 0 and max_events <= 10:
+            raise InputError(f"the report would hold {len(page):,} characters, more than {max_chars:,}, even with "
+                             "no sampled users and 10 events per user; call write_html with a larger max_chars")
+        n_users, max_events = n_users // 2, max(10, max_events // 2)
 
 
-def write_html(exp: Explanation, path: str | Path, n_users: int = 40, max_events: int = 100) -> Path:
+def write_html(exp: Explanation, path: str | Path, n_users: int = 40, max_events: int = 100,
+               max_chars: int = MAX_REPORT_CHARS) -> Path:
     """Write the standalone report of an explanation.
 
     Parameters
@@ -264,13 +304,17 @@ def write_html(exp: Explanation, path: str | Path, n_users: int = 40, max_events
         many more (see :func:`sample_users`); the page lists them all.
     max_events : int, default=100
         Events shown per embedded user.
+    max_chars : int, default=MAX_REPORT_CHARS
+        The bound on the page's size (20 million characters): past it fewer
+        users and events are embedded, and the page says so; see
+        :func:`report_html`. Long texts from the data are shown shortened.
 
     Returns
     -------
     Path
     """
     path = Path(path)
-    text = report_html(exp, n_users=n_users, max_events=max_events)
+    text = report_html(exp, n_users=n_users, max_events=max_events, max_chars=max_chars)
     tmp = path.with_name(path.name + ".partial")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -4,7 +4,9 @@ A saved notebook opened without its kernel (nbconvert, GitHub, nbviewer, or
 JupyterLab before the cell is re-run) cannot draw the widget: it shows the
 ``text/html`` the display carried instead. :func:`static_html` writes that
 fallback: the summary, what fidelity means, the rules in words and the
-fidelity-against-rules curve; every text from the data is escaped.
+fidelity-against-rules curve; every text from the data is escaped, and long
+ones shortened (:func:`rudi_explain.views.text.shorten_words`: a long category
+value is cut with ``…`` in the middle).
 :meth:`Explanation._ipython_display_` sends it beside the widget and replaces
 it when a background job ends, so the saved notebook holds the final one.
 """
@@ -15,6 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from rudi_explain.rules.formula import format_weight
+from rudi_explain.views.text import shorten_words
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -44,20 +47,21 @@ def static_html(exp: Explanation) -> str:
     status = exp.status
     if status in ("pending", "running"):
         stage = exp.progress.message if exp.progress is not None else "starting"
-        body = (f"<p><b>rudi-explain: running</b> ({escape(stage)}). The widget shows live progress in a "
-                "running notebook; this text is replaced by the result when the job ends. Opened without "
+        body = (f"<p><b>rudi-explain: running</b> ({escape(shorten_words(stage))}). The widget shows live "
+                "progress in a running notebook; this text is replaced by the result when the job ends. Opened without "
                 "the kernel: re-run the cell.</p>")
         return _box(body)
     if status != "done":
         error = exp.error
         why = f"{type(error).__name__}: {error}" if error is not None else status
-        return _box(f"<p><b>rudi-explain: {escape(status)}</b>: {escape(why)}. No rules to show: re-run the "
-                    "cell.</p>")
+        return _box(f"<p><b>rudi-explain: {escape(status)}</b>: {escape(shorten_words(why))}. No rules to show: "
+                    "re-run the cell.</p>")
     r = exp.report()
     low, high = r["fidelity_test_ci"]
     parts = [
         f"<p><b>rudi-explain</b>: {r['n_rules']} rules over {r['n_statistics']} statistics explain the "
-        f"{escape(str(r['teacher']))} teacher on {r['n_users']:,} users; fidelity <b>{r['fidelity_test']:.3f}</b> "
+        f"{escape(shorten_words(str(r['teacher'])))} teacher on {r['n_users']:,} users; "
+        f"fidelity <b>{r['fidelity_test']:.3f}</b> "
         f"on {r['n_test']:,} held-out users (95% interval {low:.3f} to {high:.3f}).</p>",
         f"<p style=\"opacity: 0.8\">{escape(r['fidelity_meaning'].rstrip('.'))}. Score unit: "
         f"{escape(str(r['score_unit']))}.</p>",
@@ -83,7 +87,7 @@ def _rules_table(exp: Explanation) -> str:
     for k, rule in enumerate(rules.rules[:MAX_RULES_SHOWN]):
         coverage = f"{100 * fires[:, k].mean():.0f}%" if fires is not None and fires.shape[1] > k else ""
         rows.append(f"<tr><td style=\"text-align: right; white-space: nowrap\">{escape(format_weight(rule.weight))}"
-                    f"</td><td style=\"text-align: left\">{escape(rule.text)}</td>"
+                    f"</td><td style=\"text-align: left\">{escape(shorten_words(rule.text))}</td>"
                     f"<td style=\"text-align: right\">{coverage}</td></tr>")
     more = len(rules.rules) - MAX_RULES_SHOWN
     if more > 0:
