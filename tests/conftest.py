@@ -37,6 +37,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.kernel)
 
 
+#: seconds over which an unmarked test is named at the end of the run (make test-fast stays fast)
+SLOW_SECONDS = 5.0
+_unmarked_slow: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.duration > SLOW_SECONDS and "slow" not in report.keywords:
+        _unmarked_slow.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the tests without a ``slow`` mark that took more than SLOW_SECONDS (wall time, so a
+    loaded machine names more): a hint to mark them, never a failure."""
+    if _unmarked_slow:
+        terminalreporter.section(f"over {SLOW_SECONDS:.0f} s without a slow mark (wall time; mark them if they are)")
+        for seconds, nodeid in sorted(_unmarked_slow, reverse=True):
+            terminalreporter.write_line(f"{seconds:6.1f}s  {nodeid}")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadscope":

@@ -46,6 +46,7 @@ def test_sql_out_in_a_missing_folder_is_refused_naming_it(saved, tmp_path, capsy
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_sql_out_on_a_full_disk_leaves_no_partial_file(saved, tmp_path):
     # A file-size limit makes the write fail as a full disk does (EFBIG instead of ENOSPC).
     target = tmp_path / "rules.sql"
