@@ -32,7 +32,7 @@ def main() -> None:
     print(f"{'characters':>10}  {'parse':>9}  {'per 1,000 characters':>20}")
     for n in (1_000, 2_500, 5_000, MAX_STATISTIC_CHARACTERS):
         text = head + "x" * (n - len(head) - len(tail)) + tail
-        seconds = best_of(lambda: parse_operators(text))
+        seconds = best_of(lambda text=text: parse_operators(text))
         print(f"{len(text):>10,}  {seconds * 1e3:>7.3f} ms  {seconds * 1e6 / len(text):>17.3f} ms")
     huge = "Select(amount)" + " | Abs" * 200_000 + " | Mean"
 
