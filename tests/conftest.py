@@ -37,13 +37,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.kernel)
 
 
-#: seconds over which an unmarked test is named at the end of the run (make test-fast stays fast)
+#: seconds over which a test that make test-fast runs is named at the end of the run
 SLOW_SECONDS = 5.0
 _unmarked_slow: list[tuple[float, str]] = []
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" and report.duration > SLOW_SECONDS and "slow" not in report.keywords:
+    if report.when == "call" and report.duration > SLOW_SECONDS and not any(
+            mark in report.keywords for mark in ("slow", "browser", "notebook", "kernel")):
         _unmarked_slow.append((report.duration, report.nodeid))
 
 
