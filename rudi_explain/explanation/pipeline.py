@@ -177,6 +177,14 @@ def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
                       "pass more users (a few hundred or more), or check that the scores belong to these users")
 
 
+def _raise_on_cancel(job: Job) -> Callable[[], bool]:
+    """A ``should_stop`` that raises at a cancel: the stage stops at its next check, skipping what follows it."""
+    def should_stop() -> bool:
+        job.check_cancel()
+        return False
+    return should_stop
+
+
 # ------------------------------------------------------------------ the stages
 def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> FittedState:
     """Run the stages in order (teacher, search, literals, student, evaluate) and return what they computed.
@@ -289,7 +297,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
         job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
         pruning = prune_and_refine(unpruned_rules, values[train_idx], y[train_idx], is_valid,
                                    max_rules=p.max_rules, max_literals=p.max_literals, refine=p.refine,
-                                   should_stop=job.stopping)
+                                   should_stop=_raise_on_cancel(job))
         job.check_cancel()
         refined = pruning.default_rules.literals
         if refined is not None and refined is not literals:  # refined: an extended table

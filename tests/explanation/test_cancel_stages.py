@@ -70,3 +70,34 @@ def test_cancel_during_the_student_stage_stops_within_one_batch(monkeypatch):
     assert e.status == "cancelled"
     assert e.progress.numbers["reached"] == "student"
     assert calls[0] - at_cancel[0] <= 1  # at most one mini-batch after the cancel (here: none)
+
+
+def test_cancel_during_pruning_runs_no_further_pruning(monkeypatch):
+    from rudi_explain.rules import refine
+
+    real = refine.prune_rules
+    calls, at_cancel = [0], []
+    reached, cancelled = threading.Event(), threading.Event()
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(refine, "prune_rules", counted)
+
+    def progress(event):
+        if event.stage == "evaluate" and event.message.startswith("moving thresholds") and not reached.is_set():
+            reached.set()  # the pruning stage starts: hold it until the cancel is asked for
+            assert cancelled.wait(60)
+            at_cancel.append(calls[0])
+
+    demo = rx.datasets.make_payments(400, random_state=0)
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
+                   student_params={"epochs": 2}, progress=progress)
+    assert reached.wait(300), "the pruning stage never started"
+    e.cancel()
+    cancelled.set()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=120)
+    assert e.status == "cancelled"
+    assert calls[0] - at_cancel[0] == 0  # no pruning path built once the cancel was asked for
