@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 BASE := $(VENV)/.installed-base
 TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-fast bench venv clean peers-env bench-planted
+.PHONY: demo test test-fast lint bench venv clean peers-env bench-planted
 
 venv: $(BASE)
 
@@ -32,14 +32,20 @@ demo: $(BASE)
 
 # RUDI_EXPLAIN_BLOCK: explain() finishes before returning in the notebooks that nbval runs.
 # Two workers, one a core: the browser tests on one, the other files on the other (tests/conftest.py).
-test: $(TEST)
+test: lint
 	RUDI_EXPLAIN_BLOCK=1 $(BIN)/python -m pytest tests notebooks --nbval-lax --durations=25 -n 2 --dist loadscope --no-loadscope-reorder
 
 # While you work: the suite less the tests marked slow, browser, notebook or kernel (pyproject.toml
 # declares the markers; tests/conftest.py sets them by place, the tests' own marks do the rest).
 # Every test file keeps a fast test. Under 3 minutes on 2 cores; make test still runs everything.
-test-fast: $(TEST)
+test-fast: lint
 	$(BIN)/python -m pytest tests -m "not (slow or browser or notebook or kernel)" -n 2 --dist loadscope --durations=10
+
+# ruff, mypy and the import-linter layers contract (pyproject.toml): seconds, before any test.
+lint: $(TEST)
+	$(BIN)/ruff check rudi_explain tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(TEST)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

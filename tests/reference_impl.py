@@ -101,7 +101,8 @@ def _rows(events: pd.DataFrame, stat, time: str | None = None, reference=None) -
         elif isinstance(op, SortBy):
             keys = events[op.column].to_numpy(dtype=float)
             sign = 1.0 if op.direction == "asc" else -1.0
-            order = sorted(range(len(events)), key=lambda i: (math.isnan(keys[i]), 0.0 if math.isnan(keys[i]) else sign * keys[i]))
+            order = sorted(range(len(events)),
+                           key=lambda i: (math.isnan(keys[i]), 0.0 if math.isnan(keys[i]) else sign * keys[i]))
             events = events.iloc[order]
         elif isinstance(op, Top):
             events = events.iloc[: op.k]
@@ -128,7 +129,8 @@ def reference_evaluate(
             reference = column.max() if reference_time is None else pd.Timestamp(reference_time)
         else:
             reference = column.max() if reference_time is None else reference_time
-    vocab = {c: (list(vocabularies[c]) if vocabularies and c in vocabularies else vocabulary(df, c)) for c in categorical}
+    vocab = {c: (list(vocabularies[c]) if vocabularies and c in vocabularies else vocabulary(df, c))
+             for c in categorical}
     agg = stat.aggregation
     name = agg.name
     selected = stat.selected

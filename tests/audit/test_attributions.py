@@ -242,15 +242,15 @@ def test_clear_error_when_no_teacher_is_reachable(payments, tmp_path):
     exp = tiny_explanation(seqs, data.risk)  # built without explain(): no model
     uid = seqs.users[0]
     with pytest.raises(TeacherUnavailable, match="holds no model"):
-        exp.user(uid).attributions
+        _ = exp.user(uid).attributions
     # the same, as explain(None, scores=...) leaves it: the scores, no model
     exp = Explanation(exp.sequences, exp.params, result=exp.result, inputs=JobInputs(None, data.risk))
     with pytest.raises(TeacherUnavailable, match="given the teacher's scores"):
-        exp.user(uid).attributions
+        _ = exp.user(uid).attributions
     path = exp.save(tmp_path / "a.rudi")
     loaded = rx.load(path)
     with pytest.raises(TeacherUnavailable, match="loaded from a file"):
-        loaded.user(uid).attributions
+        _ = loaded.user(uid).attributions
     # Passing the model makes it work, also on the loaded one.
     got = loaded.user(uid).attribute(teacher=_amount_sum, max_events=None)
     np.testing.assert_allclose(got.events["attribution"], np.nan_to_num(seqs.events(uid)["amount"]), atol=1e-9)

@@ -177,7 +177,8 @@ def test_fewer_events_are_dropped_and_checked():
                            vocabularies=seqs.vocabularies)
         V = exp.literals.values(new)
         np.testing.assert_allclose(e.values["value_after"], V[0, cf.changes["output"]])
-        assert e.score == pytest.approx(score_by_hand(exp.rules, V[:, exp.literals.column] > exp.literals.thresholds)[0])
+        Z = V[:, exp.literals.column] > exp.literals.thresholds
+        assert e.score == pytest.approx(score_by_hand(exp.rules, Z)[0])
         s_train = exp.student_scores.to_numpy()[~exp.is_test]
         assert e.reaches_target == (e.score < np.percentile(s_train, 30))
         # the model scored the edited events: here it counts them

@@ -158,7 +158,7 @@ def test_literal_by_name_or_statistic_output(exp, tmp_path):
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -np.inf, "lots", None])
 def test_bad_values_name_the_literal(exp, bad):
     i = used_literals(exp)[0]
-    with pytest.raises(ValueError, match=r"literal %d \(" % i) as err:
+    with pytest.raises(ValueError, match=rf"literal {i} \(") as err:
         exp.with_threshold(i, bad)
     assert repr(bad) in str(err.value) and exp.literals.names[i] in str(err.value)
     with pytest.raises(ValueError, match="literal"):

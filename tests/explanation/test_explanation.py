@@ -69,7 +69,8 @@ def test_user_view_against_a_hand_check(exp, demo):
     assert sorted(u.fired) == fired_by_hand
     assert u.student_score == pytest.approx(u.intercept + u.contributions.sum())
     assert u.student_score == pytest.approx(exp.student_scores[uid])
-    assert list(u.contributions.index) == [exp.rules[k].text for k in sorted(u.fired, key=lambda k: -abs(exp.rules[k].weight))]
+    by_weight = sorted(u.fired, key=lambda k: -abs(exp.rules[k].weight))
+    assert list(u.contributions.index) == [exp.rules[k].text for k in by_weight]
     pd.testing.assert_frame_equal(u.events.reset_index(drop=True), exp.sequences.events(uid))
     with pytest.raises(KeyError, match="user 'nobody'"):
         exp.user("nobody")
@@ -283,7 +284,7 @@ def test_retry_runs_a_failed_job_again_and_the_widget_follows(demo):
     w = ExplanationWidget(e)
     assert w.status == "failed" and "service unavailable" in w.error
     with pytest.raises(RuntimeError, match="did not finish"):
-        e.rules
+        _ = e.rules
     w._on_message(w, {"type": "retry"})
     e.wait(timeout=120)
     assert e.status == "done" and len(calls) == 2 and len(e.rules) > 0

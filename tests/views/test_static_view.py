@@ -118,7 +118,8 @@ def test_a_notebook_exported_without_a_kernel_shows_the_final_rules(tmp_path):
         "print(json.dumps([r.text for r in exp.rules.rules]))",
     )]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
     import json
 
     texts = json.loads(nb.cells[1].outputs[0]["text"])

@@ -63,7 +63,8 @@ def test_state_of_a_finished_explanation(exp):
     w = ExplanationWidget(exp)
     assert w.status == "done" and w.error == ""
     r = w.results
-    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects", "faithful", "audit"}
+    assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects", "faithful",
+                      "audit"}
     report = exp.report()
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
@@ -262,7 +263,7 @@ def test_failure_shows_the_error(demo):
     # (Scores that lack users are refused before the job starts, so they cannot serve here.)
     exp = rx.explain(broken, demo.events, background="thread", **FAST)
     w = ExplanationWidget(exp)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="the model server is down"):
         exp.wait(timeout=60)
     deadline = time.monotonic() + 10
     while w.status != "failed":
@@ -312,7 +313,8 @@ def test_report_is_self_contained_and_escaped(exp, tmp_path):
     # every user a view links to is embedded, and up to 12 more; the page lists them
     from rudi_explain.views.report import linked_users, sample_users
 
-    linked = set(u["id"] for u in state["results"]["top_users"]) | {u["id"] for u in state["results"]["faithful"]["worst"]}
+    linked = ({u["id"] for u in state["results"]["top_users"]}
+              | {u["id"] for u in state["results"]["faithful"]["worst"]})
     linked |= {e["id"] for card in state["results"]["rules"] for e in card["examples"]}
     assert set(linked_users(state["results"])) == linked and linked <= set(users)
     assert set(users) == linked | {ws.user_key(u) for u in sample_users(exp, 12)}
