@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from rudi_explain.rules.formula import Const, Lit, format_threshold
+from rudi_explain.rules.formula import Const, Lit
 from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.values import format_value
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -341,8 +342,8 @@ def _moved_text(exp_a: Explanation, exp_b: Explanation, i: int, j: int) -> str:
     parts = []
     for (x, c), (y, _) in zip(ta, tb):  # aligned: the two formulas have one skeleton
         if x != y:
-            unit = f" {L.output_unit[c]}" if L.output_unit[c] else ""
-            parts.append(f"{L.output_descriptions[c]}: {format_threshold(x)} -> {format_threshold(y)}{unit}")
+            a, b = (format_value(v, L.output_kind[c], L.output_unit[c], exact=True) for v in (x, y))
+            parts.append(f"{L.output_descriptions[c]}: {a} -> {b}")
     return "; ".join(parts)
 
 

@@ -55,8 +55,9 @@ from rudi_explain.audit.what_if import rules_using
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.result import FittedState
-from rudi_explain.rules.formula import Lit, format_threshold
+from rudi_explain.rules.formula import Lit
 from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.values import format_value
 from rudi_explain.validation import check_whole
 
 if TYPE_CHECKING:
@@ -179,7 +180,8 @@ class Counterfactual:
         """The counterfactual in a few lines of text."""
         lines = [self.message]
         for r in self.changes.itertuples():
-            line = f"- {r.words}: {_value_text(r.value_now)} -> {_value_text(r.value_needed)} ({r.condition})"
+            now, needed = (format_value(v, r.kind, r.unit) for v in (r.value_now, r.value_needed))
+            line = f"- {r.words}: {now} -> {needed} ({r.condition})"
             if isinstance(r.events, str):
                 line += f"; that is {r.events}"
             lines.append(line)
@@ -236,13 +238,6 @@ class Counterfactual:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(self.summary())}</pre>"
-
-
-def _value_text(x: float) -> str:
-    """A statistic value for people: 4 significant digits, "undefined" for NaN."""
-    if math.isnan(x):
-        return "undefined"
-    return format_threshold(x) if float(f"{x:.4g}") == x else f"{x:.4g}"
 
 
 def _ordinal(p: float | None) -> str:
@@ -420,7 +415,7 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     def pct(s: float) -> float:
         return percentile(s, s_train)
 
-    empty_changes = pd.DataFrame(columns=["output", "words", "statistic", "kind", "value_now", "value_needed",
+    empty_changes = pd.DataFrame(columns=["output", "words", "statistic", "kind", "unit", "value_now", "value_needed",
                                           "condition", "quantile_now", "quantile_needed", "n_literals", "events",
                                           "event_change"])
     empty_flips = pd.DataFrame(columns=["literal", "now", "after", "rules"])
@@ -497,7 +492,8 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
         delta = int(round(needed - (0.0 if math.isnan(x) else x))) if counts else None
         rows.append({
             "output": c, "words": L.output_descriptions[c], "statistic": L.pipeline_text(c),
-            "kind": L.output_kind[c], "value_now": x, "value_needed": needed, "condition": moves.condition[m],
+            "kind": L.output_kind[c], "unit": L.output_unit[c], "value_now": x, "value_needed": needed,
+            "condition": moves.condition[m],
             "quantile_now": _quantile(tv, x), "quantile_needed": _quantile(tv, needed),
             "n_literals": moves.cost[m],
             "events": _events_words(L.output_descriptions[c], delta) if counts and delta else None,

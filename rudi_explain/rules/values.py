@@ -1,0 +1,74 @@
+"""A statistic's value, written the one way (SEMANTICS.md, "The scorecard").
+
+Shares as percents, counts as whole numbers, values with their column's unit,
+thousands separated, at most 3 significant digits; "undefined" for a missing
+value. ``exact=True`` writes the very number used instead of 3 digits (a
+threshold, a moved threshold), still as a percent for a share.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+__all__ = ["format_value", "SIGNIFICANT_DIGITS"]
+
+#: Significant digits of a value shown to people (a threshold shows exactly the number used).
+SIGNIFICANT_DIGITS = 3
+
+
+def format_value(value: Any, kind: str = "value", unit: str = "", *, exact: bool = False) -> str:
+    """A statistic output's value for people.
+
+    Parameters
+    ----------
+    value : float
+        The value (a share as a fraction in [0, 1]).
+    kind : {"value", "share", "count", "binary"}
+        The output's kind (``Literals.output_kind``).
+    unit : str
+        The output's unit (``Literals.output_unit``), written after the number.
+    exact : bool
+        Write the exact number (the shortest decimal that reads back as the same float)
+        instead of rounding to :data:`SIGNIFICANT_DIGITS`.
+
+    Returns
+    -------
+    str
+        e.g. ``format_value(0.02256, "share")`` is ``"2.26%"``, ``format_value(1234.5, unit="EUR")``
+        is ``"1,230 EUR"``, ``format_value(7.0, "count")`` is ``"7"``.
+    """
+    x = float(value)
+    if math.isnan(x):
+        return "undefined"
+    if math.isinf(x):
+        return "infinite" if x > 0 else "minus infinite"
+    if kind == "share":
+        text = _number(Decimal(_shortest(x)) * 100 if exact else Decimal(repr(x)) * 100, exact)
+        return f"{text}%"
+    if kind == "count" and x == int(x):
+        text = f"{int(x):,}"
+    else:
+        text = _number(Decimal(_shortest(x)) if exact else Decimal(repr(x)), exact)
+    return f"{text} {unit}" if unit else text
+
+
+def _shortest(x: float) -> str:
+    return str(np.format_float_positional(x, unique=True, trim="-"))
+
+
+def _number(d: Decimal, exact: bool) -> str:
+    """A decimal without exponent, thousands separated, rounded to 3 significant digits unless exact."""
+    if d == 0:
+        return "0"
+    if not exact:
+        d = d.scaleb(-d.adjusted()).quantize(Decimal(10) ** -(SIGNIFICANT_DIGITS - 1)).scaleb(d.adjusted())
+    text = format(d.normalize(), "f")
+    sign = "-" if text.startswith("-") else ""
+    whole, _, frac = text.lstrip("-").partition(".")
+    frac = frac.rstrip("0")
+    whole = f"{int(whole):,}"
+    return f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}"
