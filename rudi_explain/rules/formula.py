@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError, StateError
+from rudi_explain.rules.values import percent_text
 
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
            "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
@@ -228,7 +229,7 @@ class LiteralInfo:
         if kind == "binary" or (kind == "count" and zero):
             text = _yes_no(words, not lit.negated, kind)
         elif kind == "share":
-            pct = _percent(t)
+            pct = percent_text(t)
             text = f"{words} is {'at most' if lit.negated else 'more than'} {pct}%" if not (zero and lit.negated) \
                 else f"{words} is 0%"
         elif (defined := self._defined_only(i, lit.negated)) is not None:
@@ -263,7 +264,7 @@ class LiteralInfo:
             words = self._base()[i]
             kind = self._kinds()[i]
             if kind == "share":
-                return f"{words} is more than {_percent(self._t(i))}% and at most {_percent(self._t(j))}%"
+                return f"{words} is more than {percent_text(self._t(i))}% and at most {percent_text(self._t(j))}%"
             if kind == "count" and self.thresholds[j] == self.thresholds[i] + 1:
                 return f"{words} is exactly {self._t(j)}"
             return f"{words} is more than {self._t(i)} and at most {self._t(j)}{self._unit(i)}"
@@ -292,15 +293,6 @@ class LiteralInfo:
         if self.threshold_text is not None:
             return self.threshold_text[i]
         return format_threshold(self.thresholds[i])
-
-
-def _percent(text: str) -> str:
-    """A share's threshold text as a percentage, exactly: "0.34" -> "34"."""
-    from decimal import Decimal
-
-    value = Decimal(text) * 100
-    out = format(value.normalize(), "f")
-    return out.rstrip("0").rstrip(".") if "." in out else out
 
 
 def _yes_no(words: str, holds: bool, kind: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["format_value", "SIGNIFICANT_DIGITS"]
+__all__ = ["format_value", "percent_text", "SIGNIFICANT_DIGITS"]
 
 #: Significant digits of a value shown to people (a threshold shows exactly the number used).
 SIGNIFICANT_DIGITS = 3
@@ -47,13 +47,18 @@ def format_value(value: Any, kind: str = "value", unit: str = "", *, exact: bool
     if math.isinf(x):
         return "infinite" if x > 0 else "minus infinite"
     if kind == "share":
-        text = _number(Decimal(_shortest(x)) * 100 if exact else Decimal(repr(x)) * 100, exact)
+        text = percent_text(_shortest(x)) if exact else _number(Decimal(repr(x)) * 100, exact=False)
         return f"{text}%"
     if kind == "count" and x == int(x):
         text = f"{int(x):,}"
     else:
         text = _number(Decimal(_shortest(x)) if exact else Decimal(repr(x)), exact)
     return f"{text} {unit}" if unit else text
+
+
+def percent_text(text: str) -> str:
+    """A share's exact decimal text as a percentage, exactly: "0.34" -> "34" (no "%")."""
+    return _number(Decimal(text) * 100, exact=True)
 
 
 def _shortest(x: float) -> str:
