@@ -31,9 +31,11 @@ Three methods, one result (:class:`EventAttributions`, a per-event table):
   figure is an exact score difference, at 40 to 45 forward passes for 1,000
   users (IG: 57 to 70).
 * ``"occlusion"`` (any teacher; the only one for scikit-learn and
-  callable teachers): drop one event, re-score the user. All leave-one-out
-  variants of many users are built as one :class:`Sequences` and scored in
-  one teacher call per chunk. Bounded: only each user's most recent
+  callable teachers): drop one event, re-score the user. The teacher sees
+  each user under the user's real id, once per call (a teacher that looks
+  users up by id finds the right one): the variants of a chunk of users are
+  scored in rounds of one call each, round ``j`` every user without its
+  ``j``-th occluded event. Bounded: only each user's most recent
   ``max_events`` events are occluded (the others get NaN, ``attributed`` is
   False), and a ``time_budget`` stops between chunks (the users not reached
   get NaN, and :attr:`EventAttributions.note` says so).
@@ -398,8 +400,9 @@ def attribute_events(teacher: Any, seqs: Sequences, user_indices: np.ndarray, me
     time_budget : float or None
         Occlusion: seconds after which no further chunk of users is started.
     chunk_events : int, default=1,000,000
-        Occlusion: events of leave-one-out variants per teacher call (memory,
-        and how often the time budget is checked).
+        Occlusion: events of leave-one-out variants per chunk of users (memory,
+        and how often the time budget is checked); a chunk is scored in
+        ``1 + max_events`` teacher calls, each user once a call under its id.
 
     Returns
     -------

@@ -1,9 +1,15 @@
 """Event attributions by occlusion: drop one event, re-score the user; for any teacher.
 
-All leave-one-out variants of many users are built as one :class:`Sequences` and scored in one
-teacher call per chunk. Bounded: only each user's most recent ``max_events`` events are occluded
-(the others get NaN), and a ``time_budget`` stops between chunks (the users not reached get NaN,
-and the batch's note says so). See :mod:`rudi_explain.audit.attributions`.
+The teacher sees each user under the user's real id, once per call: a teacher that joins
+per-user data by id (a dict of profiles, a feature store) looks up the right user. So the
+leave-one-out variants of a chunk of users are scored in rounds, every round one teacher
+call over all of the chunk's users at once: round 0 scores the users as they are, round
+``j`` each user without its ``j``-th occluded event (the users with fewer occluded events sit
+that round out). A chunk costs ``1 + max_events`` calls, however many users it holds.
+
+Bounded: only each user's most recent ``max_events`` events are occluded (the others get
+NaN), and a ``time_budget`` stops between chunks (the users not reached get NaN, and the
+batch's note says so). See :mod:`rudi_explain.audit.attributions`.
 """
 
 from __future__ import annotations
@@ -16,18 +22,37 @@ from rudi_explain.audit.event_batch import EventBatch
 from rudi_explain.audit.event_sets import sequences_of_events
 from rudi_explain.data.alignment import name_users
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError
 from rudi_explain.teachers.adapters import Teacher, TeacherError
 
 __all__ = ["occlusion", "OCCLUSION_CHUNK_EVENTS", "MAX_OCCLUDED"]
 
 #: Events occluded per user by default: the most recent ones (the demo GRU reads 64).
 MAX_OCCLUDED = 64
-#: Events of leave-one-out variants scored in one teacher call (bounds memory).
+#: Events of leave-one-out variants per chunk of users (bounds memory; the time budget is checked between chunks).
 OCCLUSION_CHUNK_EVENTS = 1_000_000
 
 
 def occlusion(teacher: Teacher, seqs: Sequences, idx: np.ndarray, max_events: int | None,
-               time_budget: float | None, chunk_events: int = OCCLUSION_CHUNK_EVENTS) -> EventBatch:
+              time_budget: float | None, chunk_events: int = OCCLUSION_CHUNK_EVENTS) -> EventBatch:
+    """Leave-one-out attributions of the events of users ``idx`` (indices into ``seqs.users``, distinct).
+
+    The attribution of an event is ``score(user) - score(user without the event)``. Every
+    teacher call holds each user at most once, under its real id (see the module notes).
+
+    Raises
+    ------
+    InputError
+        ``idx`` repeats a user; or the teacher's scores are not finite numbers (the message
+        names the user and the event left out: "during occlusion of user 'u000654' ...").
+    TeacherError
+        The teacher raised (its exception is the ``__cause__``), named the same way.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    if len(np.unique(idx)) != len(idx):
+        values, counts = np.unique(idx, return_counts=True)
+        raise InputError(f"occlusion scores each user once; user_indices repeat users "
+                         f"{name_users(seqs.users[values[counts > 1]])}")
     n = seqs.lengths[idx].astype(np.int64)
     positions, segment = seqs.batch_positions(idx)
     block_start = np.zeros(len(idx), dtype=np.int64)
@@ -43,26 +68,16 @@ def occlusion(teacher: Teacher, seqs: Sequences, idx: np.ndarray, max_events: in
     while b0 < len(idx):
         # Users [b0, b1): at least one, then as many as fit in chunk_events.
         b1 = b0 + max(1, int(np.searchsorted(np.cumsum(cost[b0:]), chunk_events, side="right")))
-        users = np.arange(b0, b1)
-        # Variant v: batch user var_b[v] without its event var_drop[v] (-1: the user as is).
-        var_b = np.repeat(users, m[users] + 1)
-        first = np.repeat(np.cumsum(m[users] + 1) - (m[users] + 1), m[users] + 1)
-        k = np.arange(len(var_b)) - first                    # 0 = original, then the occluded events
-        var_drop = np.where(k == 0, -1, n[var_b] - m[var_b] + k - 1)
-        pos, seg = seqs.batch_positions(idx[var_b])
-        within = pos - seqs.offsets[idx[var_b]][seg]
-        keep = within != var_drop[seg]
-        variants = sequences_of_events(seqs, pos[keep], seg[keep], len(var_b))
-        try:
-            s = teacher.score(variants, allow_constant=True)
-        except TeacherError as err:  # its user ids are variant numbers: name the real users
-            raise TeacherError(f"scoring the leave-one-out variants of users {name_users(seqs.users[idx[users]])} "
-                               f"failed: {err}") from err.__cause__
-        original = k == 0
-        score[var_b[original]] = s[original]
-        dropped = ~original
-        # A user's variants come together, the user as is first (at chunk offset `first`).
-        attribution[block_start[var_b[dropped]] + var_drop[dropped]] = s[first[dropped]] - s[dropped]
+        chunk = np.arange(b0, b1)
+        for j in range(int(m[chunk].max()) + 1):  # a loop over event ranks, each round one call over the users
+            rows = chunk if j == 0 else chunk[m[chunk] >= j]
+            # Round j >= 1 drops each user's j-th occluded event (position n - m + j - 1 in time order).
+            drop = np.full(len(rows), -1) if j == 0 else n[rows] - m[rows] + j - 1
+            s = _score_round(teacher, seqs, idx[rows], drop, n[rows])
+            if j == 0:
+                score[rows] = s
+            else:
+                attribution[block_start[rows] + drop] = score[rows] - s
         b0 = b1
         if time_budget is not None and b0 < len(idx) and time.perf_counter() - start > time_budget:
             reached = b0
@@ -75,3 +90,25 @@ def occlusion(teacher: Teacher, seqs: Sequences, idx: np.ndarray, max_events: in
     if (n[:reached] == 1).any():
         notes.append("a user with a single event has no variant without it: NaN")
     return EventBatch(idx, segment, local, attribution, {}, score, None, None, "; ".join(notes))
+
+
+def _score_round(teacher: Teacher, seqs: Sequences, users: np.ndarray, drop: np.ndarray,
+                 n: np.ndarray) -> np.ndarray:
+    """The teacher's scores of ``users`` (indices into ``seqs``, distinct), each without its event ``drop``
+    (position in time order; -1: none), under their real ids."""
+    pos, seg = seqs.batch_positions(users)
+    keep = pos - seqs.offsets[users][seg] != drop[seg]
+    variants = sequences_of_events(seqs, pos[keep], seg[keep], len(users), seqs.users[users])
+    try:
+        return teacher.score(variants, allow_constant=True)
+    except (TeacherError, InputError) as err:
+        ids = seqs.users[users]
+        if drop[0] < 0:
+            what = "scoring it as it is" if len(users) == 1 else "scoring them as they are"
+        elif len(users) == 1:
+            what = f"scoring it without its event {int(drop[0])} (of {int(n[0])}, in time order from 0)"
+        else:
+            what = "scoring each without one of its most recent events"
+        who = f"user {name_users(ids)}" if len(users) == 1 else f"{len(users)} users {name_users(ids)}"
+        # The same kind of error, with where it happened; the model's own exception stays the cause.
+        raise type(err)(f"during occlusion of {who}: {what} failed: {err}") from (err.__cause__ or err)

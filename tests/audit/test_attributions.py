@@ -354,6 +354,6 @@ def test_a_failing_teacher_names_the_real_users(payments):
         return s.lengths.astype(float)
 
     short = int(np.flatnonzero(seqs.lengths == 3)[0])
-    with pytest.raises(TeacherError, match=f"leave-one-out variants of users '{seqs.users[short]}'") as caught:
+    with pytest.raises(TeacherError, match=f"during occlusion of user '{seqs.users[short]}'") as caught:
         attribute_events(fails_on_short, seqs, [short], "occlusion")
     assert isinstance(caught.value.__cause__, RuntimeError)
