@@ -53,3 +53,44 @@ def test_report_keys_named_in_the_api_table_exist():
     keys = set(re.findall(r"`(\w+)` \(", row))
     assert {"fidelity_test_ci", "warnings", "score_unit"} <= keys
     assert keys <= set(tiny_payments(150).report())
+
+
+WIDGET_JS = README.parent / "widgets" / "explanation.js"
+
+
+def widget_tabs() -> set[str]:
+    """The tab labels the widget draws (``const tabs = [["rules", `Rules (${...})`], ...]``), without counts."""
+    line = next(x for x in WIDGET_JS.read_text(encoding="utf-8").splitlines() if "const tabs = [[" in x)
+    labels = re.findall(r"\[\"\w+\", [`\"]([^`\"]+)[`\"]\]", line)
+    return {label.split(" (")[0] for label in labels}
+
+
+def named_tabs(text: str) -> set[str]:
+    """Every "X tab" the text names (``**The Faithfulness tab**``, "the User tab (...)")."""
+    return set(re.findall(r"\b([A-Z][a-z]+) tab\b", text))
+
+
+def test_the_check_reads_the_widget_tabs_and_the_tabs_a_text_names():
+    assert {"Rules", "Faithfulness", "Thresholds", "User", "Statistics"} <= widget_tabs()
+    assert named_tabs("**The Effects tab** draws; the User tab (attributions); a table view") == {"Effects", "User"}
+
+
+def test_every_tab_the_readme_names_is_a_tab_of_the_widget():
+    named = named_tabs(README.read_text(encoding="utf-8"))
+    assert named, "the README names no tab: the check checks nothing"
+    assert named <= widget_tabs(), f"the README names tabs the widget lacks: {sorted(named - widget_tabs())}"
+
+
+def untested_apps(text: str) -> str:
+    """The README's "Known limits" line on where the widget is untested."""
+    limits = text.split("## Known limits", 1)[1].split("\n## ", 1)[0]
+    return next(item for item in limits.split("\n- ") if "untested" in item)
+
+
+def test_the_readme_does_not_call_untested_an_app_the_browser_tests_run():
+    browser = "".join(p.read_text(encoding="utf-8") for p in (README.parent / "tests" / "browser").glob("*.py"))
+    line = untested_apps(README.read_text(encoding="utf-8"))
+    assert "notebook7_url" in browser and "/lab/tree/" in browser  # the suite runs both apps
+    untested = line.split("untested")[0].rsplit(";", 1)[-1]
+    assert "Notebook 7" not in untested and "JupyterLab" not in untested, line
+    assert "Notebook 7" in line and "JupyterLab" in line, line
