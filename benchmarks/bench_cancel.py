@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/bench_cancel.py [n_users]
 
-Cancels once each stage has started (after a short delay inside it) and prints
-the seconds from the cancel to the job being done. Timing only: the tests count
+Cancels once each stage has started (after a short delay inside it; the student
+stage once for each student that trains for seconds) and prints the seconds from
+the cancel to the job being done. Timing only: the tests count
 work instead (tests/explanation/test_cancel_stages.py).
 """
 
@@ -15,12 +16,20 @@ import time
 
 import rudi_explain as rx
 
+#: (student, its settings): each trains for longer than the delay before the cancel
+STUDENTS = {
+    "gsnln": {"epochs": 200},
+    "brl": {"n_iterations": 200_000},
+    "hkl": {},
+    "trees": {},
+}
 
-def seconds_to_stop(demo, stage: str, delay: float = 0.5) -> float | None:
+
+def seconds_to_stop(demo, stage: str, student: str = "gsnln", delay: float = 0.5) -> float | None:
     started = threading.Event()
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=4,
                    progress=lambda ev: ev.stage == stage and started.set(),
-                   student_params={"epochs": 200})
+                   student=student, student_params=STUDENTS[student])
     if not started.wait(600):
         e.cancel()
         return None
@@ -37,9 +46,12 @@ def main() -> None:
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     demo = rx.datasets.make_payments(n, random_state=0)
-    for stage in ("search", "student", "evaluate"):
-        s = seconds_to_stop(demo, stage)
-        print(f"{stage:>8}: " + ("stage not reached" if s is None else f"{s:.2f} s from cancel to stop"))
+    cases = [("search", "gsnln", 0.5), ("literals", "gsnln", 0.05), ("student", "gsnln", 0.5),
+             ("evaluate", "gsnln", 0.5)] + [("student", s, 0.5) for s in STUDENTS if s != "gsnln"]
+    for stage, student, delay in cases:
+        s = seconds_to_stop(demo, stage, student, delay)
+        print(f"{stage:>8} ({student:>5}): " + ("stage not reached" if s is None else f"{s:.2f} s from cancel to stop"),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import inspect
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -26,8 +29,9 @@ from rudi_explain.data.alignment import name_users, per_user_values
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.config import DEFAULTS, STUDENTS, ExplainConfig
+from rudi_explain.explanation.console import TerminalBar, in_kernel, interactive_kernel, notebook_cell
 from rudi_explain.explanation.explanation import Explanation
-from rudi_explain.explanation.job import Job, JobInputs, JobProgress, TerminalBar, interactive_kernel, running
+from rudi_explain.explanation.job import Job, JobInputs, JobProgress, running
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.refine import prune_and_refine
@@ -177,6 +181,18 @@ def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
                       "pass more users (a few hundred or more), or check that the scores belong to these users")
 
 
+def _import_torch_beside(config: ExplainConfig) -> None:
+    """Import PyTorch in a thread of its own while the search runs, when the student will need it.
+
+    The import takes seconds and cannot be interrupted: made inside the student
+    stage, it would hold a cancel for that long.
+    """
+    if "torch" in sys.modules or not (config.student == "gsnln" or isinstance(config.student, GSNLN)):
+        return
+    threading.Thread(target=importlib.import_module, args=("torch",), name="rudi-explain: import torch",
+                     daemon=True).start()
+
+
 def _raise_on_cancel(job: Job) -> Callable[[], bool]:
     """A ``should_stop`` that raises at a cancel: the stage stops at its next check, skipping what follows it."""
     def should_stop() -> bool:
@@ -221,12 +237,16 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
         y = given_scores(inputs.scores, seqs, in_users_order=p.in_users_order)
         teacher_kind = "given scores"
     else:
-        y = teacher.score(seqs)
+        stop: dict[str, Any] = {}
+        if "should_stop" in inspect.signature(teacher.score).parameters:  # asked between batches of users
+            stop["should_stop"] = _raise_on_cancel(job)
+        y = teacher.score(seqs, **stop)
         teacher_kind = teacher.kind
     score_unit = _score_unit(teacher, y)
     seconds["teacher"] = time.perf_counter() - t
     job.emit("teacher", 1, 1, f"teacher scores for {n:,} users")
     job.check_cancel()
+    _import_torch_beside(p)
 
     train_idx = np.flatnonzero(~is_test)
     train = seqs.subset(train_idx)
@@ -257,8 +277,9 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
 
     t = time.perf_counter()
     job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")
-    literals = Literals.fit(train, statistics, n_quantiles=p.n_quantiles)
-    values = literals.values(seqs)
+    stop_here = _raise_on_cancel(job)
+    literals = Literals.fit(train, statistics, n_quantiles=p.n_quantiles, should_stop=stop_here)
+    values = literals.values(seqs, should_stop=stop_here)
     literal_matrix = literals.transform_values(values)
     seconds["literals"] = time.perf_counter() - t
     job.emit("literals", 1, 1, f"{literals.n_literals} literals")
@@ -284,8 +305,10 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
         n_valid = max(2, int(round(train_idx.size * p.validation_size)))
         is_valid[rng.permutation(train_idx.size)[:n_valid]] = True
     fit_kwargs: dict[str, Any] = {"progress": on_epoch}
-    if "should_stop" in inspect.signature(student.fit).parameters:  # asked per mini-batch: a cancel within a second
-        fit_kwargs["should_stop"] = job.stopping
+    if "should_stop" in inspect.signature(student.fit).parameters:
+        # asked per mini-batch, solve or a few hundred sampling steps: a cancel within a second. GS-NLN keeps
+        # what it learned when stopped (the check below then raises); the other students raise at once.
+        fit_kwargs["should_stop"] = job.stopping if isinstance(student, GSNLN) else _raise_on_cancel(job)
     student.fit(X_train[~is_valid], y_train[~is_valid], **fit_kwargs)
     job.check_cancel()
     unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
@@ -342,7 +365,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
             numerical: list[str] | None = DEFAULTS.numerical, test_size: float = DEFAULTS.test_size,
             n_simulations: int = DEFAULTS.n_simulations, batch_size: int = DEFAULTS.batch_size,
             grammar: str = DEFAULTS.grammar, search_params: dict | None = None, student_params: dict | None = None,
-            teacher_params: dict | None = None, progress: Callable[[JobProgress], Any] | None = None,
+            teacher_params: dict | None = None, progress: Callable[[JobProgress], Any] | bool | None = None,
             in_users_order: bool = DEFAULTS.in_users_order, prune: bool = DEFAULTS.prune,
             max_rules: int = DEFAULTS.max_rules, max_literals: int = DEFAULTS.max_literals,
             validation_size: float = DEFAULTS.validation_size, n_quantiles: int = DEFAULTS.n_quantiles,
@@ -378,11 +401,14 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         An estimator given is cloned (:func:`sklearn.base.clone`) and the clone is fitted: the
         object passed is left as it was.
     background : bool or 'thread', default=True
-        Return at once and run in a worker thread, in a live notebook. In a
-        script, or a headless notebook run (nbclient, nbval, CI), the job
-        runs inline so that it finishes before the call returns (a headless
-        runner would shut the kernel down under the thread). ``'thread'``
-        always uses a thread; ``False`` runs inline with a progress bar.
+        Return at once and run in a worker thread, in a live notebook (the
+        widget shows the progress). In a script, or a headless notebook run
+        (nbclient, nbval, CI), the job runs inline so that it finishes before
+        the call returns (a headless runner would shut the kernel down under
+        the thread). ``'thread'`` always uses a thread; ``False`` always runs
+        inline. In a live notebook, re-running the cell that started a job
+        cancels that job (the re-run replaces it; a line on stderr says so);
+        jobs started elsewhere run on (:func:`rudi_explain.running` lists them).
     random_state : int or None, default=0
         Seeds the split, the search and the student.
     categorical, numerical : list of str, optional
@@ -396,8 +422,13 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         the short catalog first; or the paper's full grammar and algorithm.
     student_params, teacher_params : dict, optional
         Passed to the student's constructor and to ``as_teacher``.
-    progress : callable, optional
-        Receives every :class:`JobProgress` event.
+    progress : callable or bool, optional
+        A callable receives every :class:`JobProgress` event (and replaces
+        the progress on stderr). By default (None) a job run inline shows its
+        progress on stderr (a live bar on a terminal, a line per stage and
+        per statistic found otherwise), except in a notebook kernel, where it
+        would be saved into the notebook; ``True`` shows it there too;
+        ``False`` is silent.
     in_users_order : bool, default=False
         Accept ``scores``, ``labels`` (or a ``model`` of given scores) as bare
         arrays read by position in ``seqs.users`` order, the sorted user ids.
@@ -449,18 +480,26 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         given_scores(scores, seqs, in_users_order=config.in_users_order)  # likewise
     _check_student(config)  # fail now, not after the search
     inputs = JobInputs(teacher, scores, labels)
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise InputTypeError(f"progress must be a callable, True, False or None, got {type(progress).__name__}")
     exp = Explanation(seqs, config, inputs=inputs, work=partial(fit, seqs, config, inputs), event_table=event_table)
-    if progress is not None:
+    if callable(progress):
         exp.on_progress(progress)
     if background == "thread" or (background is True and interactive_kernel()):
-        others = running()
-        exp._start_job(in_thread=True)
+        cell = notebook_cell()
+        replaced = [e for e in running() if cell is not None and e.cell == cell]
+        for old in replaced:  # a re-run of the cell replaces the job it started before
+            old.cancel()
+            print(f"cancelled the explanation this cell started before (the re-run replaces it): {old!r}",
+                  file=sys.stderr, flush=True)
+        exp._start_job(in_thread=True, cell=cell)
+        others = [e for e in running() if e is not exp and e not in replaced]
         if others:
             warnings.warn(f"{len(others)} other explanation{'s' if len(others) > 1 else ''} still running: the jobs "
                           "share the CPU. rx.running() lists them; `for e in rx.running()[:-1]: e.cancel()` "
                           "stops all but this one", RuntimeWarning, stacklevel=2)
         return exp
-    if not background and progress is None:
-        exp.on_progress(TerminalBar())
+    if progress is True or (progress is None and (not background or not in_kernel())):
+        exp.on_progress(TerminalBar())  # inline, outside a notebook: say on stderr how far it is
     exp._start_job(in_thread=False)
     return exp.wait()

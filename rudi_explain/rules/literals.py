@@ -15,6 +15,7 @@ as its complement) are dropped.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from collections.abc import Sequence as SequenceT
 from typing import Any
 
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from rudi_explain.exceptions import InputError
+from rudi_explain.exceptions import InputError, StateError
 from rudi_explain.rules.formula import LiteralInfo, format_threshold
 from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
 from rudi_explain.validation import check_whole
@@ -45,6 +46,12 @@ OUTPUT_KINDS = ("binary", "count", "share", "value")
 # Aggregations whose value is defined for every user (0 when no event is left).
 _ALWAYS_DEFINED = frozenset({"Sum", "Count"})
 
+
+
+def _check_stop(should_stop: Callable[[], bool] | None, k: int, n: int) -> None:
+    """Raise if ``should_stop`` says so before statistic ``k`` of ``n`` is evaluated."""
+    if should_stop is not None and should_stop():
+        raise StateError(f"stopped on request before statistic {k + 1} of {n}")
 
 class Literals:
     """Named literals ``output > threshold`` over the outputs of statistics.
@@ -179,6 +186,8 @@ class Literals:
         statistics: SequenceT[Any],
         n_quantiles: int = N_QUANTILES,
         move_tolerance: float = MOVE_TOLERANCE,
+        *,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Literals:
         """Literals of ``statistics`` with thresholds from the users of ``seqs``.
 
@@ -196,6 +205,10 @@ class Literals:
         move_tolerance : float, default=0.005
             Share of the training users a threshold may move across when it
             is rounded; 0 keeps exactly the same users on each side.
+        should_stop : callable, optional
+            Asked before each statistic is evaluated; ``True`` stops with
+            :class:`~rudi_explain.exceptions.StateError` (a caller may raise
+            its own exception from it instead).
 
         Returns
         -------
@@ -206,6 +219,7 @@ class Literals:
             raise InputError("need at least one statistic to make literals from")
         blocks, names, descriptions, stat_of, index_of, kinds, why = [], [], [], [], [], [], []
         for k, stat in enumerate(statistics):
+            _check_stop(should_stop, k, len(statistics))
             values = _as_2d(stat.evaluate(seqs))
             out_names = list(stat.output_names(seqs))
             if values.shape[1] != len(out_names):
@@ -241,6 +255,8 @@ class Literals:
         kinds: SequenceT[str] | None = None,
         n_quantiles: int = N_QUANTILES,
         move_tolerance: float = MOVE_TOLERANCE,
+        *,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Literals:
         """Literals of the columns of a precomputed value matrix.
 
@@ -308,12 +324,14 @@ class Literals:
     def __repr__(self) -> str:
         return f"<Literals: {self.n_literals} literals over {self.n_outputs} statistic outputs>"
 
-    def values(self, seqs: Any) -> np.ndarray:
+    def values(self, seqs: Any, *, should_stop: Callable[[], bool] | None = None) -> np.ndarray:
         """The statistic outputs of the users of ``seqs``.
 
         Parameters
         ----------
         seqs : Sequences
+        should_stop : callable, optional
+            Asked before each statistic is evaluated, as in :meth:`fit`.
 
         Returns
         -------
@@ -324,6 +342,7 @@ class Literals:
             raise InputError("these literals were built from values; pass a value matrix instead")
         blocks = []
         for k, stat in enumerate(self.statistics):
+            _check_stop(should_stop, k, len(self.statistics))
             values = _as_2d(stat.evaluate(seqs))
             mine = np.flatnonzero(self.output_statistic == k)
             if values.shape[1] == mine.size:

@@ -11,7 +11,7 @@ in ``_``); used before ``fit`` it raises :class:`NotFittedError`
 """
 
 from rudi_explain.exceptions import NotFittedError
-from rudi_explain.students.base import RuleStudent
+from rudi_explain.students.base import FitStopped, RuleStudent
 from rudi_explain.students.baselines import CARTRules, LassoLiterals, LassoStatistics
 from rudi_explain.students.brl import BayesianRuleList, RuleList
 from rudi_explain.students.gsnln import GSNLN, FitProgress
@@ -23,6 +23,7 @@ __all__ = [
     "NotFittedError",
     "GSNLN",
     "FitProgress",
+    "FitStopped",
     "LassoStatistics",
     "LassoLiterals",
     "CARTRules",

@@ -24,12 +24,22 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
-from rudi_explain.exceptions import InputError, InputTypeError, NotFittedError
+from rudi_explain.exceptions import InputError, InputTypeError, NotFittedError, StateError
 from rudi_explain.metrics import fidelity
 
 __all__ = [
-    "RuleStudent", "FitProgress", "check_binary_matrix", "check_target", "check_value_matrix", "NotFittedError",
+    "RuleStudent", "FitProgress", "FitStopped", "check_binary_matrix", "check_target", "check_value_matrix",
+    "NotFittedError",
 ]
+
+
+class FitStopped(StateError):
+    """``should_stop`` ended a fit before the student had a model to keep.
+
+    GS-NLN, the sum of trees and the HKL ensemble keep what they learned when
+    asked to stop part way; a Bayesian rule list, whose summary needs its
+    whole chains, and an HKL path stopped before its first step raise this.
+    """
 
 
 @dataclass(frozen=True)

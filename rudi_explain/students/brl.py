@@ -52,11 +52,14 @@ from rudi_explain.rules.formula import (
     simplify,
 )
 from rudi_explain.rules.ruleset import Rule, RuleSet
-from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
+from rudi_explain.students.base import FitProgress, FitStopped, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import frequent_itemsets, item_matrix, pack_rows
 from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
 __all__ = ["BayesianRuleList", "RuleList", "ListRule"]
+
+#: Metropolis-Hastings steps between two questions to ``should_stop`` (a few milliseconds of sampling).
+STEPS_PER_CHECK = 256
 
 
 # --------------------------------------------------------------------------
@@ -317,9 +320,13 @@ class _ListPosterior:
             left[c] -= 1
         return d
 
-    def run_chain(self, d0: list[int], n_steps: int, rng: np.random.Generator
+    def run_chain(self, d0: list[int], n_steps: int, rng: np.random.Generator,
+                  should_stop: Callable[[], bool] | None = None
                   ) -> tuple[list[tuple], np.ndarray, np.ndarray, int]:
         """Metropolis-Hastings from ``d0`` for ``n_steps`` steps.
+
+        ``should_stop`` is asked every :data:`STEPS_PER_CHECK` steps; ``True``
+        raises :class:`FitStopped`.
 
         Returns
         -------
@@ -344,6 +351,8 @@ class _ListPosterior:
         u = rng.random((n_steps, 4))  # move, position, second position / antecedent, accept
         n_ante = self.n_ante
         for t in range(n_steps):
+            if should_stop is not None and t % STEPS_PER_CHECK == 0 and should_stop():
+                raise FitStopped(f"BayesianRuleList.fit was asked to stop at step {t} of a chain of {n_steps}")
             m = len(d)
             p_ins, p_del, p_swap = self._moves(m)
             r = u[t, 0]
@@ -545,7 +554,8 @@ class BayesianRuleList(RuleStudent):
         return labels
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> BayesianRuleList:
+            progress: Callable[[FitProgress], Any] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> BayesianRuleList:
         """Mine antecedents and sample the posterior over rule lists.
 
         Parameters
@@ -557,6 +567,10 @@ class BayesianRuleList(RuleStudent):
             (two distinct values).
         progress : callable, optional
             Called once, after fitting, with a :class:`FitProgress`.
+        should_stop : callable, optional
+            Asked while mining and every :data:`STEPS_PER_CHECK` sampling steps;
+            ``True`` raises :class:`FitStopped` (the posterior's summary needs
+            whole chains, so there is nothing part way to keep).
 
         Returns
         -------
@@ -573,7 +587,7 @@ class BayesianRuleList(RuleStudent):
         labels = self._labels(yv)
         rng = np.random.default_rng(self.random_state)
 
-        itemsets = self._mine(Xb, labels, min_rows, rng)
+        itemsets = self._mine(Xb, labels, min_rows, rng, should_stop)
         cover = _packed_cover(Xb, itemsets)
         card = np.array([len(s) for s in itemsets], dtype=np.int64)
         post = _ListPosterior(cover, card, labels, self.list_length, self.cardinality, alpha)
@@ -585,7 +599,7 @@ class BayesianRuleList(RuleStudent):
         acc = np.empty(self.n_chains)
         for c in range(self.n_chains):
             d0 = post.sample_prior(rng)
-            states, trace, trace_lp, accepted = post.run_chain(d0, n_iter, rng)
+            states, trace, trace_lp, accepted = post.run_chain(d0, n_iter, rng, should_stop)
             idx_all.append(trace[burn_in:] + len(states_all))
             lp_all.append(trace_lp[burn_in:])
             chain_lp.append(trace_lp[burn_in:])
@@ -627,7 +641,8 @@ class BayesianRuleList(RuleStudent):
         self._report(progress, Xb, labels.astype(np.float64), self.seconds_)
         return self
 
-    def _mine(self, Xb: np.ndarray, labels: np.ndarray, min_rows: int, rng: np.random.Generator) -> list:
+    def _mine(self, Xb: np.ndarray, labels: np.ndarray, min_rows: int, rng: np.random.Generator,
+              should_stop: Callable[[], bool] | None = None) -> list:
         """Candidate antecedents: frequent itemsets, bounded in number.
 
         Mined on at most ``max_mining_users`` users. When every combination
@@ -659,6 +674,8 @@ class BayesianRuleList(RuleStudent):
         def z_scores(sets: list) -> np.ndarray:
             out = np.empty(len(sets))
             for lo in range(0, len(sets), 256):  # bounded memory: 256 covers at a time
+                if should_stop is not None and should_stop():
+                    raise FitStopped("BayesianRuleList.fit was asked to stop while mining antecedents")
                 chunk = sets[lo : lo + 256]
                 cov = np.stack([items[:, list(s)].all(axis=1) for s in chunk])
                 n_c = cov.sum(axis=1)

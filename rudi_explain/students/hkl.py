@@ -64,7 +64,7 @@ from numpy.typing import ArrayLike
 
 from rudi_explain.rules.formula import And, Lit, literal_info
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.students.base import FitProgress, RuleStudent, check_binary_matrix, check_target
+from rudi_explain.students.base import FitProgress, FitStopped, RuleStudent, check_binary_matrix, check_target
 from rudi_explain.students.fpgrowth import item_matrix
 from rudi_explain.validation import check_random_state_seed, check_real, check_whole
 
@@ -151,7 +151,8 @@ class HKLRuleEnsemble(RuleStudent):
     # -- fitting ---------------------------------------------------------------
 
     def fit(self, X: ArrayLike, y: ArrayLike,
-            progress: Callable[[FitProgress], Any] | None = None) -> HKLRuleEnsemble:
+            progress: Callable[[FitProgress], Any] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> HKLRuleEnsemble:
         """Learn the rule ensemble.
 
         Parameters
@@ -161,6 +162,10 @@ class HKLRuleEnsemble(RuleStudent):
             Teacher scores.
         progress : callable, optional
             Called once per regularization on the path with a :class:`FitProgress`.
+        should_stop : callable, optional
+            Asked before every solve of the active set (a fraction of a second);
+            ``True`` ends the path there, keeping the last regularization done
+            (:class:`FitStopped` if none was).
 
         Returns
         -------
@@ -206,8 +211,13 @@ class HKLRuleEnsemble(RuleStudent):
         path = []
         w_prev = np.zeros(0)
         while lam >= lam_min:
-            W, w, Omega, converged, obj = self._active_set(W, w_prev, lam, G, g_scale, Phi, items, usable, cover,
-                                                           yc, beta, c, rho, max_active)
+            try:
+                W, w, Omega, converged, obj = self._active_set(W, w_prev, lam, G, g_scale, Phi, items, usable,
+                                                               cover, yc, beta, c, rho, max_active, should_stop)
+            except FitStopped:
+                if best is None:
+                    raise
+                break
             w_prev = w
             nz = np.abs(w) > 1e-2 * max(np.abs(w).max(initial=0.0), 1e-300)
             n_nz = len(_fold([u for u, keep in zip(W[1:], nz) if keep], w[nz], 0.0, p)[0])
@@ -258,12 +268,15 @@ class HKLRuleEnsemble(RuleStudent):
         self._report(progress, Xb, yv, self.seconds_)
         return self
 
-    def _active_set(self, W, w_warm, lam, G, g_scale, Phi, items, usable, cover, yc, beta, c, rho, max_active):
+    def _active_set(self, W, w_warm, lam, G, g_scale, Phi, items, usable, cover, yc, beta, c, rho, max_active,
+                    should_stop=None):
         """Grow ``W`` until the sufficiency condition holds at ``lam``; solve on it."""
         n = yc.size
         p = items.shape[1] // 2
         w = _extend(w_warm, len(W) - 1)
         while True:
+            if should_stop is not None and should_stop():
+                raise FitStopped("HKLRuleEnsemble.fit was asked to stop before the first regularization was done")
             w, Omega, r = self._solve_reduced(W, w, lam, cover, yc, beta, rho)
             C = 1.0 / (n * lam)
             alpha = C * r  # dual variables of the squared loss (they sum to 0: free intercept)

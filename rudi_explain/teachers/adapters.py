@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,8 @@ __all__ = [
     "encode_padded",
 ]
 
+#: The ``should_stop`` of the :meth:`Teacher.score` call running in this thread (or context).
+_SHOULD_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("rudi_explain_teacher_should_stop", default=None)
 #: Users per batch for a PyTorch module when ``batch_size`` is None.
 TORCH_BATCH_SIZE = 256
 #: How many user ids an error message names.
@@ -183,7 +186,8 @@ class Teacher:
         self.model = model
         self.batch_size = _check_batch_size(batch_size)
 
-    def score(self, seqs: Sequences, *, allow_constant: bool = False) -> np.ndarray:
+    def score(self, seqs: Sequences, *, allow_constant: bool = False,
+              should_stop: Callable[[], bool] | None = None) -> np.ndarray:
         """One score per user.
 
         Parameters
@@ -191,6 +195,12 @@ class Teacher:
         seqs : Sequences
         allow_constant : bool, default=False
             Accept all-equal scores (see :func:`check_scores`).
+        should_stop : callable, optional
+            Asked before each batch of users; ``True`` stops with
+            :class:`~rudi_explain.exceptions.StateError` (a caller may raise its
+            own exception from it instead). A model called on all users at
+            once (``batch_size=None`` for a callable or a scikit-learn model)
+            is asked nothing while it runs.
 
         Returns
         -------
@@ -206,7 +216,11 @@ class Teacher:
         """
         if not isinstance(seqs, Sequences):
             raise InputTypeError(f"a teacher scores a rudi_explain.Sequences, got {type(seqs).__name__}")
-        raw = self._raw_scores(seqs)
+        token = _SHOULD_STOP.set(should_stop)
+        try:
+            raw = self._raw_scores(seqs)
+        finally:
+            _SHOULD_STOP.reset(token)
         return check_scores(raw, seqs.users, allow_constant=allow_constant, source=self._describe())
 
     __call__ = score
@@ -232,7 +246,10 @@ class Teacher:
         n = seqs.n_users
         batches = _batches(n, self.batch_size)
         results = []
+        should_stop = _SHOULD_STOP.get()
         for b, pos in enumerate(batches):
+            if should_stop is not None and should_stop():
+                raise StateError(f"{self._describe()} was asked to stop before batch {b + 1} of {len(batches)}")
             idx = pos if order is None else order[pos]
             users = seqs.users[idx]
             try:

@@ -101,3 +101,122 @@ def test_cancel_during_pruning_runs_no_further_pruning(monkeypatch):
         e.wait(timeout=120)
     assert e.status == "cancelled"
     assert calls[0] - at_cancel[0] == 0  # no pruning path built once the cancel was asked for
+
+
+def test_cancel_during_a_rule_list_stops_sampling_within_one_check(monkeypatch):
+    from rudi_explain.students import brl
+
+    real = brl._ListPosterior._suffix
+    steps, at_cancel = [0], []
+    reached, cancelled = threading.Event(), threading.Event()
+
+    def counted(self, *args, **kwargs):
+        steps[0] += 1
+        if steps[0] == 500:  # mid-chain: hold the sampler until the cancel is asked for
+            reached.set()
+            assert cancelled.wait(60)
+            at_cancel.append(steps[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(brl._ListPosterior, "_suffix", counted)
+    demo = rx.datasets.make_payments(400, random_state=0)
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
+                   student="brl", student_params={"n_iterations": 50_000, "n_chains": 2})
+    assert reached.wait(300), "the rule list's sampler never started"
+    e.cancel()
+    cancelled.set()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=120)
+    assert e.status == "cancelled" and e.progress.numbers["reached"] == "student"
+    assert steps[0] - at_cancel[0] <= brl.STEPS_PER_CHECK  # not the 99,500 steps left of the two chains
+
+
+def test_cancel_during_the_literals_stage_evaluates_no_further_statistic(monkeypatch):
+    from rudi_explain.rules import literals as literals_module
+
+    real = literals_module._as_2d
+    evaluated, at_cancel = [0], []
+    reached, cancelled = threading.Event(), threading.Event()
+
+    def counted(values):
+        evaluated[0] += 1
+        return real(values)
+
+    monkeypatch.setattr(literals_module, "_as_2d", counted)
+
+    def progress(event):
+        if event.stage == "literals" and event.step == 0 and not reached.is_set():
+            reached.set()  # the literals stage starts: hold it until the cancel is asked for
+            assert cancelled.wait(60)
+            at_cancel.append(evaluated[0])
+
+    demo = rx.datasets.make_payments(400, random_state=0)
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=3, n_simulations=20,
+                   progress=progress)
+    assert reached.wait(300), "the literals stage never started"
+    e.cancel()
+    cancelled.set()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=120)
+    assert e.status == "cancelled" and e.progress.numbers["reached"] == "literals"
+    assert evaluated[0] - at_cancel[0] == 0  # no statistic evaluated once the cancel was asked for
+
+
+def test_cancel_while_the_teacher_scores_stops_between_batches():
+    demo = rx.datasets.make_payments(400, random_state=0)
+    risk = demo.risk
+    batches, at_cancel = [0], []
+    reached, cancelled = threading.Event(), threading.Event()
+
+    def teacher(seqs):
+        batches[0] += 1
+        if batches[0] == 2:  # the second batch of users: hold the teacher until the cancel is asked for
+            reached.set()
+            assert cancelled.wait(60)
+            at_cancel.append(batches[0])
+        return risk.reindex(seqs.users).to_numpy()
+
+    e = rx.explain(teacher, demo.events, background="thread", n_stats=2, n_simulations=20,
+                   teacher_params={"batch_size": 40})
+    assert reached.wait(300), "the teacher was never asked"
+    e.cancel()
+    cancelled.set()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=120)
+    assert e.status == "cancelled" and e.progress.numbers["reached"] == "teacher"
+    assert batches[0] == at_cancel[0]  # the batch in hand finished; none of the 8 left was asked for
+
+
+_TORCH_DURING_SEARCH = """
+import sys, threading, time
+import rudi_explain as rx
+held, go = threading.Event(), threading.Event()
+def progress(ev):
+    if ev.stage == "search" and not held.is_set():
+        held.set()
+        go.wait(60)
+demo = rx.datasets.make_payments(300, random_state=0)
+e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=1, n_simulations=10,
+               student_params={"epochs": 1}, progress=progress)
+assert held.wait(120)
+def imported():
+    torch = sys.modules.get("torch")
+    return torch is not None and not getattr(torch.__spec__, "_initializing", False)
+deadline = time.monotonic() + 60
+while not imported() and time.monotonic() < deadline:  # the search is held: only a thread beside it can import
+    time.sleep(0.05)
+print("torch imported during the search:", imported())
+go.set()
+e.wait(120)
+"""
+
+
+@pytest.mark.slow
+def test_torch_is_imported_beside_the_search_not_inside_the_student_stage():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TORCH_DURING_SEARCH], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # imported while the search was held, so the student stage never waits seconds on an import a cancel cannot stop
+    assert "torch imported during the search: True" in out.stdout
