@@ -11,7 +11,7 @@ hints (so the façades' return types read ``Any``; their docstrings name the cla
 
 from __future__ import annotations
 
-import uuid
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import pandas as pd
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.explanation import archive
-from rudi_explain.explanation.config import ExplainConfig
+from rudi_explain.explanation.config import DEFAULTS, ExplainConfig
 from rudi_explain.explanation.figures import Figures, fidelity_curve, report
 from rudi_explain.explanation.job import Job, JobControls, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
@@ -377,35 +377,16 @@ class Explanation(JobControls):
         return write_html(self, path, n_users=n_users)
 
     def _ipython_display_(self) -> None:
-        """Show a static HTML copy, then the widget; the copy is redone when a running job ends.
+        """Show a static HTML copy, then the widget; the copy is rewritten whenever the job ends.
 
         The copy (:func:`rudi_explain.views.static_view.static_html`: summary, rules
-        in words, fidelity curve) is what a notebook opened without its kernel
-        shows (nbconvert, GitHub); a live widget hides it. It is updated in
-        place when the job ends, so a saved notebook holds the final result.
+        in words, fidelity curve; or how the job failed or where it was cancelled) is
+        what a notebook opened without its kernel shows (nbconvert, GitHub); a live
+        widget hides it. See :func:`rudi_explain.views.static_view.show`.
         """
-        try:
-            from IPython.display import display, update_display
-        except ImportError:
-            print(repr(self))
-            return
-        from rudi_explain.views.static_view import static_html
+        from rudi_explain.views.static_view import show
 
-        display_id = f"rudi-explain-{uuid.uuid4().hex}"
-
-        def copy() -> dict:
-            return {"text/html": static_html(self), "text/plain": repr(self)}
-
-        display(copy(), raw=True, display_id=display_id)
-        if not self.done:
-            def on_end(event: JobProgress) -> None:
-                if event.stage in ("done", "failed", "cancelled"):
-                    update_display(copy(), raw=True, display_id=display_id)
-
-            self.on_progress(on_end)
-            if self.done:  # ended before the listener was in place
-                update_display(copy(), raw=True, display_id=display_id)
-        display(self.widget())
+        show(self)
 
     # ------------------------------------------------------------ new users, files
     def predict(self, data: pd.DataFrame | Sequences) -> pd.Series:
@@ -447,11 +428,28 @@ class Explanation(JobControls):
 
     def __repr__(self) -> str:
         if self.status != "done":
-            stage = self.progress.message if self.progress else ""
-            return f"Explanation({self.status}: {stage})"
+            # what tells two runs apart (rx.running()): when, on what, with which settings, and where it is
+            started = time.strftime("%H:%M:%S", time.localtime(self.started_at))
+            stage = self.progress.message if self.progress else "starting"
+            return (f"Explanation({self.status}, started {started}; {self._sequences.n_users:,} users; "
+                    f"{self._settings_text()}: {stage})")
         r = self.report()
         return (f"Explanation({r['n_users']:,} users, {r['n_statistics']} statistics, {r['n_rules']} rules; "
                 f"fidelity {r['fidelity_test']:.3f} held out)")
+
+    def _settings_text(self) -> str:
+        """The teacher and the settings that differ from the defaults, as code would say them."""
+        inputs = self._inputs
+        teacher = ("given scores" if inputs.teacher is None else f"{inputs.teacher.kind} teacher") \
+            if inputs is not None else "loaded"
+        changed = [f"{name}={value!r}" for name, value in self._params.items()
+                   if name in _KEY_SETTINGS and value != getattr(DEFAULTS, name)]
+        return ", ".join([teacher, *changed]) if changed else f"{teacher}, default settings"
+
+
+#: the settings a running explanation's repr names when they differ from the defaults
+_KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
+                 "max_rules", "test_size", "prune")
 
 
 def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:

@@ -11,7 +11,6 @@ would hang until it ended, where a notebook cell re-run leaves old jobs behind b
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from rudi_explain.exceptions import StateError, WaitTimeout
 from rudi_explain.search.statistics_search import SearchCancelled
@@ -49,9 +48,11 @@ _WAIT_CONTEXTS: list[Callable[[Any], AbstractContextManager[Any]]] = []
 def running() -> list[Any]:
     """The explanations whose job is still running, oldest first.
 
-    A notebook cell re-run starts a new job and leaves the old one running
-    out of reach (two jobs share the CPU); this finds them, e.g.
-    ``for e in rx.running(): e.cancel()``.
+    Re-running a notebook cell cancels the job that cell started before (the re-run replaces
+    it); jobs started elsewhere (another cell, a console, ``exp.retry()``) run on and share the
+    CPU. This finds them, e.g. ``for e in rx.running(): e.cancel()``. Each one's ``repr`` tells
+    them apart: when it started, the users, the settings that differ from the defaults and the
+    stage; ``started_at`` and ``cell`` say the same to code.
     """
     with _RUNNING_LOCK:
         started = list(_RUNNING.items())
@@ -182,6 +183,7 @@ class Job:
         self.seconds: dict[str, float] = {}
         self.stop_message = "the explanation was cancelled"
         self.started = time.perf_counter()
+        self.started_at = time.time()  # the wall-clock time, for people (rx.running() tells jobs apart by it)
         self._cancel = threading.Event()
         self._future: futures.Future[Any] = futures.Future()
         self._thread: threading.Thread | None = None
@@ -343,6 +345,7 @@ class JobControls:
     _listeners: list[Callable[[JobProgress], Any]]
     _work: Callable[[Job], Any] | None
     _result: Any
+    _cell: str | None = None
 
     def _finish(self, result: Any) -> str:
         raise NotImplementedError
@@ -356,6 +359,22 @@ class JobControls:
     def progress(self) -> JobProgress | None:
         """The job's last progress event."""
         return self._job.progress
+
+    @property
+    def started_at(self) -> float:
+        """When the job started, in seconds since the epoch (:func:`time.time`)."""
+        return self._job.started_at
+
+    @property
+    def cell(self) -> str | None:
+        """The id of the notebook cell whose run started the job (a re-run of it cancels the job); None outside one."""
+        return self._cell
+
+    @property
+    def stop_message(self) -> str:
+        """Where a failed or cancelled job stopped, in words ('' while it runs and once it is done)."""
+        job = self._job
+        return job.stop_message if job.status in ("failed", "cancelled") else ""
 
     @property
     def history(self) -> list[JobProgress]:
@@ -426,57 +445,18 @@ class JobControls:
         self._start_job(in_thread=True)
         return self
 
-    def _start_job(self, in_thread: bool) -> None:
-        """Start a new run of the work: in a worker thread, or here (returning when it has ended)."""
+    def _start_job(self, in_thread: bool, cell: str | None = None) -> None:
+        """Start a new run of the work: in a worker thread, or here (returning when it has ended).
+
+        ``cell``: the notebook cell that starts it (see :attr:`cell`); a retry keeps the first one.
+        """
         if self._work is None:
             raise StateError("this explanation has no job to run")
+        if cell is not None:
+            self._cell = cell
         self._result = None
         self._job = Job(self, self._listeners)
         if in_thread:
             self._job.start(self._work, self._finish)
         else:
             self._job.run(self._work, self._finish)
-
-
-class TerminalBar:
-    """Progress for ``background=False`` runs: a live bar on a terminal, a line per stage otherwise."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.last = 0.0
-        self.stage = ""
-
-    def __call__(self, event: JobProgress) -> None:
-        if not self.tty:
-            if event.step == event.total or event.stage in ("failed", "cancelled"):
-                self.stream.write(f"[{event.elapsed:7.1f} s] {event.stage:<8} {event.message}\n")
-                self.stream.flush()
-            return
-        now = time.perf_counter()
-        if now - self.last < 0.25 and event.step not in (0, event.total) and event.stage == self.stage:
-            return
-        self.last, self.stage = now, event.stage
-        width = 24
-        filled = int(width * event.step / event.total) if event.total else 0
-        line = f"\r[{'#' * filled}{'-' * (width - filled)}] {event.stage:<8} {event.message[:70]:<70}"
-        end = "\n" if event.stage in ("done", "failed", "cancelled") else ""
-        self.stream.write(line + end)
-        self.stream.flush()
-
-
-def interactive_kernel() -> bool:
-    """Whether we run in a live notebook kernel (not nbclient/nbval or a script)."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    try:
-        shell = ipython.get_ipython()
-    except Exception:
-        return False
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
-        return False
-    # Headless runners (nbclient, nbval, papermill) shut the kernel down before
-    # a background thread ends, so the saved state would show a progress bar.
-    return not any(os.environ.get(v) for v in ("RUDI_EXPLAIN_BLOCK", "NBVAL", "PAPERMILL", "CI"))
-

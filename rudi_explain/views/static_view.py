@@ -13,8 +13,10 @@ it when a background job ends, so the saved notebook holds the final one.
 
 from __future__ import annotations
 
+import threading
+import uuid
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rudi_explain.rules.formula import format_weight
 from rudi_explain.views.text import shorten_words
@@ -22,10 +24,12 @@ from rudi_explain.views.text import shorten_words
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
-__all__ = ["static_html"]
+__all__ = ["static_html", "show"]
 
 #: rules listed in the fallback (the default explanation keeps at most 10)
 MAX_RULES_SHOWN = 30
+#: the job's statuses after which the copy is final
+ENDED = ("done", "failed", "cancelled")
 
 _STYLE = ("font-family: sans-serif; font-size: 13px; line-height: 1.4; border: 1px solid #8884; "
           "border-radius: 4px; padding: 8px 12px; max-width: 60em; overflow-x: auto")
@@ -52,10 +56,8 @@ def static_html(exp: Explanation) -> str:
                 "the kernel: re-run the cell.</p>")
         return _box(body)
     if status != "done":
-        error = exp.error
-        why = f"{type(error).__name__}: {error}" if error is not None else status
-        return _box(f"<p><b>rudi-explain: {escape(status)}</b>: {escape(shorten_words(why))}. No rules to show: "
-                    "re-run the cell.</p>")
+        return _box(f"<p><b>rudi-explain: {escape(status)}</b>{escape(shorten_words(_why(exp)))}. No rules to "
+                    "show: re-run the cell.</p>")
     r = exp.report()
     low, high = r["fidelity_test_ci"]
     parts = [
@@ -73,6 +75,54 @@ def static_html(exp: Explanation) -> str:
     parts.append("<p style=\"opacity: 0.8\">A static copy: the rule cards, thresholds and the drill-down into "
                  "one user need the running kernel (re-run the cell).</p>")
     return _box("".join(parts))
+
+
+def show(exp: Explanation) -> None:
+    """Display the static copy, then the widget; rewrite the copy whenever the job ends.
+
+    The copy is what a notebook shows where the widget cannot be drawn (nbconvert, GitHub, a
+    reopened notebook), so it must say how the job ended, however soon: a job that fails in
+    a fraction of a second may end while the copy is being sent. So the listener that rewrites
+    it is in place before the copy is made, and once the copy is out it is made again if the
+    job ended meanwhile. Every rewrite goes through one lock, in the order made, so a rewrite
+    is never overtaken by an older copy. A retried job (the widget's Retry) rewrites it again
+    when it ends.
+    """
+    try:
+        from IPython.display import display, update_display
+    except ImportError:
+        print(repr(exp))
+        return
+    display_id = f"rudi-explain-{uuid.uuid4().hex}"
+    lock = threading.Lock()
+    shown: list[Any] = [None]  # what the copy on the page says: (status, where it stopped)
+
+    def write(first: bool = False) -> None:
+        with lock:
+            said = (exp.status, exp.stop_message)
+            if not first and (said == shown[0] or said[0] not in ENDED):
+                return
+            bundle = {"text/html": static_html(exp), "text/plain": repr(exp)}
+            (display if first else update_display)(bundle, raw=True, display_id=display_id)
+            shown[0] = said
+
+    def on_end(event: Any) -> None:
+        if event.stage in ENDED:
+            write()
+
+    exp.on_progress(on_end)  # before the copy is made: an end from now on is heard
+    write(first=True)
+    write()  # the job ended while the first copy was made or sent
+    display(exp.widget())
+
+
+def _why(exp: Explanation) -> str:
+    """After 'failed' or 'cancelled': ': the error' for a failure; where a cancel stopped, said once."""
+    said = getattr(exp, "stop_message", "")  # (a stand-in for an explanation may lack it)
+    if exp.status == "cancelled":
+        return " " + (said.removeprefix("cancelled ") if said else "before it finished")
+    error = exp.error
+    return ": " + (said or (f"{type(error).__name__}: {error}" if error is not None else "no reason given"))
 
 
 def _box(inner: str) -> str:
