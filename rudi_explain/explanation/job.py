@@ -14,6 +14,7 @@ import contextlib
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -444,6 +445,25 @@ class JobControls:
             raise StateError("this explanation was not started here (loaded from a file): run explain() again")
         self._start_job(in_thread=True)
         return self
+
+    def _start_replacing(self, cell: str | None) -> None:
+        """Start the job in a worker thread as the run of notebook cell ``cell`` (None: no cell known).
+
+        The job that cell started before, if it still runs, is cancelled (a re-run replaces
+        it), and a line on stderr says so; other jobs still running are warned of (they share
+        the CPU).
+        """
+        replaced = [e for e in running() if cell is not None and e.cell == cell]
+        for old in replaced:
+            old.cancel()
+            print(f"cancelled the explanation this cell started before (the re-run replaces it): {old!r}",
+                  file=sys.stderr, flush=True)
+        self._start_job(in_thread=True, cell=cell)
+        others = [e for e in running() if e is not self and e not in replaced]
+        if others:
+            warnings.warn(f"{len(others)} other explanation{'s' if len(others) > 1 else ''} still running: the jobs "
+                          "share the CPU. rx.running() lists them; `for e in rx.running()[:-1]: e.cancel()` "
+                          "stops all but this one", RuntimeWarning, stacklevel=3)
 
     def _start_job(self, in_thread: bool, cell: str | None = None) -> None:
         """Start a new run of the work: in a worker thread, or here (returning when it has ended).

@@ -16,7 +16,6 @@ import inspect
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -31,7 +30,7 @@ from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.config import DEFAULTS, STUDENTS, ExplainConfig
 from rudi_explain.explanation.console import TerminalBar, in_kernel, interactive_kernel, notebook_cell
 from rudi_explain.explanation.explanation import Explanation
-from rudi_explain.explanation.job import Job, JobInputs, JobProgress, running
+from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.refine import prune_and_refine
@@ -486,18 +485,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
     if callable(progress):
         exp.on_progress(progress)
     if background == "thread" or (background is True and interactive_kernel()):
-        cell = notebook_cell()
-        replaced = [e for e in running() if cell is not None and e.cell == cell]
-        for old in replaced:  # a re-run of the cell replaces the job it started before
-            old.cancel()
-            print(f"cancelled the explanation this cell started before (the re-run replaces it): {old!r}",
-                  file=sys.stderr, flush=True)
-        exp._start_job(in_thread=True, cell=cell)
-        others = [e for e in running() if e is not exp and e not in replaced]
-        if others:
-            warnings.warn(f"{len(others)} other explanation{'s' if len(others) > 1 else ''} still running: the jobs "
-                          "share the CPU. rx.running() lists them; `for e in rx.running()[:-1]: e.cancel()` "
-                          "stops all but this one", RuntimeWarning, stacklevel=2)
+        exp._start_replacing(notebook_cell())  # a re-run of a cell replaces the job it started before
         return exp
     if progress is True or (progress is None and (not background or not in_kernel())):
         exp.on_progress(TerminalBar())  # inline, outside a notebook: say on stderr how far it is
