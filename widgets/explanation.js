@@ -11,6 +11,9 @@ const STAGES = ["teacher", "search", "literals", "student", "evaluate"];
 const STAGE_WEIGHT = { teacher: 0.05, search: 0.6, literals: 0.05, student: 0.25, evaluate: 0.05 };
 const STAGE_LABEL = { teacher: "teacher scores", search: "statistics search", literals: "literals",
   student: "rule student", evaluate: "held-out figures" };
+// Seconds per stage are listed in the order the stages run, whatever order the object has (a saved
+// notebook's widget state is written with its keys sorted).
+const SECONDS_ORDER = ["teacher", "search", "literals", "student", "pruning", "evaluate"];
 // Feed markers take their fill from the CSS (--rx-feed-0 .. 9, light and dark values there).
 const FEED_PALETTE = 10;
 
@@ -172,12 +175,22 @@ function overallFraction(p) {
   return Math.min(1, done + STAGE_WEIGHT[p.stage] * (p.fraction || 0));
 }
 
-// The time left, from the progress events: elapsed x (1 - done) / done. Said only once a tenth of the
-// run is done and 3 s have passed, when the stage weights make it a fair guess, and rounded as a guess.
+// The time left. The job's own estimate when the progress carries one (`seconds_left`: a number, or
+// null while it has none): shown as given, never second-guessed here. Only a progress without the
+// field (an older kernel) falls back to the stage weights: elapsed x (1 - done) / done, once a tenth of
+// the run is done and 3 s have passed. Either way rounded as a guess.
 const ETA_MIN_FRACTION = 0.1, ETA_MIN_SECONDS = 3;
-function timeLeft(frac, elapsed, status) {
-  if (status !== "running" || !(frac >= ETA_MIN_FRACTION) || frac >= 1 || !(elapsed >= ETA_MIN_SECONDS)) return null;
-  const left = (elapsed * (1 - frac)) / frac;
+function timeLeft(p, frac, status) {
+  if (status !== "running") return null;
+  const elapsed = p.elapsed;
+  let left;
+  if ("seconds_left" in p) {
+    left = p.seconds_left;
+    if (typeof left !== "number" || !Number.isFinite(left) || left < 0) return null;
+  } else {
+    if (!(frac >= ETA_MIN_FRACTION) || frac >= 1 || !(elapsed >= ETA_MIN_SECONDS)) return null;
+    left = (elapsed * (1 - frac)) / frac;
+  }
   const text = left < 60 ? `${Math.max(5, Math.round(left / 5) * 5)} s` : left < 3600 ? `${Math.round(left / 60)} min`
     : `${(left / 3600).toFixed(1)} h`;
   return h("span", { class: "rx-eta", data: { seconds: left.toFixed(1) },
@@ -230,11 +243,13 @@ function progressView(model, ui, redraw) {
   // a stopped run: the stage it reached stays marked and the bar stays where it was; a failure's
   // message is in the error box below, a requested cancel is said here, calmly, once
   const ended = p.ended === "failed" || p.ended === "cancelled";
-  const message = p.ended === "failed" ? `stopped during the ${p.stage} stage` : p.message || "";
+  // "cancelled" is said once: the label, then where it stopped ("cancelled · during the search stage; …")
+  const message = p.ended === "failed" ? `stopped during the ${p.stage} stage`
+    : p.ended === "cancelled" ? (p.message || "").replace(/^cancelled /, "") : p.message || "";
   const parts = [stages, bar, h("div", { class: "rx-message" + (p.ended === "cancelled" ? " rx-note" : "") },
     h("span", { class: "rx-stage-name" }, ended ? p.ended : p.stage || "pending"), " · ", message,
     h("span", { class: "rx-elapsed" }, ` · ${fmt(p.elapsed || 0, 3)} s`),
-    ended ? null : timeLeft(frac, p.elapsed, status))];
+    ended ? null : timeLeft(p, frac, status))];
   if (ended && p.found && p.found.length) {
     parts.push(h("div", { class: "rx-found" }, "statistics found before it stopped: ",
       p.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))));
@@ -267,7 +282,9 @@ function progressView(model, ui, redraw) {
 function summaryView(sm) {
   const item = (label, value, cls) => h("div", { class: "rx-figure" + (cls ? ` ${cls}` : "") },
     h("div", { class: "rx-figure-value" }, value), h("div", { class: "rx-figure-label" }, label));
+  const rank = (k) => (SECONDS_ORDER.indexOf(k) < 0 ? SECONDS_ORDER.length : SECONDS_ORDER.indexOf(k));
   const secs = Object.entries(sm.seconds || {}).filter(([k]) => k !== "total")
+    .sort(([a], [b]) => rank(a) - rank(b))  // stable: stages not listed keep their order, after the others
     .map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(" · ");
   return h("section", { class: "rx-summary" },
     h("div", { class: "rx-figures" },
@@ -1105,6 +1122,40 @@ const kernelGone = (el) => !!el.closest(".jupyter-widgets-disconnected");
 let VIEWS = 0;  // ids must differ between views of one page (a widget shown twice, two widgets)
 
 // ------------------------------------------------------------------ the widget
+// A value the payload shortened ("abc…xyz") opens whole on a click: the payloads' full_values map each
+// shortened form to the value it stands for (rudi_explain/views/text.py), or to null where the form is
+// ambiguous or the payload's budget was spent. Text in charts (SVG), buttons and inputs is left as it is.
+const FULL_NOTE = "The whole value is not in this view (two values shorten alike, or there are too many long values): exp.rules and exp.user(id).events hold it in Python.";
+function linkFullValues(root, full) {
+  const forms = Object.keys(full || {}).filter((k) => k.includes("\u2026")).sort((a, b) => b.length - a.length);
+  if (!forms.length) return;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const todo = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.nodeValue.includes("\u2026") && !n.parentElement.closest("svg, button, option, select, textarea, .rx-full-value")) todo.push(n);
+  }
+  while (todo.length) {
+    const node = todo.pop();
+    const text = node.nodeValue;
+    const form = forms.find((k) => text.includes(k));
+    if (!form) continue;
+    const at = text.indexOf(form);
+    const whole = full[form];
+    const box = h("span", { class: "rx-full-value" }, whole == null ? FULL_NOTE : whole);
+    box.hidden = true;
+    const open = h("button", { type: "button", class: "rx-full", title: "Show the whole value", "aria-expanded": "false" }, form);
+    open.addEventListener("click", (e) => {
+      e.stopPropagation();  // a row or card around it keeps its own click
+      box.hidden = !box.hidden;
+      open.setAttribute("aria-expanded", String(!box.hidden));
+    });
+    const rest = document.createTextNode(text.slice(at + form.length));
+    node.nodeValue = text.slice(0, at);
+    node.after(open, box, rest);
+    todo.push(rest);  // another shortened value may follow in the same text
+  }
+}
+
 function render({ model, el }) {
   hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
@@ -1298,6 +1349,7 @@ function render({ model, el }) {
     }
     const state = viewState(root);
     root.replaceChildren(...parts);
+    linkFullValues(root, { ...(results.full_values || {}), ...((ui.user && ui.user.full_values) || {}) });
     restoreView(root, state);
   }
 
