@@ -1122,6 +1122,40 @@ const kernelGone = (el) => !!el.closest(".jupyter-widgets-disconnected");
 let VIEWS = 0;  // ids must differ between views of one page (a widget shown twice, two widgets)
 
 // ------------------------------------------------------------------ the widget
+// A value the payload shortened ("abc…xyz") opens whole on a click: the payloads' full_values map each
+// shortened form to the value it stands for (rudi_explain/views/text.py), or to null where the form is
+// ambiguous or the payload's budget was spent. Text in charts (SVG), buttons and inputs is left as it is.
+const FULL_NOTE = "The whole value is not in this view (two values shorten alike, or there are too many long values): exp.rules and exp.user(id).events hold it in Python.";
+function linkFullValues(root, full) {
+  const forms = Object.keys(full || {}).filter((k) => k.includes("\u2026")).sort((a, b) => b.length - a.length);
+  if (!forms.length) return;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const todo = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.nodeValue.includes("\u2026") && !n.parentElement.closest("svg, button, option, select, textarea, .rx-full-value")) todo.push(n);
+  }
+  while (todo.length) {
+    const node = todo.pop();
+    const text = node.nodeValue;
+    const form = forms.find((k) => text.includes(k));
+    if (!form) continue;
+    const at = text.indexOf(form);
+    const whole = full[form];
+    const box = h("span", { class: "rx-full-value" }, whole == null ? FULL_NOTE : whole);
+    box.hidden = true;
+    const open = h("button", { type: "button", class: "rx-full", title: "Show the whole value", "aria-expanded": "false" }, form);
+    open.addEventListener("click", (e) => {
+      e.stopPropagation();  // a row or card around it keeps its own click
+      box.hidden = !box.hidden;
+      open.setAttribute("aria-expanded", String(!box.hidden));
+    });
+    const rest = document.createTextNode(text.slice(at + form.length));
+    node.nodeValue = text.slice(0, at);
+    node.after(open, box, rest);
+    todo.push(rest);  // another shortened value may follow in the same text
+  }
+}
+
 function render({ model, el }) {
   hideStaticCopy(el);
   const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
@@ -1315,6 +1349,7 @@ function render({ model, el }) {
     }
     const state = viewState(root);
     root.replaceChildren(...parts);
+    linkFullValues(root, { ...(results.full_values || {}), ...((ui.user && ui.user.full_values) || {}) });
     restoreView(root, state);
   }
 

@@ -37,7 +37,7 @@ from rudi_explain.exceptions import UnknownUserError
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.reads import output_events
-from rudi_explain.views.text import CELL_LIMIT, shorten, shorten_payload
+from rudi_explain.views.text import CELL_LIMIT, FULL_VALUES_KEY, FullValues, shorten, shorten_payload
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -544,7 +544,7 @@ def net_effects(exp: Explanation) -> list[dict]:
 
 
 # ------------------------------------------------------------------ one user
-def _format_cell(value: Any) -> str | float | None:
+def _format_cell(value: Any, full: FullValues | None = None) -> str | float | None:
     if value is None:
         return None
     if isinstance(value, (float, np.floating)):
@@ -555,7 +555,11 @@ def _format_cell(value: Any) -> str | float | None:
         return str(pd.Timestamp(value))
     if value is pd.NaT:
         return None
-    return shorten(str(value), CELL_LIMIT)
+    text = str(value)
+    short = shorten(text, CELL_LIMIT)
+    if full is not None:
+        full.add(short, text)
+    return short
 
 
 def feeding_rows(exp: Explanation, index: int, stat_index: int, output: int | str | None = None) -> list[int]:
@@ -679,8 +683,9 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
     n_events = len(events)
     shown = events.iloc[:max_events]
     columns = [str(c) for c in shown.columns if c != exp.sequences.user_column]
-    rows = [[_format_cell(v) for v in row] for row in shown[columns].itertuples(index=False, name=None)]
-    return shorten_payload({
+    full = FullValues()  # the whole of every value shortened below, one click away in the front end
+    rows = [[_format_cell(v, full) for v in row] for row in shown[columns].itertuples(index=False, name=None)]
+    detail = shorten_payload({
         "id": user_key(u.user_id),
         "teacher": _num(u.teacher_score),
         "student": _num(u.student_score),
@@ -697,7 +702,9 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "events": rows,
         "n_events": n_events,
         **({"attributions": attribution_state(exp, u.user_id, max_events)} if attributions else {}),
-    })
+    }, full=full)
+    detail[FULL_VALUES_KEY] = full.as_dict()
+    return detail
 
 
 def attribution_state(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, method: str | None = None) -> dict:

@@ -29,7 +29,7 @@ import numpy as np
 
 from rudi_explain.exceptions import InputError, MissingFileError
 from rudi_explain.views import payloads as ws
-from rudi_explain.views.text import shorten, shorten_words
+from rudi_explain.views.text import FULL_VALUES_KEY, shorten, shorten_words
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -221,6 +221,24 @@ def audit_header(audit: dict) -> str:
     return f'<table class="rx-audit-head" aria-label="audit header">{body}</table>'
 
 
+def _hoist_full_values(results: dict, users: dict[str, dict]) -> tuple[dict[str, dict], dict]:
+    """The users' details without their whole values, and the results holding all of them once.
+
+    A long value sits in many users' events: the page carries it once, in the
+    results' ``full_values``, which the front end reads for every view.
+    """
+    merged: dict[str, str | None] = dict(results.get(FULL_VALUES_KEY) or {})
+    stripped = {}
+    for key, detail in users.items():
+        for short, whole in (detail.get(FULL_VALUES_KEY) or {}).items():
+            if short in merged and merged[short] != whole:
+                merged[short] = None  # two values shorten alike
+            else:
+                merged[short] = whole
+        stripped[key] = {k: v for k, v in detail.items() if k != FULL_VALUES_KEY}
+    return stripped, {**results, FULL_VALUES_KEY: merged}
+
+
 def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, title: str | None = None,
                 max_chars: int = MAX_REPORT_CHARS) -> str:
     """The report as one HTML string; see :func:`write_html`.
@@ -258,6 +276,7 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
             key = ws.user_key(uid)
             if key not in users:
                 users[key] = detail(key, uid, max_events)
+        users, whole = _hoist_full_values(results, users)
         sm = results["summary"]
         title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
         subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
@@ -275,7 +294,7 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
             listing=html.escape(listing),
             audit=audit_header(results["audit"]),
             css=css.replace("</", "<\\/"),  # CSS has no data, but keep the style element closed only by us
-            state=_script_json(state),
+            state=_script_json({**state, "results": whole}),
             users=_script_json(users),
             esm=esm.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT"),
             shim=_SHIM,

@@ -12,7 +12,15 @@ from rudi_explain.exceptions import InputError
 from rudi_explain.views import payloads as ws
 from rudi_explain.views.report import report_html
 from rudi_explain.views.static_view import static_html
-from rudi_explain.views.text import CELL_LIMIT, TEXT_LIMIT, shorten, shorten_words
+from rudi_explain.views.text import (
+    CELL_LIMIT,
+    FULL_LIMIT,
+    FULL_VALUES_KEY,
+    TEXT_LIMIT,
+    FullValues,
+    shorten,
+    shorten_words,
+)
 
 # markup at its start: shortening must not undo the escaping
 LONG = "<i>" + "g" * 19_997
@@ -67,14 +75,42 @@ def test_the_rules_use_the_long_value(long_exp):
 def test_the_report_stays_near_its_usual_size(reports):
     short, long = reports
     assert len(long) < 3 * len(short), (len(short), len(long))
-    assert LONG not in long and "g" * (TEXT_LIMIT + 1) not in long
+    # the whole value is there for its click (in the results' full_values) once per way it is written
+    # (the value, "merchant_category=value", "[merchant_category=value]"), not once per rule, user or event
+    assert LONG not in long and 1 <= long.count("g" * 19_997) <= 4
+
+
+def test_every_shortened_form_maps_to_its_whole_value(reports, long_exp):
+    state, users = _embedded(reports[1], "rx-state"), _embedded(reports[1], "rx-users")
+    full = state["results"][FULL_VALUES_KEY]
+    forms = {t for _, t in _strings([state["results"], users]) if LONG[:20] in t}
+    shown = {f for f in full if any(f in t for t in forms)}
+    assert shown and all(full[f] in (LONG, None) or LONG in full[f] for f in shown)
+    word = [f for f in shown if full[f] == LONG]
+    assert word, "the value itself (not only a sentence holding it) opens whole"
+    # the drill-down built on request (the widget's path) carries its own, the event cells' among them
+    detail = ws.user_detail(long_exp, next(u for u in long_exp.sequences.users[:50]
+                                           if (long_exp.user(u).events["merchant_category"] == LONG).any()))
+    assert LONG in detail[FULL_VALUES_KEY].values()
+    cell = shorten(LONG, CELL_LIMIT)
+    assert detail[FULL_VALUES_KEY][cell] == LONG and any(cell in row for row in detail["events"])
+
+
+def test_full_values_are_bounded():
+    full = FullValues(budget=150_000)
+    full.add("a…b", "a" + "x" * 300_000 + "b")
+    assert len(full.as_dict()["a…b"]) < FULL_LIMIT + 100 and "of 300,002 characters" in full.as_dict()["a…b"]
+    full.add("c…d", "c" + "y" * 200_000 + "d")  # past the budget: a note in the front end, not the value
+    assert full.as_dict()["c…d"] is None
+    full.add("a…b", "a" + "z" * 10 + "b")  # two values, one form: neither can be told from it
+    assert full.as_dict()["a…b"] is None
 
 
 def test_no_payload_string_is_longer_than_the_limit(reports, long_exp):
     page = reports[1]
     state, users = _embedded(page, "rx-state"), _embedded(page, "rx-users")
     assert users, "the report embeds users"
-    for key, text in _strings([state, users]):
+    for key, text in _strings([{k: v for k, v in state["results"].items() if k != FULL_VALUES_KEY}, users]):
         # user ids ("id") stay whole: the front end sends them back; none is long here
         assert len(text) <= TEXT_LIMIT, (key, len(text))
     # the shortened value is still recognisable in the rules and literals, with its threshold at the end
@@ -88,6 +124,7 @@ def test_no_payload_string_is_longer_than_the_limit(reports, long_exp):
     assert any("…" in v for d in users.values() for row in d["events"] for v in row if isinstance(v, str))
     # the drill-down built on request (the widget's path) is shortened too
     detail = ws.user_detail(long_exp, long_exp.sequences.users[0])
+    del detail[FULL_VALUES_KEY]
     assert max(len(t) for _, t in _strings(detail)) <= TEXT_LIMIT
 
 
