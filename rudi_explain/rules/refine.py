@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
@@ -117,26 +118,57 @@ def _sse_after_fit(r: np.ndarray, F: np.ndarray) -> np.ndarray:
     return s_rr - gain
 
 
-class _Grid:
-    """Sorted training values and grid thresholds of every output, for candidates and reuse."""
+class _Rounding:
+    """The training values of every output, sorted, and the rounded thresholds computed on them.
 
-    def __init__(self, literals: Literals, V: np.ndarray, n_candidates: int, n_global: int,
-                 move_tolerance: float) -> None:
-        self.literals = literals
-        self.n_global = n_global
+    One per ``V``: :func:`prune_and_refine` refines three times over the same users, and each
+    call would otherwise sort the same outputs and round the same quantiles again.
+    """
+
+    def __init__(self, V: np.ndarray, move_tolerance: float) -> None:
         self.V = V
         self.n = V.shape[0]
-        self.n_candidates = n_candidates
         self.move_tolerance = move_tolerance
         self._sorted: dict[int, np.ndarray] = {}
-        self.new_columns: list[int] = []  # literals appended so far
-        self.new_thresholds: list[float] = []
+        self._rounded: dict[tuple[int, float, str], float] = {}
+        self._global: dict[tuple[int, int], np.ndarray] = {}
 
     def sorted_values(self, c: int) -> np.ndarray:
         if c not in self._sorted:
             v = self.V[:, c]
             self._sorted[c] = np.sort(v[~np.isnan(v)])
         return self._sorted[c]
+
+    def rounded(self, c: int, x: float, kind: str) -> float:
+        """``_round_threshold`` of ``x`` on output ``c``, computed once."""
+        key = (c, x, kind)
+        if key not in self._rounded:
+            self._rounded[key] = _round_threshold(self.sorted_values(c), x, self.n, kind, self.move_tolerance)
+        return self._rounded[key]
+
+    def global_quantiles(self, c: int, n_global: int) -> np.ndarray:
+        key = (c, n_global)
+        if key not in self._global:
+            self._global[key] = np.quantile(self.sorted_values(c), np.linspace(0.0, 1.0, n_global + 1))
+        return self._global[key]
+
+
+class _Grid:
+    """Sorted training values and grid thresholds of every output, for candidates and reuse."""
+
+    def __init__(self, literals: Literals, rounding: _Rounding, n_candidates: int, n_global: int) -> None:
+        self.literals = literals
+        self.n_global = n_global
+        self.V = rounding.V
+        self.n = rounding.n
+        self.n_candidates = n_candidates
+        self.rounding = rounding
+        self._candidates: dict[tuple[int, float], np.ndarray] = {}
+        self.new_columns: list[int] = []  # literals appended so far
+        self.new_thresholds: list[float] = []
+
+    def sorted_values(self, c: int) -> np.ndarray:
+        return self.rounding.sorted_values(c)
 
     def column_of(self, index: int) -> int:
         n_table = self.literals.n_literals
@@ -149,6 +181,13 @@ class _Grid:
     def candidates(self, index: int) -> np.ndarray:
         """Rounded thresholds between literal ``index``'s neighbours on the grid, its own included."""
         c, t = self.column_of(index), self.threshold(index)
+        # the grid is this table's literals alone: the same output and threshold, the same candidates
+        key = (c, t)
+        if key not in self._candidates:
+            self._candidates[key] = self._candidates_of(c, t)
+        return self._candidates[key]
+
+    def _candidates_of(self, c: int, t: float) -> np.ndarray:
         v = self.sorted_values(c)
         kind = self.literals.output_kind[c]
         if kind == "binary" or v.size < 2:
@@ -162,8 +201,8 @@ class _Grid:
             return np.array([t])
         raw = np.unique(np.quantile(inside, np.linspace(0.0, 1.0, self.n_candidates + 1)))
         if self.n_global:  # and a coarser grid over the whole range: a threshold may jump
-            raw = np.unique(np.concatenate([raw, np.quantile(v, np.linspace(0.0, 1.0, self.n_global + 1))]))
-        rounded = np.array([_round_threshold(v, float(x), self.n, kind, self.move_tolerance) for x in raw])
+            raw = np.unique(np.concatenate([raw, self.rounding.global_quantiles(c, self.n_global)]))
+        rounded = np.array([self.rounding.rounded(c, float(x), kind) for x in raw])
         out = np.unique(np.concatenate([rounded, [t]]))
         above = v.size - np.searchsorted(v, out, side="right")
         out, above = out[(above > 0) & (above < self.n)], above[(above > 0) & (above < self.n)]
@@ -245,6 +284,14 @@ def refine_thresholds(
         literals keep their indices), or ``rules`` itself when nothing fits
         the validation users better.
     """
+    return _refine(rules, V, y, is_valid, n_candidates=n_candidates, n_global=n_global, passes=passes,
+                   move_tolerance=move_tolerance, should_stop=should_stop)
+
+
+def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, n_candidates: int = N_CANDIDATES,
+            n_global: int = N_GLOBAL, passes: int = 3, move_tolerance: float = MOVE_TOLERANCE,
+            should_stop: Callable[[], bool] | None = None, rounding: _Rounding | None = None) -> RuleSet:
+    """:func:`refine_thresholds`, with the sorted values and rounded thresholds of an earlier call on ``V``."""
     literals = rules.literals
     if rules.linear or not len(rules) or type(rules) is not RuleSet or not isinstance(literals, Literals):
         return rules
@@ -259,7 +306,9 @@ def refine_thresholds(
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
-    grid = _Grid(literals, V, int(n_candidates), int(n_global), move_tolerance)
+    if rounding is None or rounding.V is not V or rounding.move_tolerance != move_tolerance:
+        rounding = _Rounding(V, move_tolerance)
+    grid = _Grid(literals, rounding, int(n_candidates), int(n_global))
     formulas = rules.formulas
     # work in standard units: scores of any size (1e300) must not overflow a sum of squares
     center, scale = _standard_units(y[fit_rows])
@@ -346,7 +395,7 @@ def refine_default(path: PruningPath, V: np.ndarray, y: np.ndarray, is_valid: np
         their indices.
     """
     before = path.rule_sets[path.default]
-    after = refine_thresholds(before, V, y, is_valid, **kwargs)
+    after = _refine(before, V, y, is_valid, **kwargs)
     if after is before:
         return path
     valid = np.flatnonzero(np.asarray(is_valid, dtype=bool))
@@ -401,7 +450,18 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
         Its rule sets refer to one literal table,
         ``path.default_rules.literals`` (the old literals first).
     """
+    # One BLAS thread: the products here are small, and a second thread waking for each costs
+    # more than it saves (twice the time on 2 busy cores); the same results either way.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _prune_and_refine(rules, np.asarray(V, dtype=np.float64), y, is_valid, max_rules, max_literals,
+                                 refine, swap, should_stop)
+
+
+def _prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, max_rules: int,
+                      max_literals: int, refine: bool, swap: bool,
+                      should_stop: Callable[[], bool] | None) -> PruningPath:
     literals = rules.literals
+    rounding = _Rounding(V, MOVE_TOLERANCE)  # shared by the three refinements below: the same users
 
     def path_of(start: RuleSet) -> PruningPath:
         return prune_rules(start, start.literal_table().transform_values(V), y, is_valid, max_rules=max_rules,
@@ -416,10 +476,10 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
 
     if not refine or not isinstance(literals, Literals):
         return swapped(path_of(rules))
-    refined = refine_thresholds(rules, V, y, is_valid, should_stop=should_stop)
-    best = refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop)
+    refined = _refine(rules, V, y, is_valid, should_stop=should_stop, rounding=rounding)
+    best = refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop, rounding=rounding)
     if refined is not rules:
-        other = refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop)
+        other = refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop, rounding=rounding)
         if other.fidelity_valid[other.default] > best.fidelity_valid[best.default]:  # a tie keeps the refined
             best = other
     return swapped(best)

@@ -49,15 +49,41 @@ def _gain(total: np.ndarray, count: np.ndarray, n: int) -> np.ndarray:
     return np.where((count > 0) & (count < n), g, 0.0)
 
 
-def _best_condition(r: np.ndarray, Zf: np.ndarray, n_pairs: int) -> tuple[float, tuple]:
+class _Pairs:
+    """The literal matrix as 0.0/1.0 floats, its column counts, and the pair counts of the strongest literals.
+
+    The same literals are usually the strongest for every rule of a swap pass: their columns and
+    ``A.T @ A`` are kept rather than gathered and multiplied again (the same products, so the same
+    figures).
+    """
+
+    def __init__(self, Zf: np.ndarray) -> None:
+        self.Zf = Zf
+        self.counts = Zf.sum(axis=0)
+        self._top: np.ndarray | None = None
+        self._A = self._C = np.zeros((0, 0))
+
+    def of(self, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(A, A.T @ A)`` with ``A = Zf[:, top]``."""
+        if self._top is None or not np.array_equal(self._top, top):
+            self._top = top.copy()
+            self._A = self.Zf[:, top]
+            self._C = self._A.T @ self._A
+        return self._A, self._C
+
+
+def _best_condition(r: np.ndarray, Zf: np.ndarray | _Pairs, n_pairs: int) -> tuple[float, tuple]:
     """The best one- or two-literal condition for the centred residual ``r``: (gain, literals).
 
-    ``Zf`` is the literal matrix as 0.0/1.0 floats (converted once by the caller);
-    ``literals`` is a tuple of ``Lit``. Ties go to the lowest index (singles before pairs).
+    ``Zf`` is the literal matrix as 0.0/1.0 floats (converted once by the caller), or a
+    :class:`_Pairs` over it; ``literals`` is a tuple of ``Lit``. Ties go to the lowest index
+    (singles before pairs).
     """
+    pairs = Zf if isinstance(Zf, _Pairs) else _Pairs(Zf)
+    Zf = pairs.Zf
     n = r.size
     s = r @ Zf  # residual sum where each literal holds
-    c = Zf.sum(axis=0)
+    c = pairs.counts
     single = _gain(s, c, n)
     best_single = int(np.argmax(single))
     best: tuple[float, tuple[Lit, ...]] = (float(single[best_single]), (Lit(best_single),))
@@ -67,9 +93,8 @@ def _best_condition(r: np.ndarray, Zf: np.ndarray, n_pairs: int) -> tuple[float,
     # the strongest literals alone, in a stable order (index breaks ties)
     top = usable[np.lexsort((usable, -single[usable]))][:n_pairs]
     top.sort()
-    A = Zf[:, top]
+    A, C = pairs.of(top)  # C: users where both hold
     S = A.T @ (A * r[:, None])  # sum of r where both hold
-    C = A.T @ A  # users where both hold
     si, sj, ci, cj = s[top][:, None], s[top][None, :], c[top][:, None], c[top][None, :]
     # total r = 0 (centred): the other sign combinations follow from the singles
     combos = {(False, False): (S, C), (False, True): (si - S, ci - C), (True, False): (sj - S, cj - C),
@@ -165,7 +190,7 @@ def swap_rules(
         fit_rows = np.sort(np.random.default_rng(0).permutation(fit_rows)[:MAX_USERS])
     info = literal_info(rules.literals if rules.literals is not None else rules.info, Z.shape[1])
     Zb = Z[fit_rows]
-    Zf = Zb.astype(np.float64)
+    pairs = _Pairs(Zb.astype(np.float64))
     # standard units: scores of any size must not overflow a sum of squares
     center, scale = _standard_units(y[fit_rows])
     yf = (y[fit_rows] - center) / scale
@@ -181,7 +206,7 @@ def swap_rules(
             r = yf - (intercept + F.astype(np.float64) @ weights - weights[k] * F[:, k])
             r = r - r.mean()
             current = float(_gain(np.array([r @ F[:, k]]), np.array([float(F[:, k].sum())]), r.size)[0])
-            gain, lits = _best_condition(r, Zf, int(n_pairs))
+            gain, lits = _best_condition(r, pairs, int(n_pairs))
             if gain <= current * (1.0 + RELATIVE_GAIN) + 1e-12 * r.size:
                 continue
             g = simplify(lits[0] if len(lits) == 1 else And(lits), info)

@@ -158,3 +158,20 @@ def test_swapped_points_read_as_disjoint_bands_with_the_same_scores(seed):
         assert len(rs) <= k
         assert _overlapping_bands(rs, Z, lits.column) == 0
         assert fidelity(y[is_valid], rs.score(Z[is_valid])) >= before - 1e-12
+
+
+def test_pair_counts_of_the_strongest_literals_are_computed_once_per_set_of_literals():
+    # the same strongest literals for every rule of a pass: their columns and A.T @ A are kept, and the
+    # best condition is the one found without them
+    from rudi_explain.rules.swap import _Pairs
+
+    rng = np.random.default_rng(3)
+    Zf = (rng.random((600, 12)) < 0.3).astype(np.float64)
+    pairs = _Pairs(Zf)
+    first = pairs.of(np.arange(12))
+    for _ in range(4):
+        r = rng.normal(size=600)
+        r -= r.mean()
+        assert _best_condition(r, pairs, 48) == _best_condition(r, Zf, 48)
+    assert pairs.of(np.arange(12))[1] is first[1]
+    assert pairs.of(np.arange(1, 12))[1] is not first[1]

@@ -317,3 +317,22 @@ def test_a_catalog_beyond_its_column_limit_keeps_what_explains_the_target(paymen
         assert search.catalog_columns_ == 150 < search.catalog_outputs_
         hits += search.statistics_[0].key == planted.key or corr(search.statistics_[0].evaluate(seqs), values) > 0.99
     assert hits >= 2, hits
+
+
+def test_the_search_runs_on_one_blas_thread(payments, monkeypatch):
+    # its least-squares fits are small: a second BLAS thread waking for each cost more than it saved
+    # (the search took 1.5x as long on two busy cores); the statistics are the same either way
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    demo, seqs = payments
+    threads = []
+    original = StatisticsSearch._accept
+
+    def accept(self, *args):
+        threads.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+        return original(self, *args)
+
+    monkeypatch.setattr(StatisticsSearch, "_accept", accept)
+    with threadpool_limits(limits=2, user_api="blas"):
+        StatisticsSearch(n_stats=1, n_simulations=20, random_state=0).fit(seqs[:300], demo.risk.iloc[:300])
+    assert threads and set(threads) == {1}

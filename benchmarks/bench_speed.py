@@ -1,0 +1,193 @@
+"""Where explain()'s time goes, against featuretools DFS + imodels FIGS (issue 27).
+
+    .venv/bin/python benchmarks/bench_speed.py                  # 5,000 users: payments and edits, then 100,000
+    .venv/bin/python benchmarks/bench_speed.py --users 2000 --big 0           # a quick look
+    .venv/bin/python benchmarks/bench_speed.py --big 0 --profile              # the top functions too
+
+In one process, ``rx.explain()`` at its defaults (scores given, ``background=False``) on
+``rx.datasets.make_payments(users)`` and ``make_edits(users)``, then on
+``make_payments(big)``. For each run it prints the seconds of every stage
+(``exp.result.seconds``), the share of the job each post-processing step takes (threshold
+refinement, pruning, refinement of the default point, swaps: timed by wrapping the functions
+:func:`rudi_explain.rules.refine.prune_and_refine` calls), held-out fidelity, and the
+process's peak resident memory so far (``resource.getrusage``).
+
+The peer is what an analyst does without rudi-explain (``peers.py``): featuretools Deep
+Feature Synthesis on every user's events, then ``imodels.FIGSRegressor(max_rules=20)`` fitted
+on explain()'s own training users and scored on its held-out users. featuretools needs pandas 2,
+so the peer runs in ``.venv-peers`` (``make peers-env``) in a child process; the events go
+through a CSV file and the figures come back as JSON. Printed: explain()'s seconds against DFS +
+FIGS, their ratio, and both held-out fidelities. Without ``.venv-peers`` the peer is skipped.
+
+Seconds depend on the machine and on what else runs on it: compare ratios measured in the
+same run, and say how loaded the machine was (the load average is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import rudi_explain as rx
+import rudi_explain.rules.refine as refine_module
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+
+#: The post-processing steps, by the function of rudi_explain.rules.refine that runs each.
+STEPS = {"_refine": "refine thresholds", "prune_rules": "prune", "refine_default": "refine default",
+         "swap_path": "swap"}
+
+PEER_SCRIPT = r"""
+import json, sys, time
+import numpy as np, pandas as pd
+sys.path.insert(0, sys.argv[1])
+from peers import dfs_features, run_peers
+meta = json.load(open(sys.argv[2]))
+events = pd.read_csv(sys.argv[3], dtype={c: str for c in ["user_id", *meta["categorical"]]}, parse_dates=["ts"],
+                     keep_default_na=False, na_values={c: [""] for c in meta["numerical"]})
+users = np.asarray(meta["users"], dtype=object)
+is_test = np.asarray(meta["is_test"], dtype=bool)
+features, info = dfs_features(events, meta["categorical"], meta["numerical"], users, users[~is_test])
+res = run_peers(features, np.asarray(meta["scores"], dtype=float), is_test, peers=("figs",))["figs"]
+json.dump({"dfs_seconds": info["seconds"], "n_features": info["n_features"], "figs_seconds": res.seconds,
+           "fidelity_test": res.fidelity_test, "n_rules": res.n_rules}, open(sys.argv[4], "w"))
+"""
+
+
+class StepTimer:
+    """Seconds of each post-processing step: the outermost wrapped call counts, nested ones are inside it."""
+
+    def __init__(self) -> None:
+        self.seconds = {name: 0.0 for name in STEPS.values()}
+        self._depth = 0
+        self._originals: dict[str, Callable] = {}
+
+    def __enter__(self) -> StepTimer:
+        for attr, name in STEPS.items():
+            original = getattr(refine_module, attr)
+            self._originals[attr] = original
+            setattr(refine_module, attr, self._timed(original, name))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for attr, original in self._originals.items():
+            setattr(refine_module, attr, original)
+
+    def _timed(self, function: Callable, name: str) -> Callable:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self._depth += 1
+            t = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.seconds[name] += time.perf_counter() - t
+        return wrapper
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_explain(data: rx.datasets.DemoData) -> tuple[rx.Explanation, dict, float]:
+    """explain() at its defaults on the demo's events and planted scores: (exp, step seconds, wall seconds)."""
+    with StepTimer() as steps:
+        t = time.perf_counter()
+        exp = rx.explain(None, data.events, scores=data.risk, background=False, progress=lambda event: None)
+        wall = time.perf_counter() - t
+    return exp, steps.seconds, wall
+
+
+def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
+    """DFS + FIGS on explain()'s split, in .venv-peers; None without it (or on its failure, said)."""
+    if not PEERS_PYTHON.exists():
+        return None
+    state = exp.result
+    users = [str(u) for u in state.teacher_scores.index]
+    meta = {"categorical": data.categorical, "numerical": data.numerical, "users": users,
+            "is_test": state.is_test.tolist(), "scores": state.teacher_scores.to_numpy(dtype=float).tolist()}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [Path(tmp) / name for name in ("meta.json", "events.csv", "out.json")]
+        paths[0].write_text(json.dumps(meta))
+        data.events.to_csv(paths[1], index=False)
+        env = {"PATH": "/usr/bin:/bin", "HOME": tmp}
+        res = subprocess.run([str(PEERS_PYTHON), "-c", PEER_SCRIPT, str(ROOT / "benchmarks"), *map(str, paths)],
+                             capture_output=True, text=True, env=env)
+        if res.returncode != 0:
+            print(f"  peer failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
+            return None
+        return json.loads(paths[2].read_text())
+
+
+def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None) -> dict:
+    """Print one run's figures; return them."""
+    seconds = dict(exp.result.seconds)
+    total = seconds.get("total", wall)
+    fid = exp.report()["fidelity_test"]
+    print(f"== {title}: explain() {total:.1f} s, held-out fidelity {fid:.4f}, {len(exp.rules)} rules, "
+          f"peak RSS {peak_rss_mb():,.0f} MB ==")
+    print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
+    print("  post-processing: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%} of the job)" for k, v in steps.items()))
+    out = {"seconds": seconds, "steps": steps, "fidelity_test": fid, "peak_rss_mb": peak_rss_mb()}
+    if peer is not None:
+        peer_total = peer["dfs_seconds"] + peer["figs_seconds"]
+        print(f"  DFS + FIGS: {peer_total:.1f} s (DFS {peer['dfs_seconds']:.1f} s, {peer['n_features']} features; "
+              f"FIGS {peer['figs_seconds']:.1f} s), held-out fidelity {peer['fidelity_test']:.4f}")
+        print(f"  explain() / (DFS + FIGS) = {total / peer_total:.2f}x; fidelity {fid:.4f} against "
+              f"{peer['fidelity_test']:.4f} ({fid - peer['fidelity_test']:+.4f})")
+        out["peer"] = peer
+        out["ratio"] = total / peer_total
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--users", type=int, default=5000, help="users of the payments and edits runs (0: skip)")
+    parser.add_argument("--big", type=int, default=100_000, help="users of the large payments run (0: skip)")
+    parser.add_argument("--scenarios", default="payments,edits", help="comma-separated: payments, edits")
+    parser.add_argument("--no-peers", action="store_true", help="skip DFS + FIGS")
+    parser.add_argument("--profile", action="store_true", help="print the top functions of every run (cProfile)")
+    parser.add_argument("--top", type=int, default=25, help="functions printed with --profile")
+    parser.add_argument("--out", default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; peers: "
+          f"{'skipped' if args.no_peers else PEERS_PYTHON if PEERS_PYTHON.exists() else 'no .venv-peers'}")
+    makers = {"payments": rx.datasets.make_payments, "edits": rx.datasets.make_edits}
+    runs = [(name, args.users, not args.no_peers) for name in args.scenarios.split(",") if args.users] + \
+        ([("payments", args.big, False)] if args.big else [])
+    results = {}
+    for name, n, with_peer in runs:
+        data = makers[name](n)
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler is not None:
+            profiler.enable()
+        exp, steps, wall = run_explain(data)
+        if profiler is not None:
+            profiler.disable()
+        peer = run_peer(data, exp) if with_peer else None
+        title = f"{name}, {n:,} users"
+        results[title] = report(title, exp, steps, wall, peer)
+        if profiler is not None:
+            pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.top)
+        del exp, data
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()
