@@ -347,6 +347,9 @@ function agreementPanel(ui, audit) {
   if (g && g.error) parts.push(h("div", { class: "rx-user-error rx-agree-error", role: "alert" }, g.error));
   else if (g && g.state && !g.state.available) {
     parts.push(h("div", { class: "rx-attr-unavailable", role: "note" }, h("strong", null, "No rule-model agreement: "), g.state.reason));
+  } else if (g && g.state && g.state.uninformative) {  // every user's rules read (nearly) all events: 100% says nothing
+    parts.push(h("div", { class: "rx-attr-unavailable rx-agree-uninformative", role: "note" },
+      h("strong", null, "Rule-model agreement not informative: "), g.state.uninformative + "."));
   } else if (g && g.state) {
     const s = g.state;
     const method = METHOD_LABEL[s.method] || s.method;
@@ -357,14 +360,16 @@ function agreementPanel(ui, audit) {
       s.n_defined ? h("div", { class: "rx-hist-box" }, agreementHistogram(s)) : null,
       h("div", { class: "rx-agree-text" },
         h("div", { class: "rx-figures" },
-          item("mean agreement", pct(s.agreement_mean, 0), "rx-figure-main rx-agree-mean-figure"),
+          item("median lift (agreement ÷ share of events the rules read)", s.lift_median === null ? "–" : `${fmt(s.lift_median, 2)}×`, "rx-figure-main rx-agree-lift-figure"),
+          item("mean agreement", pct(s.agreement_mean, 0), "rx-agree-mean-figure"),
           item("median", pct(s.agreement_median, 0)),
           item("events the rules read (mean share)", pct(s.event_share_mean, 0)),
           item("held-out users", s.n_users === s.n_sampled ? `${fmt(s.n_users)} of ${fmt(s.n_pool)}` : `${fmt(s.n_users)} of ${fmt(s.n_sampled)} sampled (of ${fmt(s.n_pool)})`)),
         h("div", { class: "rx-agree-deciles" }, h("strong", null, "Deciles: "), deciles),
         h("div", { class: "rx-attr-key" }, `Method: ${method}, ${fmt(s.seconds, 2)} s. `,
           `No rule fired for ${fmt(s.n_no_rule)} of the ${fmt(s.n_users)} users` + (s.n_zero ? `, and ${fmt(s.n_zero)} had all attributions 0` : "") +
-          ": their agreement is undefined and left out. Compare the agreement with the share of events the rules read: an even spread of attribution would give that."),
+          ": their agreement is undefined and left out" + (s.n_uninformative ? `; so are the ${fmt(s.n_uninformative)} whose fired rules read nearly every event (their agreement is near 100% whatever the model attends to)` : "") +
+          ". A lift above 1 means the model leans on the events the rules read more than an even spread of attribution would."),
         s.note ? h("div", { class: "rx-attr-note", role: "note" }, s.note) : null)));
   }
   return h("section", { class: "rx-agree-panel" }, parts);
@@ -939,14 +944,17 @@ function attributionPanel(d, ui, audit) {
   } else if (a && a.state) {
     const s = a.state;
     const method = METHOD_LABEL[s.method] || s.method;
+    const uninformative = s.agreement !== null && s.informative === false;
     const sentence = s.agreement === null
       ? "Agreement is undefined: no fired rule reads an event of this user, or every attribution is 0."
+      : uninformative
+      ? `Not informative for this user: the fired rules read ${pct(s.event_share, 0)} of the events the model scored, so nearly all of its attribution (${method}) falls on them whatever it attends to.`
       : `${pct(s.agreement, 0)} of the model's attribution (${method}) falls on the events the fired rules read; ` +
         `those are ${pct(s.event_share, 0)} of the events it scored` +
         (s.lift !== null ? `: ${fmt(s.lift, 2)}× what an even spread would give.` : ".");
     parts.push(h("div", { class: "rx-attr-summary" },
       h("div", { class: "rx-figure rx-figure-main rx-attr-agreement" },
-        h("div", { class: "rx-figure-value" }, s.agreement === null ? "–" : pct(s.agreement, 0)),
+        h("div", { class: "rx-figure-value" }, s.agreement === null ? "–" : uninformative ? "not informative" : pct(s.agreement, 0)),
         h("div", { class: "rx-figure-label" }, "rule-model agreement")),
       h("div", { class: "rx-attr-text" }, h("div", { class: "rx-attr-sentence" }, sentence),
         h("div", { class: "rx-attr-key" }, h("span", { class: "rx-attr-swatch rx-attr-up" }), " raises the model's score ",

@@ -72,8 +72,12 @@ if TYPE_CHECKING:
 
 __all__ = ["EventAttributions", "AgreementSummary", "METHODS", "attribute_events", "user_attributions",
            "agreement_summary", "rule_event_mask", "output_events", "agreement", "teacher_of", "TeacherUnavailable",
-           "EventBatch"]
+           "EventBatch", "INFORMATIVE_SHARE"]
 
+#: The agreement says something only where the fired rules read fewer than this share of the attributed events:
+#: rules on a statistic over all events (a share, an average) read them all, and then the agreement is 100%
+#: whatever the model attends to.
+INFORMATIVE_SHARE = 0.95
 #: Method names, for ``method=``.
 METHODS = ("integrated_gradients", "ablation", "occlusion")
 #: IG's integration points by default (see :func:`attribute_events`).
@@ -138,6 +142,12 @@ class EventAttributions:
         return self.agreement / self.event_share if self.event_share > 0 else float("nan")
 
     @property
+    def informative(self) -> bool:
+        """Whether the agreement can tell anything: the fired rules read fewer than
+        :data:`INFORMATIVE_SHARE` of the attributed events (else it is near 100% whatever the model does)."""
+        return bool(np.isfinite(self.agreement) and self.event_share < INFORMATIVE_SHARE)
+
+    @property
     def column_attributions(self) -> pd.Series:
         """Total attribution per data column (gradient methods; empty otherwise)."""
         cols = [c for c in self.events.columns if c.startswith("attribution[")]
@@ -160,7 +170,10 @@ class AgreementSummary:
         Indexed by user id, one row per user reached: ``agreement``,
         ``event_share``, ``lift`` (their ratio), ``rule_fired`` (whether any
         rule fires for the user: where none does, ``agreement`` is NaN),
-        ``n_events``, ``n_attributed``, ``score``, ``delta`` (IG only).
+        ``informative`` (the agreement is defined and the fired rules read
+        fewer than :data:`INFORMATIVE_SHARE` of the attributed events: only
+        these users enter the distribution), ``n_events``, ``n_attributed``,
+        ``score``, ``delta`` (IG only).
     method : str
     seconds : float
         Wall time of the attributions.
@@ -180,16 +193,27 @@ class AgreementSummary:
     n_sampled: int = 0
     n_pool: int = 0
 
+    def _informative(self) -> pd.Series:
+        """The agreement of the users where it is informative (see ``per_user``'s ``informative``)."""
+        pu = self.per_user
+        keep = pu["informative"].astype(bool) if "informative" in pu else pu["agreement"].notna()
+        return pu.loc[keep, "agreement"].dropna()
+
+    @property
+    def n_uninformative(self) -> int:
+        """Users with a defined agreement that says nothing: the fired rules read (nearly) every event."""
+        return int(self.per_user["agreement"].notna().sum() - len(self._informative()))
+
     @property
     def quantiles(self) -> pd.Series:
-        """Agreement at the 10th, 25th, 50th, 75th and 90th percentiles (defined users only)."""
-        a = self.per_user["agreement"].dropna()
+        """Agreement at the 10th, 25th, 50th, 75th and 90th percentiles (informative users only)."""
+        a = self._informative()
         return a.quantile([0.1, 0.25, 0.5, 0.75, 0.9]) if len(a) else pd.Series(dtype=np.float64)
 
     @property
     def deciles(self) -> pd.Series:
-        """Agreement at the 10th, 20th, ..., 90th percentiles (users with a defined agreement; linear interpolation)."""
-        a = self.per_user["agreement"].dropna()
+        """Agreement at the 10th, 20th, ..., 90th percentiles (informative users only; linear interpolation)."""
+        a = self._informative()
         return a.quantile(np.round(np.arange(1, 10) / 10, 1)) if len(a) else pd.Series(dtype=np.float64)
 
     @property
@@ -205,15 +229,28 @@ class AgreementSummary:
         counts : ndarray of int, shape (bins,)
         edges : ndarray of float, shape (bins + 1,)
         """
-        a = self.per_user["agreement"].dropna().to_numpy(dtype=np.float64)
+        a = self._informative().to_numpy(dtype=np.float64)
         counts, edges = np.histogram(a, bins=bins, range=(0.0, 1.0))
         return counts.astype(np.int64), edges
 
     def describe(self) -> dict:
-        """Figures for a summary view: users, defined users, mean, median and quartiles of both shares."""
-        a = self.per_user["agreement"].dropna()
+        """Figures for a summary view: users, informative users, mean, median and quartiles of both shares.
+
+        The agreement's figures are over the users where it is informative
+        (``n_informative``); ``uninformative`` says why there are none, if so.
+        ``lift_median`` leads: how much more of the attribution falls on the
+        events the rules read than their share of the events would give.
+        """
+        a = self._informative()
         share = self.per_user.loc[a.index, "event_share"]
-        return {"method": self.method, "n_users": int(len(self.per_user)), "n_defined": int(len(a)),
+        n_defined = int(self.per_user["agreement"].notna().sum())
+        why = None
+        if n_defined and not len(a):
+            why = (f"the fired rules read {INFORMATIVE_SHARE:.0%} or more of the events of each of the {n_defined} "
+                   "users (their statistics run over all events: shares, averages, counts), so the agreement "
+                   "would read 100% whatever the model attends to; it is not shown")
+        return {"method": self.method, "n_users": int(len(self.per_user)), "n_defined": n_defined,
+                "n_informative": int(len(a)), "n_uninformative": n_defined - int(len(a)), "uninformative": why,
                 "agreement_mean": float(a.mean()) if len(a) else None,
                 "agreement_median": float(a.median()) if len(a) else None,
                 "agreement_quartiles": [float(x) for x in a.quantile([0.25, 0.75])] if len(a) else None,
@@ -231,7 +268,7 @@ class AgreementSummary:
         """
         out = self.describe()
         counts, edges = self.histogram(bins)
-        undefined = int(self.per_user["agreement"].isna().sum())
+        undefined = int(self.per_user["agreement"].isna().sum())  # n_zero below: a rule fired, attributions all 0
         dec = self.deciles
         return out | {
             "n_sampled": int(self.n_sampled or len(self.per_user)), "n_pool": int(self.n_pool),
@@ -242,10 +279,11 @@ class AgreementSummary:
 
     def __repr__(self) -> str:
         d = self.describe()
-        mean = "undefined" if d["agreement_mean"] is None else f"mean {d['agreement_mean']:.2f}, median " \
-            f"{d['agreement_median']:.2f}"
-        return (f"AgreementSummary({self.method}: {d['n_users']} users, {d['n_defined']} with a defined agreement, "
-                f"{mean}; no rule fired for {self.n_no_rule})" + (f"; {self.note}" if self.note else ""))
+        mean = "not informative" if d["agreement_mean"] is None else f"median lift {d['lift_median']:.2f}, " \
+            f"mean {d['agreement_mean']:.2f}, median {d['agreement_median']:.2f}"
+        return (f"AgreementSummary({self.method}: {d['n_users']} users, {d['n_informative']} with an informative "
+                f"agreement ({d['n_uninformative']} whose rules read nearly every event), {mean}; no rule fired "
+                f"for {self.n_no_rule})" + (f"; {self.note}" if self.note else ""))
 
 
 # ------------------------------------------------------------------ which events the rules read
@@ -575,7 +613,8 @@ def agreement_summary(exp: Explanation, n_users: int | None = 200, method: str |
         rows.append(pd.DataFrame({
             "_position": part, "agreement": agree, "event_share": share,
             "lift": np.divide(agree, share, out=np.full(len(part), np.nan), where=share > 0),
-            "rule_fired": fired, "n_events": exp.sequences.lengths[part],
+            "rule_fired": fired, "informative": np.isfinite(agree) & (share < INFORMATIVE_SHARE),
+            "n_events": exp.sequences.lengths[part],
             "n_attributed": n_attr.astype(np.int64), "score": batch.score,
             "delta": batch.delta if batch.delta is not None else np.nan,
         }))

@@ -734,6 +734,7 @@ def attribution_state(exp: Explanation, user_id: Any, max_events: int = MAX_EVEN
         "max_abs": _num(np.nanmax(np.abs(values))) if np.isfinite(values).any() else None,
         "agreement": _num(a.agreement, 4),
         "event_share": _num(a.event_share, 4),
+        "informative": a.informative,
         "lift": _num(a.lift, 4),
         "score": _num(a.score),
         "note": a.note,

@@ -224,7 +224,7 @@ def test_agreement_distribution_equals_a_per_user_loop(exp, sent):
     # The users sampled (the same seed), each explained on its own through exp.user(uid).
     users = exp.agreement(40).per_user.index
     assert len(set(users)) == 40 and exp.is_test[[exp.sequences.user_index(u) for u in users]].all()
-    ref, no_rule = [], 0
+    ref, shares, no_rule = [], [], 0
     for uid in users:
         u = exp.user(uid)
         if not u.fired:
@@ -236,10 +236,13 @@ def test_agreement_distribution_equals_a_per_user_loop(exp, sent):
         ok = np.isfinite(got)
         assert np.allclose(got[ok], amounts[ok])
         ref.append(a.agreement)
-    ref = np.array(ref, dtype=float)
-    defined = ref[np.isfinite(ref)]
-    assert st["n_no_rule"] == no_rule and st["n_defined"] == len(defined)
-    assert st["n_zero"] == 40 - no_rule - len(defined)
+        shares.append(a.event_share)
+    ref, shares = np.array(ref, dtype=float), np.array(shares, dtype=float)
+    assert st["n_no_rule"] == no_rule and st["n_defined"] == int(np.isfinite(ref).sum())
+    assert st["n_zero"] == 40 - no_rule - st["n_defined"]
+    # the distribution is over the users whose fired rules read fewer than 95% of their events
+    defined = ref[np.isfinite(ref) & (shares < 0.95)]
+    assert st["n_informative"] == len(defined) and st["n_uninformative"] == st["n_defined"] - len(defined)
     assert len(defined) >= 10 and no_rule >= 0
     assert st["agreement_mean"] == pytest.approx(defined.mean(), abs=1e-4)
     assert st["deciles"] == pytest.approx(np.quantile(defined, np.arange(1, 10) / 10), abs=1e-4)
@@ -249,6 +252,22 @@ def test_agreement_distribution_equals_a_per_user_loop(exp, sent):
         counts[min(int(np.floor(v * 10 + 1e-12)), 9)] += 1
     assert st["counts"] == counts.tolist() and st["edges"] == pytest.approx(np.linspace(0, 1, 11))
     assert st["method"] == "occlusion"
+
+
+def test_agreement_over_rules_that_read_every_event_says_it_is_not_informative():
+    """Rules on an average over all events read every event: 100% agreement for every user says nothing."""
+    whole = tiny_payments(300, random_state=3, statistics=("Select(amount) | Mean",), teacher=_amount_sum)
+    summary = whole.agreement(40)
+    pu = summary.per_user
+    fired = pu["rule_fired"].astype(bool)
+    assert fired.sum() >= 10 and (pu.loc[fired, "agreement"] > 0.999).all()  # what used to be shown as a pass
+    d = summary.to_dict()
+    assert d["n_informative"] == 0 and d["n_uninformative"] == d["n_defined"] >= 10
+    assert d["agreement_mean"] is None and d["deciles"] is None and sum(d["counts"]) == 0
+    assert "not shown" in d["uninformative"] and "whatever the model attends to" in d["uninformative"]
+    assert "not informative" in repr(summary)
+    one = whole.user(pu.index[np.flatnonzero(fired.to_numpy())[0]]).attributions
+    assert one.agreement > 0.999 and not one.informative
 
 
 def test_agreement_time_budget_keeps_a_random_part_of_the_sample(exp):
