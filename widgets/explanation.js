@@ -32,12 +32,14 @@ function svg(tag, attrs, ...children) {
   return node;
 }
 
-// A chart's <svg>: drawn in a W x H viewBox, it scales down with its box and never above W
-// (.rx-svg in the CSS), so a narrow notebook shows the whole chart instead of clipping it.
+// A chart's <svg>: drawn W x H at its natural size, never scaled down (a 460 px chart in a 270 px
+// view would show its 10 px text at 6 px); chartBox puts it in a box that scrolls sideways instead.
 function chartSvg(cls, W, H, label) {
   return svg("svg", { class: `rx-svg ${cls}`, viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
-    "aria-label": label, style: `max-width:${W}px` });
+    "aria-label": label, style: `width:${W}px;height:${H}px` });
 }
+
+const chartBox = (box) => scrollBox(`chart-${box.getAttribute("aria-label")}`, box, "rx-chart-scroll");
 
 // A table in a box that scrolls sideways: the one place a narrow view may be wider inside.
 function scrollBox(key, table, cls = "") {
@@ -205,7 +207,7 @@ function lineChart(points, totalEpochs) {
   if (!points.length) {
     box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "rx-chart-empty" },
       "training starts after the search"));
-    return box;
+    return chartBox(box);
   }
   const maxEpoch = Math.max(1, totalEpochs || 0, ...points.map((p) => p.epoch));
   const losses = points.map((p) => p.loss).filter((v) => v !== null);
@@ -223,7 +225,7 @@ function lineChart(points, totalEpochs) {
   box.appendChild(svg("text", { x: W - R + 4, y: H - B, class: "rx-axis rx-fid-label" }, "0"));
   box.appendChild(svg("text", { x: W / 2, y: H - 5, "text-anchor": "middle", class: "rx-axis" }, `epoch (of ${maxEpoch})`));
   const last = points[points.length - 1];
-  return h("div", { class: "rx-chart-wrap" }, box,
+  return h("div", { class: "rx-chart-wrap" }, chartBox(box),
     h("div", { class: "rx-legend" },
       h("span", { class: "rx-key rx-key-loss" }, `loss ${fmt(last.loss, 4)}`),
       h("span", { class: "rx-key rx-key-fid" }, `running fidelity ${fmt(last.fidelity, 3)}`)));
@@ -357,7 +359,7 @@ function agreementPanel(ui, audit) {
       h("div", { class: "rx-figure-value" }, value), h("div", { class: "rx-figure-label" }, label));
     const deciles = s.deciles ? s.deciles.map((d, i) => `${(i + 1) * 10}th ${pct(d, 0)}`).join(" · ") : "none: no user has a defined agreement";
     parts.push(h("div", { class: "rx-agree-body" },
-      s.n_defined ? h("div", { class: "rx-hist-box" }, agreementHistogram(s)) : null,
+      s.n_defined ? h("div", { class: "rx-hist-box" }, chartBox(agreementHistogram(s))) : null,
       h("div", { class: "rx-agree-text" },
         h("div", { class: "rx-figures" },
           item("median lift (agreement ÷ share of events the rules read)", s.lift_median === null ? "–" : `${fmt(s.lift_median, 2)}×`, "rx-figure-main rx-agree-lift-figure"),
@@ -622,7 +624,7 @@ function thresholdsView(results, ui, redraw, audit, nav) {
       values.has(t.column) ? h("div", { class: "rx-user-value" }, `User ${ui.user.id}: `,
         h("strong", null, values.get(t.column) === null ? "undefined" : fmt(values.get(t.column)))) : null,
       h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" },
-        histogram(t, values.has(t.column) ? { id: ui.user.id, value: values.get(t.column) } : null)),
+        chartBox(histogram(t, values.has(t.column) ? { id: ui.user.id, value: values.get(t.column) } : null))),
         scrollBox(`thresholds-${t.column}`, h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
           h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
@@ -660,7 +662,7 @@ function curveChart(points) {
   box.appendChild(svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "rx-axis" }, "number of rules"));
   box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(hi, 3)));
   box.appendChild(svg("text", { x: L - 4, y: H - B, "text-anchor": "end", class: "rx-axis" }, fmt(lo, 3)));
-  return h("div", { class: "rx-chart-wrap" }, box, h("div", { class: "rx-legend" },
+  return h("div", { class: "rx-chart-wrap" }, chartBox(box), h("div", { class: "rx-legend" },
     h("span", { class: "rx-key rx-key-fid" }, "held-out fidelity"), h("span", { class: "rx-key rx-key-valid" }, "validation fidelity"),
     h("span", { class: "rx-key" }, "large dot: the rules shown (the default)")));
 }
@@ -742,7 +744,7 @@ function faithfulView(f, openUser) {
   return [h("h4", null, "How faithful: teacher against rules on held-out users"),
     h("p", { class: "rx-help" }, `${fmt(f.points.length)} of ${fmt(f.n_test)} held-out users; rank correlation `,
       h("strong", { class: "rx-spearman" }, f.spearman === null ? "–" : fmt(f.spearman, 3)),
-      ". Points on a rising line mean the rules order users as the model does."), scatterChart(f),
+      ". Points on a rising line mean the rules order users as the model does."), chartBox(scatterChart(f)),
     h("h4", null, "Users the rules explain worst"),
     h("p", { class: "rx-help" }, "Held-out users whose rank under the rules is farthest from their rank under the model. Click one to see why."),
     scrollBox("worst", h("table", { class: "rx-table rx-worst" },
@@ -766,7 +768,7 @@ function effectsView(results, openUser) {
     h("p", { class: "rx-help" }, "The line is the sum of the weights of every rule condition on the statistic, as a step over its values, ",
       "with the other conditions at their most common value, relative to where most users are; bars beneath count users."),
     effects.map((e) => h("div", { class: "rx-effect-block", data: { column: e.column } },
-      h("div", { class: "rx-threshold-title", title: e.notation }, withUnit(e)), effectChart(e),
+      h("div", { class: "rx-threshold-title", title: e.notation }, withUnit(e)), chartBox(effectChart(e)),
       e.effect.every((v) => !v) ? h("div", { class: "rx-undefined-note" }, "No effect on its own: the rules that use it ",
         "also hold (or fail) through their other conditions at those conditions' most common values.") : null,
       e.n_undefined ? h("div", { class: "rx-undefined-note" },
@@ -889,7 +891,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     })));
   return h("div", { class: "rx-user", data: { user: d.id } }, head, scores,
     h("div", { class: "rx-user-grid" },
-      h("div", null, h("h4", null, "Score, rule by rule"), waterfall(d)),
+      h("div", null, h("h4", null, "Score, rule by rule"), chartBox(waterfall(d))),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
