@@ -24,6 +24,8 @@ the unpruned rule set's on the validation users and on all training users.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,11 @@ MAX_LITERALS = 4
 TOLERANCE = 0.002
 #: Fidelities closer than this are a tie when choosing the rule to drop.
 NEAR_TIE = 1e-9
+#: Threads that score the candidate drops (at most two: each is independent, so the same figures
+#: with one or two).
+N_JOBS = min(2, os.cpu_count() or 1)
+#: Users from which the candidate drops are scored on :data:`N_JOBS` threads (fewer: a thread costs more).
+PARALLEL_USERS = 20_000
 
 
 @dataclass
@@ -285,8 +292,8 @@ class _Agreement:
     """:func:`~rudi_explain.metrics.fidelity` to one teacher, for many students: the same counts.
 
     Pruning scores hundreds of rule sets against the same teacher scores; the
-    teacher's ranks, tied pairs and (when no two users tie) its order are
-    computed once, so each student costs one sort fewer.
+    teacher's ranks, tied pairs and order are computed once, so each student
+    costs one sort fewer (and a cheap one within the teacher's ties).
     """
 
     def __init__(self, teacher: np.ndarray) -> None:
@@ -295,11 +302,10 @@ class _Agreement:
         self.total = n * (n - 1)
         self.half = n * (n - 1) // 2
         self.ranks = _dense_ranks(self.teacher) if n >= 2 and np.isfinite(self.teacher).all() else None
-        self.order: np.ndarray | None = None
         if self.ranks is not None:
             self.p_t = self.half - _tied_pairs(self.ranks)
-            if self.p_t == self.half:  # no ties: sorting by the teacher alone gives fidelity's order
-                self.order = np.argsort(self.ranks, kind="stable")
+            self.order = np.argsort(self.ranks, kind="stable")
+            self.sorted_ranks = self.ranks[self.order]
 
     def __call__(self, student: np.ndarray) -> float:
         s = np.asarray(student, dtype=np.float64)
@@ -310,10 +316,14 @@ class _Agreement:
     def of_ranks(self, rs: np.ndarray) -> float:
         """Fidelity of a student given by its dense ranks (0 .. q-1, equal scores sharing one)."""
         assert self.ranks is not None
-        n, rt = self.n, self.ranks
+        n = self.n
         p_s = self.half - _tied_pairs(rs)
-        # as count_pairs: by teacher ascending, and within teacher ties by student descending
-        order = self.order if self.order is not None else np.argsort(rt * n + (n - 1 - rs))
+        # As count_pairs: by teacher ascending, and within teacher ties by student descending. Users in
+        # the teacher's order already are sorted but within its ties: a stable sort of nearly sorted keys
+        # (users with equal keys have equal student ranks, so their order changes no count).
+        order = self.order
+        if self.p_t < self.half:
+            order = order[np.argsort(self.sorted_ranks * n + (n - 1 - rs[order]), kind="stable")]
         both = _count_increasing_pairs(rs[order])
         return (self.total - (self.p_t - both) - (p_s - both)) / self.total
 
@@ -332,15 +342,19 @@ def _drop_losses(agreement: _Agreement, intercept: float, F: np.ndarray, weights
     for k in range(n_rules):
         codes |= F[:, k].astype(np.uint64) << np.uint64(k)
     patterns, inverse = np.unique(codes, return_inverse=True)
+    inverse = inverse.reshape(-1)
     P = ((patterns[:, None] >> np.arange(n_rules, dtype=np.uint64)[None, :]) & np.uint64(1)).astype(bool)
-    losses = np.empty(n_rules)
-    for k in range(n_rules):
+
+    def loss(k: int) -> float:
         s = _sum_scores(intercept, P, weights, skip=k)
         if not np.isfinite(s).all():  # overflow: fidelity's own error
-            losses[k] = agreement(_sum_scores(intercept, F, weights, skip=k))
-            continue
-        losses[k] = agreement.of_ranks(_dense_ranks(s)[inverse.reshape(-1)])
-    return losses
+            return agreement(_sum_scores(intercept, F, weights, skip=k))
+        return agreement.of_ranks(_dense_ranks(s)[inverse])
+
+    if N_JOBS > 1 and F.shape[0] >= PARALLEL_USERS:  # numpy's sorts and sums let go of the GIL
+        with ThreadPoolExecutor(N_JOBS) as pool:
+            return np.array(list(pool.map(loss, range(n_rules))))
+    return np.array([loss(k) for k in range(n_rules)])
 
 
 def _fires(f: Formula, Z: np.ndarray) -> np.ndarray:

@@ -174,6 +174,13 @@ def swap_rules(
         statistic output alone are folded into disjoint bands, as pruning
         leaves them); ``rules`` itself when no swap helps the validation users.
     """
+    return _swap(rules, Z, y, is_valid, n_pairs, passes, should_stop, {})
+
+
+def _swap(rules: RuleSet, Z: np.ndarray, y: np.ndarray, is_valid: np.ndarray, n_pairs: int, passes: int,
+          should_stop: Callable[[], bool] | None, shared: dict) -> RuleSet:
+    """:func:`swap_rules`; ``shared`` keeps the fitting users' matrices between calls on the same ``Z`` and
+    ``is_valid`` (:func:`swap_path` swaps every point over the same users)."""
     if rules.linear or len(rules) < 1 or type(rules) is not RuleSet:
         return rules
     Z = np.asarray(Z, dtype=bool)
@@ -186,11 +193,14 @@ def swap_rules(
     fit_rows = np.flatnonzero(~is_valid)
     if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
-    if fit_rows.size > MAX_USERS:  # a fixed subsample: the same on every machine
-        fit_rows = np.sort(np.random.default_rng(0).permutation(fit_rows)[:MAX_USERS])
+    if "pairs" not in shared:
+        fit_rows = np.flatnonzero(~is_valid)
+        if fit_rows.size > MAX_USERS:  # a fixed subsample: the same on every machine
+            fit_rows = np.sort(np.random.default_rng(0).permutation(fit_rows)[:MAX_USERS])
+        shared["fit_rows"], shared["Zb"] = fit_rows, Z[fit_rows]
+        shared["pairs"] = _Pairs(shared["Zb"].astype(np.float64))
+    fit_rows, Zb, pairs = shared["fit_rows"], shared["Zb"], shared["pairs"]
     info = literal_info(rules.literals if rules.literals is not None else rules.info, Z.shape[1])
-    Zb = Z[fit_rows]
-    pairs = _Pairs(Zb.astype(np.float64))
     # standard units: scores of any size must not overflow a sum of squares
     center, scale = _standard_units(y[fit_rows])
     yf = (y[fit_rows] - center) / scale
@@ -233,7 +243,8 @@ def swap_rules(
 
 
 def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndarray, max_rules: int = 10,
-              should_stop: Callable[[], bool] | None = None, **kwargs) -> PruningPath:
+              should_stop: Callable[[], bool] | None = None, n_pairs: int = N_PAIRS, passes: int = 2
+              ) -> PruningPath:
     """The pruning path with the rules of each point of at most ``max_rules`` rules swapped where that helps.
 
     Every point a user may pick below the cap (``exp.with_rules(k)``) gets the
@@ -251,8 +262,8 @@ def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndar
     should_stop : callable, optional
         Checked between rules; when it returns True the points not yet
         swapped stay as they are.
-    **kwargs
-        Passed to :func:`swap_rules`.
+    n_pairs, passes : int
+        As for :func:`swap_rules`.
 
     Returns
     -------
@@ -267,12 +278,13 @@ def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndar
     rule_sets = list(path.rule_sets)
     fids = np.asarray(path.fidelity_valid, dtype=np.float64).copy()
     n_rules = np.asarray(path.n_rules).copy()
+    shared: dict = {}  # the fitting users' matrices, the same for every point
     for i, before in enumerate(rule_sets):
         if path.n_rules[i] > max_rules:
             continue
         if should_stop is not None and should_stop():
             break
-        after = swap_rules(before, Z, y, valid, should_stop=should_stop, **kwargs)
+        after = _swap(before, Z, y, valid, n_pairs, passes, should_stop, shared)
         if after is not before:
             rule_sets[i] = after
             fids[i] = fidelity(y[valid], after.score(Z[valid]))

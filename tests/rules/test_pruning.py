@@ -212,3 +212,19 @@ def test_pruning_scores_no_candidate_by_sorting_every_user(monkeypatch):
     assert calls == []
     assert path.fidelity_unpruned == fidelity(y[is_valid], rules.score(Z[is_valid]))
     assert path.fidelity_valid.tolist() == [fidelity(y[is_valid], rs.score(Z[is_valid])) for rs in path.rule_sets]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_same_path_on_one_and_two_threads(seed, monkeypatch):
+    # the candidate drops of a step are independent: scored on two threads, the same figures and rules
+    import rudi_explain.rules.pruning as pruning
+
+    rng, V, lits, Z, y = _data(seed)
+    rules = _random_rules(rng, lits, 14, max_len=6)
+    is_valid = rng.random(len(y)) < 0.25
+    monkeypatch.setattr(pruning, "PARALLEL_USERS", 0)
+    paths = []
+    for n_jobs in (1, 2):
+        monkeypatch.setattr(pruning, "N_JOBS", n_jobs)
+        paths.append(prune_rules(rules, Z, y, is_valid, max_rules=6, max_literals=3).to_dict())
+    assert paths[0] == paths[1]

@@ -175,3 +175,20 @@ def test_pair_counts_of_the_strongest_literals_are_computed_once_per_set_of_lite
         assert _best_condition(r, pairs, 48) == _best_condition(r, Zf, 48)
     assert pairs.of(np.arange(12))[1] is first[1]
     assert pairs.of(np.arange(1, 12))[1] is not first[1]
+
+
+def test_a_path_builds_the_fitting_users_matrix_once(monkeypatch):
+    # every point is swapped over the same users: one float matrix and its pair counts for all of them,
+    # and each point's rules those of swap_rules alone
+    import rudi_explain.rules.swap as swap
+
+    built = []
+    original = swap._Pairs.__init__
+    monkeypatch.setattr(swap._Pairs, "__init__", lambda self, Zf: built.append(Zf.shape) or original(self, Zf))
+    Z, y, is_valid, _, rules = _planted_case(1)
+    path = prune_rules(rules, Z, y, is_valid, max_rules=4)
+    alone = [str(swap_rules(rs, Z, y, is_valid)) for rs in path.rule_sets]
+    built.clear()
+    swap_path(path, Z, y, is_valid, max_rules=len(rules))
+    assert len(built) == 1
+    assert [str(rs) for rs in path.rule_sets] == alone
