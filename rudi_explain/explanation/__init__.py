@@ -11,8 +11,9 @@ One job per module: :mod:`~rudi_explain.explanation.config` (the settings),
 
 from rudi_explain.explanation.archive import FORMAT, FORMAT_VERSION
 from rudi_explain.explanation.config import DEFAULTS, STUDENTS, ExplainConfig
-from rudi_explain.explanation.explanation import Explanation, load
+from rudi_explain.explanation.explanation import Explanation
 from rudi_explain.explanation.job import ExplanationCancelled, JobInputs, JobProgress, running
+from rudi_explain.explanation.loading import load
 from rudi_explain.explanation.pipeline import explain
 from rudi_explain.explanation.result import FittedState
 

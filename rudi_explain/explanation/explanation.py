@@ -23,7 +23,7 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.explanation import archive
 from rudi_explain.explanation.config import DEFAULTS, ExplainConfig
-from rudi_explain.explanation.figures import Figures, fidelity_curve, report
+from rudi_explain.explanation.figures import Figures, fidelity_by, fidelity_curve, report, slice_groups
 from rudi_explain.explanation.job import Job, JobControls, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
@@ -33,7 +33,7 @@ from rudi_explain.sql.warehouse import as_event_table, is_event_source
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.aggregator import align_vocabularies
 
-__all__ = ["Explanation", "load"]
+__all__ = ["Explanation"]
 
 
 class Explanation(JobControls):
@@ -264,6 +264,32 @@ class Explanation(JobControls):
         """
         return fidelity_curve(self.ready_result("exp.fidelity_curve"))
 
+    def fidelity_by(self, by: Any, held_out: bool = True) -> pd.DataFrame:
+        """Fidelity per slice of users: where the rules follow the model well, and where they do not.
+
+        Parameters
+        ----------
+        by : str or pandas Series
+            A categorical event column (each user is filed under their most
+            common value of it; users with none under ``"(no value)"``), or
+            one value per user: a Series indexed by user id.
+        held_out : bool, default=True
+            Over the held-out users (as :meth:`report`'s ``fidelity_test``);
+            False: over all users.
+
+        Returns
+        -------
+        pandas DataFrame
+            Indexed by the slice's value, largest slice first: ``n_users``,
+            ``share`` (of the users measured), ``fidelity`` (NaN below
+            :data:`~rudi_explain.explanation.figures.MIN_SLICE` users or
+            where the teacher gives them all one score), ``teacher_mean``
+            and ``rules_mean``. ``attrs["fidelity_all"]`` is the fidelity
+            over all of them together.
+        """
+        state = self.ready_result("exp.fidelity_by()")
+        return fidelity_by(state, slice_groups(self.sequences, by), held_out=held_out)
+
     def with_rules(self, k: int) -> Explanation:
         """The same explanation at another point of the fidelity curve.
 
@@ -450,37 +476,4 @@ class Explanation(JobControls):
 #: the settings a running explanation's repr names when they differ from the defaults
 _KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
                  "max_rules", "test_size", "prune")
-
-
-def load(path: str | Path, *, max_bytes: int | None = None) -> Explanation:
-    """Read an explanation written by :meth:`Explanation.save`.
-
-    Files are treated as untrusted: only the entries the format names are
-    read, each array's header is checked against the shape the JSON promises
-    before its data is read, and the bytes read are bounded
-    (:func:`rudi_explain.explanation.archive.read`).
-
-    Parameters
-    ----------
-    path : str or Path
-    max_bytes : int, optional
-        The most bytes to decompress. By default 64 MiB plus 100 times the
-        file's size on disk: far above what real explanations need, far below
-        what a file padded with compressible junk would claim.
-
-    Returns
-    -------
-    Explanation
-        Finished; it holds no model (pass one to the audit methods that ask it).
-
-    Raises
-    ------
-    ValueError
-        Naming the path and the damaged entry or field: not an explanation
-        file, another format version, wrong JSON types, array shapes or dtypes
-        that differ from what the JSON promises, bad CRC, decreasing offsets,
-        out-of-range category codes, repeated users, no held-out users.
-    """
-    saved = archive.read(path, max_bytes=max_bytes)
-    return Explanation(saved.sequences, saved.params, result=saved.state, history=saved.history)
 

@@ -14,17 +14,22 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain import metrics
-from rudi_explain.exceptions import InputError
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.config import DEFAULTS
 from rudi_explain.explanation.result import FittedState
 
-__all__ = ["report", "fidelity_curve", "Figures", "FIDELITY_MEANING", "MIN_HELD_OUT"]
+__all__ = ["report", "fidelity_curve", "fidelity_by", "user_categories", "slice_groups", "Figures", "FIDELITY_MEANING",
+           "MIN_HELD_OUT", "MIN_SLICE"]
 
 #: What fidelity measures, in one line (report, widget, HTML report).
 FIDELITY_MEANING = ("fidelity: of all pairs of held-out users, the share that the rules put in the same order "
                     "as the model does (0.5 is chance, 1 is the model's own order)")
 #: Fewer held-out users than this, and the held-out figures get a warning.
 MIN_HELD_OUT = 30
+#: Fewer held-out users than this in a slice, and :func:`fidelity_by` gives no fidelity for it (too few pairs).
+MIN_SLICE = 10
+#: What a user without events (or with the column missing on all of them) is filed under in :func:`user_categories`.
+NO_VALUE = "(no value)"
 
 
 class Figures:
@@ -134,3 +139,61 @@ def _figure_warnings(y: np.ndarray, test: np.ndarray, fidelity: float, ci: tuple
         out.append(f"{share:.0%} of the held-out teacher scores are tied at {values[counts.argmax()]:.4g}: a "
                    f"constant score already reaches fidelity {constant:.3f} (the rules: {fidelity:.3f})")
     return out
+
+
+def user_categories(seqs: Any, column: str) -> np.ndarray:
+    """Each user's most common value of a categorical event column (ties: the first in the column's order).
+
+    Users with no event holding a value get :data:`NO_VALUE`. Vectorized: one sort over (user, value) pairs.
+    """
+    vocab = seqs.categories(column)
+    codes = np.asarray(seqs.codes[column], dtype=np.int64)
+    user = np.asarray(seqs.event_user, dtype=np.int64)
+    known = (codes >= 0) & (codes < len(vocab))
+    pairs, counts = np.unique(user[known] * len(vocab) + codes[known], return_counts=True)
+    who, code = pairs // len(vocab), pairs % len(vocab)
+    order = np.lexsort((code, -counts, who))  # per user: most events first, then the first value
+    who, code = who[order], code[order]
+    first = np.ones(len(who), dtype=bool)
+    first[1:] = who[1:] != who[:-1]
+    out = np.full(seqs.n_users, NO_VALUE, dtype=object)
+    out[who[first]] = np.asarray(vocab, dtype=object)[code[first]]
+    return out
+
+
+def fidelity_by(state: FittedState, groups: np.ndarray, held_out: bool = True) -> pd.DataFrame:
+    """The frame :meth:`Explanation.fidelity_by` returns (see there): one row per value of ``groups``."""
+    groups = np.asarray(groups, dtype=object)
+    if groups.shape != (len(state.is_test),):
+        raise InputError(f"need one value per user ({len(state.is_test)}), got shape {groups.shape}")
+    keep = state.is_test if held_out else np.ones(len(groups), dtype=bool)
+    y = state.teacher_scores.to_numpy()[keep]
+    s = state.student_scores.to_numpy()[keep]
+    g = pd.Series(groups[keep]).astype(str).to_numpy()
+    values, inverse = np.unique(g, return_inverse=True)
+    rows = []
+    for k, value in enumerate(values):  # a loop over the slices (a handful), not over users
+        idx = np.flatnonzero(inverse == k)
+        defined = idx.size >= MIN_SLICE and np.ptp(y[idx]) > 0
+        rows.append({"value": value, "n_users": int(idx.size), "share": idx.size / max(len(g), 1),
+                     "fidelity": metrics.fidelity(y[idx], s[idx]) if defined else np.nan,
+                     "teacher_mean": float(y[idx].mean()), "rules_mean": float(s[idx].mean())})
+    out = pd.DataFrame(rows, columns=["value", "n_users", "share", "fidelity", "teacher_mean", "rules_mean"])
+    out = out.sort_values(["n_users", "value"], ascending=[False, True], kind="stable").set_index("value")
+    out.attrs["fidelity_all"] = metrics.fidelity(y, s) if len(y) >= 2 else np.nan
+    out.attrs["users"] = "held-out" if held_out else "all"
+    return out
+
+
+def slice_groups(seqs: Any, by: Any) -> np.ndarray:
+    """One value per user from ``by``: a categorical column (:func:`user_categories`) or a Series by user id."""
+    if isinstance(by, str):
+        return user_categories(seqs, by)
+    if isinstance(by, pd.Series):
+        missing = pd.Index(seqs.users).difference(by.index)
+        if len(missing):
+            raise InputError(f"by has no value for {len(missing):,} of the {seqs.n_users:,} users, e.g. "
+                             f"{missing[0]!r}: give one value per user id")
+        return by.reindex(seqs.users).to_numpy(dtype=object)
+    raise InputTypeError("by must be a categorical column name or a Series indexed by user id, got "
+                         f"{type(by).__name__}")
