@@ -793,13 +793,15 @@ function waterfall(d) {
     run += c.weight;
   }
   steps.push({ label: "rule score", from: 0, to: d.student, kind: "total" });
-  const vals = steps.flatMap((s) => [s.from, s.to]).concat([d.teacher]);
+  // the rule-score axis only: the teacher's score is on another scale (a logit, a probability), so it
+  // is compared by percentile on the strip beneath (percentileStrip), not drawn on this axis
+  const vals = steps.flatMap((s) => [s.from, s.to]);
   const lo = Math.min(0, ...vals), hi = Math.max(0, ...vals);
   const W = 460, rowH = 20, L = 90, R = 60, T = 6;
-  const H = T + rowH * steps.length + 22;
+  const H = T + rowH * steps.length + 8;
   const x = (v) => L + (W - L - R) * (v - lo) / (hi - lo || 1);
   const box = chartSvg("rx-waterfall", W, H, "rule score as intercept plus fired rules");
-  box.appendChild(svg("line", { x1: x(0), x2: x(0), y1: T, y2: H - 18, class: "rx-zero" }));
+  box.appendChild(svg("line", { x1: x(0), x2: x(0), y1: T, y2: H - 4, class: "rx-zero" }));
   steps.forEach((s, i) => {
     const y0 = T + i * rowH;
     const a = Math.min(x(s.from), x(s.to)), b = Math.max(x(s.from), x(s.to));
@@ -808,9 +810,42 @@ function waterfall(d) {
       s.title ? svg("title", null, s.title) : null));
     box.appendChild(svg("text", { x: b + 4, y: y0 + 14, class: "rx-axis" }, s.kind === "up" || s.kind === "down" ? signed(s.to - s.from) : fmt(s.to)));
   });
-  const tx = x(d.teacher);
-  box.appendChild(svg("line", { x1: tx, x2: tx, y1: T, y2: H - 18, class: "rx-teacher-line" }));
-  box.appendChild(svg("text", { x: tx, y: H - 5, "text-anchor": "middle", class: "rx-axis rx-teacher-label" }, `teacher ${fmt(d.teacher, 3)}`));
+  return box;
+}
+
+// A percentile in words: an ordinal when it is whole ("22nd percentile"), else "percentile 3.2"
+// ("3.22th" reads as a typo). Percentiles are mid-rank (rudi_explain/audit/ranks.py).
+function percentileWords(p) {
+  if (p === null || p === undefined || Number.isNaN(p)) return "percentile –";
+  const r = Math.round(p * 10) / 10;
+  return Number.isInteger(r) ? `${ordinal(r)} percentile` : `percentile ${r.toFixed(1)}`;
+}
+
+// The user's teacher percentile beside its rule-score percentile, on one 0-100 strip: the two scores
+// live on different scales, their ranks among all users compare directly.
+function percentileStrip(d) {
+  const W = 460, H = 62, L = 90, R = 60, Y = 30;
+  const box = chartSvg("rx-pct-strip", W, H, `percentile among all users: teacher ${percentileWords(d.percentile)}, ` +
+    `rules ${percentileWords(d.student_percentile)}`);
+  const x = (p) => L + (W - L - R) * Math.min(100, Math.max(0, p)) / 100;
+  box.appendChild(svg("line", { x1: x(0), x2: x(100), y1: Y, y2: Y, class: "rx-pct-axis" }));
+  for (const p of [0, 25, 50, 75, 100]) {
+    box.appendChild(svg("line", { x1: x(p), x2: x(p), y1: Y - 3, y2: Y + 3, class: "rx-pct-axis" }));
+  }
+  box.appendChild(svg("text", { x: L - 6, y: Y + 4, "text-anchor": "end", class: "rx-axis" }, "percentile"));
+  box.appendChild(svg("text", { x: x(0), y: Y + 15, "text-anchor": "middle", class: "rx-axis" }, "0"));
+  box.appendChild(svg("text", { x: x(100), y: Y + 15, "text-anchor": "middle", class: "rx-axis" }, "100"));
+  const mark = (p, cls, label, above) => {
+    if (p === null || p === undefined) return;
+    const px = x(p);
+    box.appendChild(svg("line", { x1: px, x2: px, y1: above ? Y - 14 : Y, y2: above ? Y : Y + 14, class: `rx-pct-mark ${cls}-line`,
+      "data-percentile": p }, svg("title", null, `${label}: ${percentileWords(p)}`)));
+    const anchor = px < L + 30 ? "start" : px > W - R - 30 ? "end" : "middle";
+    box.appendChild(svg("text", { x: px, y: above ? Y - 17 : Y + 26, "text-anchor": anchor, class: `rx-axis ${cls}-label` },
+      `${label} ${fmt(Math.round(p * 10) / 10)}`));
+  };
+  mark(d.percentile, "rx-teacher", "teacher", true);
+  mark(d.student_percentile, "rx-rules-pct", "rules", false);
   return box;
 }
 
@@ -850,10 +885,10 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     d.held_out ? h("span", { class: "rx-tag" }, term("held out")) : h("span", { class: "rx-tag rx-tag-train" }, "training"));
   const scores = h("div", { class: "rx-figures" },
     h("div", { class: "rx-figure rx-figure-main" }, h("div", { class: "rx-figure-value rx-teacher-score" }, fmt(d.teacher, 4)),
-      h("div", { class: "rx-figure-label" }, `teacher score, ${(results.summary || {}).score_unit || "raw"} (${fmt(d.percentile, 3)}th percentile)`)),
+      h("div", { class: "rx-figure-label" }, `teacher score, ${(results.summary || {}).score_unit || "raw"} (${percentileWords(d.percentile)})`)),
     h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value rx-rule-score" }, fmt(d.student, 4)),
       h("div", { class: "rx-figure-label" }, d.student_percentile != null
-        ? `rule score (${fmt(d.student_percentile, 3)}th percentile)` : "rule score")),
+        ? `rule score (${percentileWords(d.student_percentile)})` : "rule score")),
     h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value" }, `${d.fired.length} of ${ruleByIndex.size}`),
       h("div", { class: "rx-figure-label" }, "rules fire")));
   const fired = h("ol", { class: "rx-fired" }, d.contributions.map((c) => h("li", {
@@ -891,7 +926,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     })));
   return h("div", { class: "rx-user", data: { user: d.id } }, head, scores,
     h("div", { class: "rx-user-grid" },
-      h("div", null, h("h4", null, "Score, rule by rule"), chartBox(waterfall(d))),
+      h("div", null, h("h4", null, "Score, rule by rule"), chartBox(waterfall(d)), chartBox(percentileStrip(d))),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
@@ -991,18 +1026,18 @@ function counterfactualView(d, ui) {
         h("span", { class: "rx-cf-now" }, f.now), h("span", { class: "rx-cf-arrow", "aria-label": "becomes" }, " → "),
         h("span", { class: "rx-cf-after" }, f.after),
         h("span", { class: "rx-cf-rules" }, ` (${f.rules.map((k) => `rule ${k + 1}`).join(", ")})`)))));
-    parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${fmt(cf.score, 4)} (${ordinal(cf.percentile)} percentile) → `,
-      h("strong", null, `${fmt(cf.new_score, 4)} (${ordinal(cf.new_percentile)} percentile)`),
-      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, the ${ordinal(cf.target_percentile)} percentile of the training users' rule scores.`));
+    parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${fmt(cf.score, 4)} (${percentileWords(cf.percentile)}) → `,
+      h("strong", null, `${fmt(cf.new_score, 4)} (${percentileWords(cf.new_percentile)})`),
+      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, ${percentileWords(cf.target_percentile)} of the training users' rule scores.`));
   }
   const e = cf.edit;
   if (e) {
     parts.push(h("div", { class: "rx-cf-edit" }, h("strong", null, "On the events: "),
       `dropping the ${e.n_dropped} most recent matching event${e.n_dropped === 1 ? "" : "s"} gives the rule score ${fmt(e.score, 4)} `,
-      `(${ordinal(e.percentile)} percentile), ${e.reaches_target ? "past" : "not past"} the target.`,
+      `(${percentileWords(e.percentile)}), ${e.reaches_target ? "past" : "not past"} the target.`,
       e.teacher_score !== null
         ? h("div", { class: "rx-cf-teacher" }, `The model on the edited events: ${fmt(e.teacher_score_before, 4)} `,
-          `(${ordinal(e.teacher_percentile_before)} percentile) → `, h("strong", null, `${fmt(e.teacher_score, 4)} (${ordinal(e.teacher_percentile)} percentile)`), ".")
+          `(${percentileWords(e.teacher_percentile_before)}) → `, h("strong", null, `${fmt(e.teacher_score, 4)} (${percentileWords(e.teacher_percentile)})`), ".")
         : e.note ? h("div", { class: "rx-cf-teacher rx-muted" }, e.note) : null));
   }
   return h("div", { class: "rx-cf", data: { direction: cf.direction } }, parts);

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["percentile_of", "percentile"]
+__all__ = ["percentile_of", "percentile", "percentile_words"]
 
 
 def percentile_of(x: np.ndarray | float, among: np.ndarray, *, among_sorted: bool = False) -> np.ndarray:
@@ -54,3 +54,19 @@ def percentile(x: float, among: np.ndarray) -> float:
     else:
         lo, hi = int(np.count_nonzero(values < x)), int(np.count_nonzero(values <= x))
     return 100.0 * ((lo + hi) / 2) / len(values)
+
+
+def percentile_words(p: float | None) -> str:
+    """A percentile as a reader says it: ``"22nd percentile"`` when whole, else ``"percentile 3.2"``.
+
+    Rounded to one decimal first; a fraction never takes an ordinal suffix ("3.22th" reads as a
+    typo). ``None`` or NaN gives ``"percentile -"``.
+    """
+    if p is None or np.isnan(p):
+        return "percentile -"
+    r = round(float(p), 1)
+    if r != int(r):
+        return f"percentile {r:.1f}"
+    k = int(r)
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix} percentile"

@@ -15,7 +15,7 @@ import pandas as pd
 
 from rudi_explain.audit.attributions import EventAttributions, user_attributions
 from rudi_explain.audit.counterfactual import Counterfactual, counterfactual
-from rudi_explain.audit.ranks import percentile
+from rudi_explain.audit.ranks import percentile, percentile_words
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import Rule
 
@@ -163,5 +163,5 @@ class UserView:
 
     def __repr__(self) -> str:
         return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
-                f"({self.percentile:.0f}th percentile), rules {self.student_score:.4g} "
-                f"({self.student_percentile:.0f}th percentile), {len(self.fired)} rules fire)")
+                f"({percentile_words(self.percentile)}), rules {self.student_score:.4g} "
+                f"({percentile_words(self.student_percentile)}), {len(self.fired)} rules fire)")
