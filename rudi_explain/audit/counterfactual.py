@@ -263,6 +263,32 @@ def _is_event_count(stat: Any, seqs: Any) -> bool:
     return agg == "Count" or (agg == "Sum" and stat.selected in seqs.vocabularies)
 
 
+def _is_event_share(stat: Any, seqs: Any) -> bool:
+    """Whether a statistic is a share of events: the mean of a categorical one-hot."""
+    return stat.aggregation.name == "Mean" and stat.selected in seqs.vocabularies
+
+
+def _share_in_events(exp: Explanation, index: int, column: int, x: float, needed: float,
+                     words: str) -> tuple[int | None, str | None]:
+    """A share's change said in events: ``m`` of ``n`` events match; dropping ``k`` matching events gives
+    ``(m - k) / (n - k)``, adding ``k`` gives ``(m + k) / (n + k)``. None where the share is not ``m / n``."""
+    idx = np.array([index], dtype=np.int64)
+    m = len(output_events(exp, idx, column, counted=True)[0])
+    n = len(output_events(exp, idx, column, counted=False)[0])
+    if n == 0 or math.isnan(x) or abs(m / n - x) > 1e-9 or not 0 <= needed < 1:
+        return None, None
+    if needed < x:  # drop matching events until the share is at most what is needed
+        k = min(m, math.ceil((m - needed * n) / (1.0 - needed) - 1e-9))
+        delta = -k
+    else:  # add matching events until the share reaches what is needed
+        k = max(1, math.ceil((needed * n - m) / (1.0 - needed) - 1e-9))
+        delta = k
+    what = words[len("share of "):] if words.startswith("share of ") else f"events counted in: {words}"
+    if k == 1 and what.startswith("events"):
+        what = "event" + what[len("events"):]
+    return delta, f"{k} {'fewer' if delta < 0 else 'more'} {what} (now {m} of {n})"
+
+
 def _events_words(words: str, delta: int) -> str:
     """"2 fewer events where channel is online" from "number of events where channel is online"."""
     what = words
@@ -430,6 +456,7 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     used = np.flatnonzero(reads.any(axis=1))
     moves = _band_moves(state, index, used)
     best, n_scored, cut = None, 0, False
+    nearest: tuple[float, int, np.ndarray] | None = None  # the furthest move toward the target, if none reaches it
     for level in range(1, int(max_literals) + 1):  # fewest flips first: stop at the first level that works
         if n_scored >= max_candidates:
             cut = True
@@ -441,6 +468,10 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
             continue
         scores = _score_candidates(state, index, moves, cand)
         n_scored += len(cand)
+        toward = scores if direction == "below" else -scores
+        k = int(np.argmin(toward))
+        if nearest is None or toward[k] < nearest[0] - 1e-12:  # strictly better: fewer flips win a tie
+            nearest = (float(toward[k]), level, cand[k][cand[k] >= 0])
         ok = np.flatnonzero(past(scores))
         if ok.size:
             dist = np.where(cand[ok] >= 0, np.asarray(moves.distance)[np.maximum(cand[ok], 0)], 0.0).sum(axis=1)
@@ -454,11 +485,21 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     if best is None:
         why = (f"the search stopped after {n_scored:,} candidate changes (max_candidates)" if cut else
                f"no change of at most {max_literals} literal{'s' if max_literals > 1 else ''} does it")
-        return Counterfactual(**base, found=False, new_score=None, new_percentile=None, n_literals=0,
-                              distance=math.nan, changes=empty_changes, flipped=empty_flips, edit=None,
-                              n_candidates=n_scored,
-                              message=f"user {uid!r}: no counterfactual found to move the rule score {s0:.4g} "
-                                      f"{where}: {why}")
+        message = f"user {uid!r}: no counterfactual found to move the rule score {s0:.4g} {where}: {why}"
+        if nearest is None or (nearest[0] if direction == "below" else -nearest[0]) == s0:
+            return Counterfactual(**base, found=False, new_score=None, new_percentile=None, n_literals=0,
+                                  distance=math.nan, changes=empty_changes, flipped=empty_flips, edit=None,
+                                  n_candidates=n_scored, message=message + "; no change moves it at all")
+        # the nearest score reachable, and the change that reaches it (``found`` stays False)
+        near_score = nearest[0] if direction == "below" else -nearest[0]
+        changes, flips = _describe(exp, state, index, moves, nearest[2], reads)
+        return Counterfactual(**base, found=False, new_score=near_score, new_percentile=pct(near_score),
+                              n_literals=nearest[1], distance=float(np.asarray(moves.distance)[nearest[2]].sum()),
+                              changes=changes, flipped=flips, edit=None, n_candidates=n_scored,
+                              message=message + f"; the nearest it gets is {near_score:.4g} (percentile "
+                                      f"{pct(near_score):.1f}, from {pct(s0):.1f}), flipping {nearest[1]} "
+                                      f"literal{'s' if nearest[1] > 1 else ''}: allow more changes or aim at "
+                                      "another percentile")
     level, chosen, new_score = best
     changes, flips = _describe(exp, state, index, moves, chosen, reads)
     edit = None
@@ -490,13 +531,16 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
         stat = L.statistics[int(L.output_statistic[c])] if L.statistics is not None else None
         counts = stat is not None and _is_event_count(stat, seqs)
         delta = int(round(needed - (0.0 if math.isnan(x) else x))) if counts else None
+        words_events = _events_words(L.output_descriptions[c], delta) if counts and delta else None
+        if not counts and stat is not None and L.output_kind[c] == "share" and _is_event_share(stat, seqs):
+            delta, words_events = _share_in_events(exp, index, c, x, needed, L.output_descriptions[c])
         rows.append({
             "output": c, "words": L.output_descriptions[c], "statistic": L.pipeline_text(c),
             "kind": L.output_kind[c], "unit": L.output_unit[c], "value_now": x, "value_needed": needed,
             "condition": moves.condition[m],
             "quantile_now": _quantile(tv, x), "quantile_needed": _quantile(tv, needed),
             "n_literals": moves.cost[m],
-            "events": _events_words(L.output_descriptions[c], delta) if counts and delta else None,
+            "events": words_events,
             "event_change": delta,
         })
         for i in moves.flipped[m].tolist():

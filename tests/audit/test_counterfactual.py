@@ -204,12 +204,55 @@ def test_already_past_not_found_and_bad_arguments():
     top, bottom = s.idxmax(), s.idxmin()
     cf = exp.user(bottom).counterfactual(50, "below")
     assert cf.found and cf.n_literals == 0 and cf.changes.empty and "already" in cf.message
-    # nothing gets the score above the highest training score
+    # nothing gets the score above the highest training score: the nearest score reachable instead
     cf = exp.user(bottom).counterfactual(100, "above", max_literals=2)
-    assert not cf.found and cf.new_score is None and "no counterfactual" in cf.message
+    assert not cf.found and "no counterfactual" in cf.message and "the nearest it gets is" in cf.message
+    assert cf.score < cf.new_score <= cf.target_score and cf.new_percentile > cf.percentile
+    assert 1 <= cf.n_literals <= 2 and len(cf.flipped) == cf.n_literals and cf.edit is None
+    # the nearest change, applied to the user's literals, scores as claimed (the rules by hand)
+    i = exp.sequences.user_index(bottom)
+    Z = exp.result.literal_matrix[[i]].copy()
+    Z[0, cf.flipped["literal"].to_numpy(dtype=int)] ^= True
+    assert score_by_hand(exp.rules, Z)[0] == pytest.approx(cf.new_score, abs=1e-9)
     with pytest.raises(ValueError, match="direction"):
         exp.user(top).counterfactual(50, "down")
     with pytest.raises(ValueError, match="target_percentile"):
         exp.user(top).counterfactual(150)
     with pytest.raises(ValueError, match="max_literals"):
         exp.user(top).counterfactual(50, max_literals=0)
+
+
+SHARES = ("Select(channel) | Mean", "Select(amount) | Mean")
+
+
+def _share(exp, uid, value: str) -> tuple[int, int]:
+    ev = exp.sequences.events(uid)["channel"].astype(str)
+    return int((ev == value).sum()), len(ev)
+
+
+def test_a_share_is_also_said_in_events():
+    """A change of a share of events says how many events of that kind to drop (or add), and dropping that
+    many of the user's matching events (a pandas count per user) gives a share the literal accepts."""
+    seen = 0
+    for seed in (1, 2, 3):
+        exp = tiny_payments(300, random_state=seed, statistics=SHARES)
+        L = exp.literals
+        for uid in exp.sequences.users[:80]:
+            cf = exp.user(uid).counterfactual(50, "below")
+            if not cf.found:
+                continue
+            for _, row in cf.changes.iterrows():
+                if L.output_kind[row.output] != "share" or row.event_change is pd.NA:
+                    continue
+                value = L.output_names[row.output].split("=", 1)[1].rstrip("]")
+                m, n = _share(exp, uid, value)
+                assert row.value_now == pytest.approx(m / n)
+                k = int(row.event_change)
+                assert f"{abs(k)} {'fewer' if k < 0 else 'more'}" in row.events and f"(now {m} of {n})" in row.events
+                new = (m + k) / (n + k)
+                if k < 0:  # just enough dropped: one fewer would not do
+                    assert new <= row.value_needed + 1e-12 and (m + k + 1) / (n + k + 1) > row.value_needed
+                else:
+                    assert new >= row.value_needed - 1e-12 and (m + k - 1) / (n + k - 1) < row.value_needed
+                seen += 1
+    assert seen >= 5, seen
