@@ -590,6 +590,9 @@ function userValues(user, results) {
   return new Map((user.literals || []).filter((l) => column.has(l.literal)).map((l) => [column.get(l.literal), l.value]));
 }
 
+// A statistic's literals by threshold value (the payload sorts them; an older saved one may not).
+const byThreshold = (ths) => ths.slice().sort((a, b) => a.threshold - b.threshold);
+
 function thresholdsView(results, ui, redraw, audit, nav) {
   const all = results.thresholds || [];
   const inRules = all.filter((t) => t.thresholds.some((th) => th.in_rules));
@@ -627,11 +630,11 @@ function thresholdsView(results, ui, redraw, audit, nav) {
         chartBox(histogram(t, values.has(t.column) ? { id: ui.user.id, value: values.get(t.column) } : null))),
         scrollBox(`thresholds-${t.column}`, h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
-          h("tbody", null, t.thresholds.map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "" },
+          h("tbody", null, byThreshold(t.thresholds).map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "", data: { literal: th.literal } },
             h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
         t.n_undefined ? h("div", { class: "rx-undefined-note" },
           `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null),
-      t.thresholds.filter((th) => th.in_rules).map((th) => whatIfControl(t, th, ui, results, audit)))),
+      whatIfControl(t, ui, results, audit, redraw))),
     more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button", data: { key: "more-thresholds" },
       on: { click: () => { ui.allThresholds = !ui.allThresholds; redraw(); } } },
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
@@ -1074,12 +1077,25 @@ function whatIfResult(th, st, results) {
   ];
 }
 
-function whatIfControl(t, th, ui, results, audit) {
-  const i = th.literal;
+// The decimals a slid value keeps: those of the literal's own threshold text, or enough to tell two
+// slider steps apart, whichever is more (a slider gives 0.254285905; exp.with_threshold wants 0.2543).
+function slideDecimals(thresholdText, step) {
+  const own = (String(thresholdText).split(".")[1] || "").length;
+  return Math.min(12, Math.max(own, step > 0 ? Math.ceil(-Math.log10(step)) + 1 : 0));
+}
+
+// One what-if control per statistic output: the threshold to move is picked among its literals in
+// rules (sorted by value), so an output read at four thresholds shows one control, not four alike.
+function whatIfControl(t, ui, results, audit, redraw) {
+  const inRules = byThreshold(t.thresholds).filter((x) => x.in_rules);
+  if (!inRules.length) return null;
+  const picked = inRules.find((x) => x.literal === (ui.whatIfPick || {})[t.column]) || inRules[0];
+  const th = picked, i = th.literal;
   const st = ui.whatIf[i];
   const text = st ? st.text : th.threshold_text;
   const lo = t.min ?? th.threshold, hi = t.max ?? th.threshold;
   const step = t.discrete ? 1 : (hi - lo) / 200 || 1;
+  const decimals = slideDecimals(th.threshold_text, step);
   const stop = (e) => e.stopPropagation();  // no notebook shortcut while typing or sliding here
   const onKey = (e) => {
     if (e.key === "Enter") { swallow(e); audit.whatIfTyped(i, e.target.value, true); }
@@ -1087,15 +1103,19 @@ function whatIfControl(t, th, ui, results, audit) {
     else stop(e);
   };
   const label = `new threshold for: ${th.name}`;
-  return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i }, "data-lm-suppress-shortcuts": "true" },
+  const which = inRules.length > 1
+    ? h("select", { class: "rx-whatif-pick", "aria-label": `the threshold of ${t.words} to move`, data: { key: `whatif-pick-${t.column}` },
+      on: { change: (e) => { (ui.whatIfPick ||= {})[t.column] = Number(e.target.value); redraw(); }, keydown: stop } },
+    inRules.map((x) => h("option", { value: String(x.literal), selected: x.literal === i }, `> ${x.threshold_text}`)))
+    : h("span", { class: "rx-whatif-words" }, `> ${th.threshold_text}`);
+  return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i, column: t.column }, "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "rx-whatif-controls" },
-      h("span", { class: "rx-whatif-label", title: th.name }, "What if ", h("span", { class: "rx-whatif-words" }, `> ${th.threshold_text}`),
-        " were more than"),
+      h("span", { class: "rx-whatif-label", title: th.name }, "What if ", which, " were more than"),
       h("input", { class: "rx-whatif-input", type: "number", step: "any", value: text, "aria-label": label,
         data: { key: `whatif-${i}`, literal: i }, on: { input: (e) => audit.whatIfTyped(i, e.target.value, false), keydown: onKey } }),
       hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: Number(text),
         "aria-label": `${label} (slider from ${fmt(lo)} to ${fmt(hi)})`, data: { key: `whatif-range-${i}`, literal: i },
-        on: { input: (e) => audit.whatIfTyped(i, e.target.value, false, true), keydown: onKey } }) : null,
+        on: { input: (e) => audit.whatIfTyped(i, String(Number(Number(e.target.value).toFixed(decimals))), false, true), keydown: onKey } }) : null,
       h("button", { class: "rx-button rx-whatif-reset", type: "button", data: { key: `whatif-reset-${i}` },
         on: { click: () => audit.whatIfReset(i, th.threshold_text) } }, "Reset")),
     h("div", { class: "rx-whatif-result", role: "status", "aria-live": "polite", data: { literal: i } }, whatIfResult(th, st, results)));

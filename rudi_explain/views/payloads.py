@@ -249,7 +249,7 @@ def thresholds(exp: Explanation) -> list[dict]:
 
     For each output: bin edges, users and mean teacher score per bin, the
     undefined users, and each of its literals' thresholds with the share of
-    users above it and whether a rule uses it. Outputs used by rules first.
+    users above it and whether a rule uses it, by threshold value. Outputs used by rules first.
     """
     L = exp.literals
     y = exp.teacher_scores.to_numpy(dtype=np.float64)
@@ -295,6 +295,7 @@ def thresholds(exp: Explanation) -> list[dict]:
         else:
             entry.update({"edges": [], "discrete": False, "counts": [], "mean_teacher": [], "min": None, "max": None})
         lits = np.flatnonzero(L.column == c)
+        lits = lits[np.argsort(L.thresholds[lits], kind="stable")]  # by value: refined ones come after the deciles
         above = _counts_above(v, L.thresholds[lits])
         entry["thresholds"] = [{
             "literal": int(i),

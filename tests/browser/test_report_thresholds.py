@@ -1,0 +1,76 @@
+"""The Thresholds tab: literals by value, one what-if control per statistic, slid values rounded (issue 28, item 10, polish).
+
+Over the standalone report's page (the widget's own front end) in Chromium, for an explanation whose
+first rule threshold was moved past others (so the literals come out of order, as refined ones do):
+each statistic's table lists its literals by value; each statistic has one what-if control, whose
+picker lists its literals in rules by value and switches the control to the one picked; a slid value
+is echoed with the literal's precision, not the slider's 0.254285905.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tiny import tiny_payments
+
+from rudi_explain.views import payloads as ws
+from rudi_explain.views.report import report_html
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    exp = tiny_payments(200)
+    first = next(x for t in ws.thresholds(exp) for x in t["thresholds"] if x["in_rules"])
+    moved = exp.with_threshold(first["literal"], 50.5)
+    path = tmp_path_factory.mktemp("thresholds") / "report.html"
+    path.write_text(report_html(moved, n_users=2), encoding="utf-8")
+    return path, ws.thresholds(moved)
+
+
+def test_literals_by_value_and_one_what_if_per_statistic(chromium, report, shots):
+    path, payload = report
+    page = chromium.new_page(viewport={"width": 1100, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(10_000)
+    try:
+        page.goto(path.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator(".rx-tab[data-tab='thresholds']").click()
+        blocks = page.locator(".rx-threshold-block")
+        assert blocks.count() >= 2
+        many = None
+        for k in range(blocks.count()):
+            block = blocks.nth(k)
+            column = int(block.get_attribute("data-column"))
+            t = next(x for x in payload if x["column"] == column)
+            values = [float(c.removeprefix("> ")) for c in
+                      block.locator(".rx-threshold-table tbody tr td:first-child").all_inner_texts()]
+            assert values == sorted(values) and len(values) == len(t["thresholds"]), (t["words"], values)
+            in_rules = [x for x in t["thresholds"] if x["in_rules"]]
+            assert block.locator(".rx-whatif").count() == min(1, len(in_rules)), t["words"]
+            if len(in_rules) > 1:
+                many = (block, sorted(in_rules, key=lambda x: x["threshold"]))
+        assert many is not None, "no statistic read at two thresholds"
+        block, in_rules = many
+        picker = block.locator("select.rx-whatif-pick")
+        assert picker.locator("option").all_inner_texts() == [f"> {x['threshold_text']}" for x in in_rules]
+        assert block.locator(".rx-whatif").get_attribute("data-literal") == str(in_rules[0]["literal"])
+        picker.select_option(str(in_rules[-1]["literal"]))
+        control = block.locator(".rx-whatif")
+        assert control.get_attribute("data-literal") == str(in_rules[-1]["literal"])
+        assert control.locator(".rx-whatif-input").input_value() == in_rules[-1]["threshold_text"]
+        shots(page, "thresholds-sorted-one-whatif", top=block)
+
+        # a slid value keeps the literal's precision (a share's threshold text has 3 decimals; the slider's
+        # step, 1/200 of the range, needs at most 4 to tell two steps apart)
+        share = page.locator(".rx-threshold-block", has_text="share of events").first
+        slider = share.locator(".rx-whatif-range")
+        slider.evaluate("el => { el.value = String(Number(el.min) + 111 * Number(el.step)); "
+                        "el.dispatchEvent(new Event('input', { bubbles: true })); }")
+        raw = float(slider.input_value())
+        echoed = share.locator(".rx-whatif-input").input_value()
+        assert len(echoed.partition(".")[2]) <= 4 and float(echoed) == pytest.approx(raw, abs=1e-4), (echoed, raw)
+        assert len(slider.input_value().partition(".")[2]) > 4  # the slider's own value was long
+        assert not errors, errors
+    finally:
+        page.close()
