@@ -571,6 +571,8 @@ class Sequences:
         """Position of a user id in :attr:`users`; ``KeyError`` naming the id if absent."""
         if self._user_position is None:
             self._user_position = {uid: i for i, uid in enumerate(self.users.tolist())}
+        if isinstance(user_id, (bool, np.bool_)):  # True == 1 in a dict: it would find user 1
+            raise UnknownUserError(f"user {user_id!r} is not in these sequences (a user id, not a truth value)")
         try:
             return self._user_position[user_id]
         except (KeyError, TypeError):

@@ -45,7 +45,7 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.statistics import Statistic
-from rudi_explain.validation import check_writable
+from rudi_explain.validation import check_whole, check_writable
 
 __all__ = ["write", "read", "Saved", "ArchiveReader", "default_budget", "expect", "FORMAT", "FORMAT_VERSION"]
 
@@ -427,6 +427,7 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
     ValueError
         Naming the path and the damaged entry or field.
     """
+    check_whole(max_bytes, "max_bytes", min_value=1, allow_none=True)  # before any byte is read
     path = Path(path)
     try:
         zf = zipfile.ZipFile(path)

@@ -187,3 +187,13 @@ def test_complex_columns_are_refused_naming_them():
         _build(frame)
     with pytest.raises(TypeError, match=r"columns \['z'\] hold complex numbers"):
         _build(frame, numerical=["amount", "z"], categorical=["channel"])
+
+
+@pytest.mark.parametrize("flag", [True, False, np.bool_(True)])
+def test_a_truth_value_is_not_taken_for_user_one_or_zero(flag):
+    events = pd.DataFrame({"user_id": [0, 0, 1, 1, 2], "ts": pd.date_range("2026-01-01", periods=5, freq="h"),
+                           "amount": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    seqs = rx.Sequences(events, user="user_id", time="ts")
+    assert seqs.user_index(1) == 1 and seqs.user_index(0) == 0  # the ids themselves still work
+    with pytest.raises(rx.exceptions.UnknownUserError, match="not a truth value"):
+        seqs.user_index(flag)

@@ -91,3 +91,10 @@ def test_times_dropping_from_one_user_to_the_next_are_fine(saved):
     starts = starts[(starts > 0) & (starts < len(times))]
     assert (times[starts] < times[starts - 1]).any()  # the good file has such drops, and it loads
     rx.load(path)
+
+
+@pytest.mark.parametrize("bad", ["x", 2.5, True, -1, 0])
+def test_max_bytes_that_is_not_a_whole_number_is_named(saved, bad):
+    _, path = saved
+    with pytest.raises((rx.exceptions.InputError, rx.exceptions.InputTypeError), match=r"max_bytes must be a whole"):
+        rx.load(path, max_bytes=bad)
