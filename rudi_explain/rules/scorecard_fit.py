@@ -1,0 +1,453 @@
+"""Fitting a scorecard: read off an additive rule set, merge bands, refit points jointly, explain signs.
+
+The steps of :class:`rudi_explain.rules.scorecard.Scorecard` (SEMANTICS.md,
+"The scorecard"), on value matrices and cards, so that the model class
+stays small:
+
+* :func:`read_off`: every rule whose literals all read one output becomes
+  part of that output's card (band edges: the union of its literals'
+  thresholds; a band's points: the weights of those rules that fire in it,
+  constant on the band because no literal of the output has a threshold
+  inside it); the other rules are interaction rules. Exactly the same scores.
+* :func:`describe`: centre every card's points on the training users (the
+  base absorbs the shift), give every band its share of users and mean
+  teacher score, and a note where its points and its own gap differ in sign.
+* :func:`refit`: merge adjacent bands (smallest change in training error
+  first) to at most ``max_bands``, then fit all points jointly by least
+  squares (a small ridge), monotone where the teacher's mean is, linear
+  where that fits validation users at least as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as SequenceT
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
+from scipy.optimize import lsq_linear
+
+from rudi_explain.exceptions import InputError
+from rudi_explain.rules.formula import formula_literals
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.ruleset import Rule, RuleSet
+from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
+
+__all__ = ["read_off", "describe", "refit", "check_values", "MAX_BANDS", "RIDGE"]
+
+#: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
+MAX_BANDS = 6
+#: Ridge penalty per training user on every point (not the base): only keeps the joint fit stable.
+RIDGE = 1e-6
+
+
+def check_values(values: np.ndarray, y: np.ndarray | None, literals: Literals) -> tuple[np.ndarray, np.ndarray | None]:
+    """``values`` as a float (n_users, n_outputs) matrix and ``y`` as float (n_users,), or a clear error."""
+    V = np.asarray(values)
+    if V.ndim != 2 or V.shape[1] != literals.n_outputs:
+        raise InputError(f"expected a value matrix of shape (n_users, {literals.n_outputs}) (one column per "
+                         f"statistic output), got shape {V.shape}")
+    V = V.astype(np.float64, copy=False)
+    if y is None:
+        return V, None
+    t = np.asarray(y, dtype=np.float64).reshape(-1)
+    if t.size != V.shape[0]:
+        raise InputError(f"{t.size} teacher scores for {V.shape[0]} users")
+    if not np.isfinite(t).all():
+        raise InputError("the teacher scores must be finite")
+    if t.size == 0:
+        raise InputError("need at least one training user")
+    return V, t
+
+
+# ------------------------------------------------------------------ read-off
+
+
+def read_off(rules: RuleSet, values: np.ndarray) -> tuple[float, list[Card], list[Rule]]:
+    """The cards and interaction rules of an additive rule set, uncentred: ``(base, cards, interactions)``.
+
+    Scores are those of ``rules`` exactly. ``values`` (the training users)
+    only decides which outputs get an undefined band (those undefined for
+    some of them).
+    """
+    if type(rules).score is not RuleSet.score:
+        raise InputError(f"a {type(rules).__name__} is not a sum of rules (the first rule that fires decides): "
+                         "only an additive RuleSet reads as a scorecard")
+    table = rules.literal_table()
+    V, _ = check_values(values, None, table)
+    single: dict[int, list[Rule]] = {}
+    interactions: list[Rule] = []
+    base = rules.intercept
+    for r in rules.formula_rules():
+        cols = {int(table.column[lit.index]) for lit in formula_literals(r.formula)}
+        if len(cols) == 1:
+            single.setdefault(cols.pop(), []).append(r)
+        elif cols:
+            interactions.append(r)
+        else:  # a constant formula (never after from_formulas' simplification)
+            base += r.weight * float(r.fires(np.zeros((1, table.n_literals), dtype=bool))[0])
+    cards = []
+    for c in sorted(single):
+        rs = single[c]
+        edges = sorted({float(table.thresholds[lit.index]) for r in rs for lit in formula_literals(r.formula)})
+        # One value per band, then NaN: every literal of the output reads the whole band as it reads this value.
+        reps = np.array([*edges, np.nextafter(edges[-1], np.inf), np.nan])
+        W = np.full((reps.size, table.n_outputs), np.nan)
+        W[:, c] = reps
+        Z = table.transform_values(W)
+        pts = np.zeros(reps.size)
+        for r in rs:
+            pts[r.fires(Z)] += r.weight
+        can_be_undefined = bool(table.output_undefined[c]) or bool(np.isnan(V[:, c]).any())
+        cards.append(Card(
+            column=c, name=table.output_descriptions[c], kind=table.output_kind[c], unit=table.output_unit[c],
+            edges=tuple(edges), bands=tuple(Band(float(p)) for p in pts[:-1]),
+            undefined=Band(float(pts[-1])) if can_be_undefined else None,
+            undefined_words=table.output_undefined_words[c] if can_be_undefined else "",
+        ))
+    return float(base), cards, interactions
+
+
+# ------------------------------------------------------------------ centring, shares, notes
+
+
+def describe(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals,
+             values: np.ndarray, y: np.ndarray) -> tuple[float, list[Card]]:
+    """Centred cards with every band's share, mean teacher score and sign note: ``(base, cards)``.
+
+    Scores are unchanged: each card's mean points over these users moves into the base.
+    """
+    V, t = check_values(values, y, literals)
+    assert t is not None
+    centred = []
+    for card in cards:
+        v = V[:, card.column]
+        shift = float(card.points(v).mean())
+        base += shift
+        idx = card.band_index(v)
+        und = None
+        if card.undefined is not None:
+            und = _band(card.undefined.points - shift, idx == UNDEFINED, t)
+        if card.linear is not None:
+            lin = card.linear
+            band = _band(0.0, idx != UNDEFINED, t)
+            centred.append(card.with_(undefined=und, linear=replace(
+                lin, offset=lin.offset - shift, share=band.share, teacher=band.teacher, note=None)))
+            continue
+        bands = tuple(_band(b.points - shift, idx == k, t) for k, b in enumerate(card.bands))
+        centred.append(card.with_(bands=bands, undefined=und))
+    return base, _with_notes(centred, interactions, literals, V, t)
+
+
+def _band(points: float, mask: np.ndarray, y: np.ndarray) -> Band:
+    n = int(mask.sum())
+    return Band(float(points), n / mask.size, float(y[mask].mean()) if n else None)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A band of a card, or an interaction rule, as a candidate to account for another band's points."""
+
+    text: str
+    points: float
+    members: np.ndarray  # bool, the training users in it
+    card: int  # index of its card; -1 for an interaction rule
+
+
+def _parts(cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals, V: np.ndarray) -> list[_Part]:
+    parts = []
+    for i, card in enumerate(cards):
+        idx = card.band_index(V[:, card.column])
+        if card.undefined is not None:
+            parts.append(_Part(f"'{card.undefined_label()}' of {card.name}", card.undefined.points,
+                               idx == UNDEFINED, i))
+        if card.linear is None:
+            for k, (label, b) in enumerate(zip(card.band_labels(), card.bands)):
+                parts.append(_Part(f"'{label}' of {card.name}", b.points, idx == k, i))
+    if interactions:
+        Z = literals.transform_values(V)
+        for r in interactions:
+            parts.append(_Part(f"the rule '{r.text}'", r.weight, r.fires(Z), -1))
+    return parts
+
+
+def _contradicts(points: float, gap: float, scale: float) -> bool:
+    tol = 1e-9 * scale
+    return abs(points) > tol and abs(gap) > tol and (points > 0) != (gap > 0)
+
+
+def _with_notes(cards: list[Card], interactions: SequenceT[Rule], literals: Literals, V: np.ndarray,
+                y: np.ndarray) -> list[Card]:
+    """Each band whose points and gap differ in sign gets a note naming what accounts for it."""
+    mean, scale = float(y.mean()), max(1.0, float(np.abs(y).max()))
+    parts: list[_Part] | None = None
+    out = []
+    for i, card in enumerate(cards):
+        idx = card.band_index(V[:, card.column])
+        changes: dict[str, object] = {}
+        rows: list[tuple[str, Band, np.ndarray]] = []
+        if card.undefined is not None:
+            rows.append(("undefined", card.undefined, idx == UNDEFINED))
+        if card.linear is None:
+            rows.extend((str(k), b, idx == k) for k, b in enumerate(card.bands))
+        bands = list(card.bands)
+        for key, b, members in rows:
+            if b.teacher is None or not _contradicts(b.points, b.teacher - mean, scale):
+                continue
+            parts = parts if parts is not None else _parts(cards, interactions, literals, V)
+            note = _note(b.points, b.teacher - mean, members, [p for p in parts if p.card != i])
+            if key == "undefined":
+                changes["undefined"] = replace(b, note=note)
+            else:
+                bands[int(key)] = replace(b, note=note)
+        if card.linear is not None:
+            v = V[:, card.column]
+            d = ~np.isnan(v)
+            x = np.clip(v[d], card.linear.lo, card.linear.hi)
+            if d.sum() > 1 and x.std() > 0 and y[d].std() > 0:
+                corr = float(np.corrcoef(x, y[d])[0, 1])
+                if _contradicts(card.linear.slope, corr, 1.0):
+                    parts = parts if parts is not None else _parts(cards, interactions, literals, V)
+                    others = [p for p in parts if p.card != i]
+                    changes["linear"] = replace(card.linear, note=_linear_note(card.linear.slope, corr, v, others))
+        else:
+            changes["bands"] = tuple(bands)
+        out.append(card.with_(**changes))
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Part]) -> str:
+    head = (f"points {points:+.2f} though the teacher's mean in this band is "
+            f"{'above' if gap > 0 else 'below'} the average ({gap:+.2f})")
+    if not others or not members.any():
+        return f"{head}; no other card or rule shares its users"
+    M = np.column_stack([p.members for p in others]).astype(np.float64)
+    m = members.astype(np.float64)
+    cov = (M * m[:, None]).mean(axis=0) - M.mean(axis=0) * m.mean()
+    sd = M.std(axis=0) * m.std()
+    corr = np.divide(cov, sd, out=np.zeros_like(cov), where=sd > 0)
+    # What accounts for it carries the band's effect: overlaps its users and has points of the gap's sign.
+    carries = np.array([(p.points > 0) == (gap > 0) and p.points != 0 for p in others])
+    pool = np.flatnonzero((corr > 0) & carries)
+    if not pool.size:
+        pool = np.flatnonzero(corr > 0)
+    if not pool.size:
+        return f"{head}; no other card or rule overlaps its users more than chance"
+    j = int(pool[np.argmax(corr[pool])])
+    best = others[j]
+    inside, overall = float(M[members, j].mean()), float(M[:, j].mean())
+    verb = "fire" if best.card < 0 else "are in"
+    if inside >= 0.5:
+        return f"{head}: users of this band mostly ({_pct(inside)}) {verb} {best.text} ({best.points:+.2f})"
+    return (f"{head}: users of this band more often {verb} {best.text} ({best.points:+.2f}; "
+            f"{_pct(inside)} of them against {_pct(overall)} of all users)")
+
+
+def _linear_note(slope: float, corr: float, v: np.ndarray, others: SequenceT[_Part]) -> str:
+    head = (f"the slope is {'positive' if slope > 0 else 'negative'} though the teacher "
+            f"{'rises' if corr > 0 else 'falls'} with the value (correlation {corr:+.2f})")
+    d = ~np.isnan(v)
+    best, best_corr = None, 0.0
+    for p in others:
+        m = p.members[d].astype(np.float64)
+        if m.std() > 0 and v[d].std() > 0 and (p.points > 0) == (corr > 0) and p.points != 0:
+            c = float(np.corrcoef(v[d], m)[0, 1])
+            if c > best_corr:
+                best, best_corr = p, c
+    if best is None:
+        return f"{head}; no other card or rule goes with higher values"
+    return f"{head}: higher values go with {best.text} ({best.points:+.2f}; correlation {best_corr:+.2f})"
+
+
+# ------------------------------------------------------------------ refit
+
+
+@dataclass(frozen=True)
+class _Form:
+    """How one card is fitted: its bands (merged), monotone direction (+1, -1, 0 free), linear or not."""
+
+    card: Card
+    direction: int = 0
+    linear: tuple[float, float] | None = None  # (lo, hi) when fitted linear
+
+
+def _merge(card: Card, v: np.ndarray, target: np.ndarray, max_bands: int) -> Card:
+    """The card with adjacent value bands merged: empty ones first, then to at most ``max_bands``.
+
+    Merging bands ``a`` and ``b`` costs ``n_a n_b / (n_a + n_b) (m_a - m_b)^2`` in
+    training error, with ``m`` the mean of ``target`` (the teacher less the
+    other cards and rules) in the band: the cheapest pair goes first.
+    """
+    idx = card.band_index(v)
+    ok = idx >= 0
+    n = np.bincount(idx[ok], minlength=len(card.bands)).astype(np.float64).tolist()
+    s = np.bincount(idx[ok], weights=target[ok], minlength=len(card.bands)).tolist()
+    edges = list(card.edges)
+
+    def join(k: int) -> None:  # bands k and k + 1 become one: edge k goes
+        n[k] += n.pop(k + 1)
+        s[k] += s.pop(k + 1)
+        edges.pop(k)
+
+    while len(n) > 1 and 0.0 in n:
+        k = n.index(0.0)
+        join(k - 1 if k > 0 else 0)
+    while len(n) > max_bands:
+        cost = [n[k] * n[k + 1] / (n[k] + n[k + 1]) * (s[k] / n[k] - s[k + 1] / n[k + 1]) ** 2
+                for k in range(len(n) - 1)]
+        join(int(np.argmin(cost)))
+    return card.with_(edges=tuple(edges), bands=tuple(Band(0.0) for _ in range(len(edges) + 1)))
+
+
+def _direction(card: Card, v: np.ndarray, y: np.ndarray) -> int:
+    """+1 / -1 where the teacher's mean rises / falls (weakly) across the card's non-empty value bands, else 0."""
+    idx = card.band_index(v)
+    ok = idx >= 0
+    n = np.bincount(idx[ok], minlength=len(card.bands))
+    s = np.bincount(idx[ok], weights=y[ok], minlength=len(card.bands))
+    means = s[n > 0] / n[n > 0]
+    if means.size < 2:
+        return 0
+    d = np.diff(means)
+    return 1 if (d >= 0).all() else -1 if (d <= 0).all() else 0
+
+
+def _design(forms: SequenceT[_Form], fires: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns (every card's increments or slope, its undefined band, each interaction, the base) and bounds."""
+    cols, lb, ub = [], [], []
+    for f in forms:
+        v = V[:, f.card.column]
+        nan = np.isnan(v)
+        low, high = (0.0, np.inf) if f.direction > 0 else (-np.inf, 0.0) if f.direction < 0 else (-np.inf, np.inf)
+        if f.linear is not None:
+            lo, hi = f.linear
+            cols.append(np.where(nan, 0.0, np.clip(v, lo, hi) - lo))
+            lb.append(low)
+            ub.append(high)
+        else:
+            idx = f.card.band_index(v)
+            for j in range(1, len(f.card.bands)):  # cumulative: band k's points are the sum of increments 1..k
+                cols.append((idx >= j).astype(np.float64))
+                lb.append(low)
+                ub.append(high)
+        if f.card.undefined is not None:
+            cols.append(nan.astype(np.float64))
+            lb.append(-np.inf)
+            ub.append(np.inf)
+    for k in range(fires.shape[1]):
+        cols.append(fires[:, k].astype(np.float64))
+        lb.append(-np.inf)
+        ub.append(np.inf)
+    cols.append(np.ones(V.shape[0]))
+    lb.append(-np.inf)
+    ub.append(np.inf)
+    return np.column_stack(cols), np.array(lb), np.array(ub)
+
+
+def _solve(A: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: float) -> np.ndarray:
+    """Least squares with a ridge on all but the last column (the base), within bounds."""
+    G = A.T @ A
+    h = A.T @ y
+    penalty = np.full(A.shape[1], ridge * A.shape[0])
+    penalty[-1] = 0.0
+    G[np.diag_indices_from(G)] += penalty
+    if np.isinf(lb).all() and np.isinf(ub).all():
+        return np.asarray(cho_solve(cho_factor(G), h))
+    # ||Ax - y||^2 + ridge is ||Rx - z||^2 + const with G = R'R, R'z = h: a small bounded problem.
+    R = cholesky(G, lower=False)
+    z = solve_triangular(R, h, trans="T", lower=False)
+    return np.asarray(lsq_linear(R, z, bounds=(lb, ub), method="bvls").x)
+
+
+def _error(A: np.ndarray, y: np.ndarray, x: np.ndarray) -> float:
+    return float(np.mean((A @ x - y) ** 2))
+
+
+def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals,
+          values: np.ndarray, y: np.ndarray, is_valid: np.ndarray | None = None, *, max_bands: int = MAX_BANDS,
+          ridge: float = RIDGE, monotone: bool = True, linear: bool = True) -> tuple[float, list[Card], list[Rule]]:
+    """Fewer bands and jointly refitted points: ``(base, cards, interactions)``, uncentred.
+
+    Bands are merged on the training users (those not ``is_valid``); the
+    form of each card (monotone or free, bands or linear) is chosen on the
+    validation users; the points of the chosen forms are then fitted on all
+    the users given.
+    """
+    V, t = check_values(values, y, literals)
+    assert t is not None
+    if max_bands < 1:
+        raise InputError(f"max_bands must be at least 1, got {max_bands!r}")
+    if not ridge >= 0:
+        raise InputError(f"ridge must be a non-negative number, got {ridge!r}")
+    valid = np.zeros(t.size, dtype=bool) if is_valid is None else np.asarray(is_valid, dtype=bool).reshape(-1)
+    if valid.size != t.size:
+        raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
+    choose = bool(valid.any() and (~valid).any())
+    fit = ~valid if choose else np.ones(t.size, dtype=bool)
+    fires = (np.column_stack([r.fires(literals.transform_values(V)) for r in interactions]) if interactions
+             else np.zeros((t.size, 0), dtype=bool))
+    card_points = [c.points(V[:, c.column]) for c in cards]
+    total = base + np.sum(card_points, axis=0) + fires @ np.array([r.weight for r in interactions], dtype=np.float64)
+    forms = []
+    for card, pts in zip(cards, card_points):
+        v = V[:, card.column]
+        if card.linear is not None:
+            forms.append(_Form(card, linear=(card.linear.lo, card.linear.hi)))
+            continue
+        merged = _merge(card, v[fit], (t - total + pts)[fit], max_bands)
+        forms.append(_Form(merged, _direction(merged, v, t) if monotone else 0))
+
+    def evaluate(fs: list[_Form]) -> float:
+        A, lb, ub = _design(fs, fires, V)
+        x = _solve(A[fit], t[fit], lb, ub, ridge)
+        return _error(A[valid], t[valid], x)
+
+    if choose:
+        err = evaluate(forms)
+        slack = 1e-12 * max(float(t.var()), 1e-300)
+        for i, f in enumerate(forms):  # free where the validation users say the free fit is better
+            if f.direction and f.linear is None:
+                trial = [*forms[:i], replace(f, direction=0), *forms[i + 1:]]
+                e = evaluate(trial)
+                if e < err - slack:
+                    forms, err = trial, e
+        for i, (f, card) in enumerate(zip(forms, cards)):  # linear where it fits them at least as well
+            if linear and f.linear is None and card.kind != "binary" and len(card.edges) >= 2:
+                trial = [*forms[:i], replace(f, linear=(card.edges[0], card.edges[-1])), *forms[i + 1:]]
+                e = evaluate(trial)
+                if e <= err + slack:
+                    forms, err = trial, e
+    A, lb, ub = _design(forms, fires, V)
+    x = _solve(A, t, lb, ub, ridge)
+    return _unpack(forms, interactions, x)
+
+
+def _unpack(forms: SequenceT[_Form], interactions: SequenceT[Rule],
+            x: np.ndarray) -> tuple[float, list[Card], list[Rule]]:
+    """Cards and interaction weights from the joint fit's coefficients (in :func:`_design`'s order)."""
+    k = 0
+    cards = []
+    for f in forms:
+        card = f.card
+        if f.linear is not None:
+            lin = Linear(float(x[k]), f.linear[0], f.linear[1])
+            k += 1
+            card = card.with_(edges=(), bands=(), linear=lin, monotone=bool(f.direction))
+        else:
+            inc = x[k:k + len(card.bands) - 1]
+            k += len(card.bands) - 1
+            # adjacent bands with exactly equal points (an increment held at 0 by monotony) read as one
+            keep = np.flatnonzero(inc != 0.0)
+            points = np.concatenate([[0.0], np.cumsum(inc)[keep]])
+            card = card.with_(edges=tuple(card.edges[j] for j in keep),
+                              bands=tuple(Band(float(p)) for p in points), monotone=bool(f.direction))
+        if card.undefined is not None:
+            card = card.with_(undefined=Band(float(x[k])))
+            k += 1
+        cards.append(card)
+    rules = [Rule(r.formula, float(w), r.info) for r, w in zip(interactions, x[k:k + len(interactions)])]
+    return float(x[-1]), cards, rules
