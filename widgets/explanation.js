@@ -970,6 +970,22 @@ function attrCell(a, r) {
     h("span", { class: "rx-sr" }, text));
 }
 
+// The shown rows the model attributed, first and last (null: none).
+function attributedRows(a) {
+  const rows = (a.values || []).map((v, r) => (v === null || v === undefined ? -1 : r)).filter((r) => r >= 0);
+  return rows.length ? [rows[0], rows[rows.length - 1]] : null;
+}
+
+// Scroll the events box so that its first attributed row is the first below the header.
+function toAttributed(root) {
+  const box = root.querySelector(".rx-events-wrap");
+  const row = box && box.querySelector("tr:has(> td.rx-attr-cell:not(.rx-attr-none))");
+  if (!row) return;
+  const head = box.querySelector("thead");
+  box.scrollTop += row.getBoundingClientRect().top - box.getBoundingClientRect().top - (head ? head.offsetHeight : 0);
+  box.scrollIntoView({ block: "nearest" });
+}
+
 function attributionPanel(d, ui, audit) {
   const a = ui.attr && ui.attr.id === d.id ? ui.attr : null;
   const button = h("button", { class: "rx-button rx-attr-button", type: "button", data: { key: "attributions" },
@@ -1001,6 +1017,9 @@ function attributionPanel(d, ui, audit) {
           h("span", { class: "rx-attr-swatch rx-attr-down" }), " lowers it · ",
           h("span", { class: "rx-attr-swatch rx-attr-counted-key" }), " an event a fired rule counts · ",
           `model score ${fmt(s.score, 4)}; bars relative to the largest, ${fmt(s.max_abs, 3)}`),
+        attributedRows(s) ? h("div", { class: "rx-attr-rows" }, `The model attributed rows ${attributedRows(s)[0] + 1} to ${attributedRows(s)[1] + 1}. `,
+          h("button", { class: "rx-button rx-attr-goto", type: "button", data: { key: "attr-goto" },
+            on: { click: (e) => toAttributed(e.currentTarget.closest(".rx-user")) } }, "Show them in the table")) : null,
         s.note ? h("div", { class: "rx-attr-note", role: "note" }, s.note) : null)));
   }
   return h("div", { class: "rx-attr-panel", data: { user: d.id } }, parts);
@@ -1436,6 +1455,7 @@ function render({ model, el }) {
       ui.attr.loading = false;
       if (msg.ok) ui.attr.state = msg.state; else ui.attr.error = msg.error || "the model could not be asked";
       draw();
+      if (msg.ok) toAttributed(root);  // a model reading the last 64 events: their rows may be far down the table
     } else if (msg.type === "counterfactual" && ui.cf && msg.request === ui.cf.request) {
       ui.cf.loading = false;
       if (msg.ok) ui.cf.data = msg.counterfactual; else ui.cf.error = msg.error || "no counterfactual";
