@@ -605,8 +605,8 @@ function thresholdsView(results, ui, redraw, audit, nav) {
     h("p", { class: "rx-help" }, "Each statistic over all users, the most important first (the largest sum of |weight| of the rules reading it): ",
       "bars count users (grey: a thin bin, too few users to read its mean), dots are the mean teacher score per bin (right axis), ",
       "red lines are thresholds used by rules (labelled under the axis), grey lines other ", term("literal"), " thresholds. ",
-      "What if: type or slide a rule threshold to see its rules' coverage and the ", term("held-out", "held out"), " ", term("fidelity"),
-      " change (nothing is refitted); exp.with_threshold(literal, value) makes the move in code."),
+      ui.standalone ? "exp.with_threshold(literal, value) moves a threshold in code." : ["What if: type or slide a rule threshold to see its rules' coverage and the ",
+        term("held-out", "held out"), " ", term("fidelity"), " change (nothing is refitted); exp.with_threshold(literal, value) makes the move in code."]),
     values.size ? h("div", { class: "rx-user-mark-note", role: "note" },
       h("span", { class: "rx-user-mark-key", "aria-hidden": "true" }, "▼"), ` user ${ui.user.id}'s values are marked on the histograms. `,
       h("button", { class: "rx-button rx-user-mark-back", type: "button", data: { key: "user-mark-back" }, on: { click: () => nav.toUser() } },
@@ -634,7 +634,7 @@ function thresholdsView(results, ui, redraw, audit, nav) {
             h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
         t.n_undefined ? h("div", { class: "rx-undefined-note" },
           `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null),
-      whatIfControl(t, ui, results, audit, redraw))),
+      ui.standalone ? null : whatIfControl(t, ui, results, audit, redraw))),
     more > 0 || ui.allThresholds ? h("button", { class: "rx-button rx-more", type: "button", data: { key: "more-thresholds" },
       on: { click: () => { ui.allThresholds = !ui.allThresholds; redraw(); } } },
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
@@ -934,9 +934,9 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
       on: { click: () => nav.toHistograms() } }, `Mark user ${d.id}'s values on the histograms`)) : null,
-    h("h4", { class: "rx-cf-title" }, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui),
+    ui.standalone ? null : [h("h4", { class: "rx-cf-title" }, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui)],
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
-    attributionPanel(d, ui, audit),
+    ui.standalone ? null : attributionPanel(d, ui, audit),
     scrollBox("events", table, "rx-events-wrap"));
 }
 
@@ -1247,6 +1247,10 @@ function render({ model, el }) {
     exportNote: "", reportRequest: 0,
     request: 0, feed: null, cancelling: false, allThresholds: false,
     attr: null, cf: null, whatIf: {}, seq: 0, agree: null };  // the audit views: attributions, counterfactual, what-if per literal
+  // The standalone report (rudi_explain/views/report.py) has no model behind it: the views that only
+  // ask the model (agreement, attributions, counterfactual, what-if) are left out there, not shown to
+  // answer "no kernel". A notebook's widget has no such field.
+  ui.standalone = !!model.get("standalone");
   const whatIfTimers = {};
   const root = h("div", { class: "rx-root" });
   el.appendChild(root);
@@ -1418,7 +1422,7 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
-      parts.push(agreementPanel(ui, audit));
+      if (!ui.standalone) parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
       parts.push(exportBar());
       parts.push(tabBar(tabs, ui, ids, select));
@@ -1442,7 +1446,7 @@ function render({ model, el }) {
     if (msg.type === "user" && msg.request === ui.request) {
       ui.loading = false;
       if (msg.ok) { ui.user = msg.detail; ui.userError = ""; } else { ui.user = null; ui.userError = msg.error || "no such user"; }
-      if (msg.ok) audit.counterfactual(msg.detail.id);  // cheap (no model call unless events are edited): asked at once
+      if (msg.ok && !ui.standalone) audit.counterfactual(msg.detail.id);  // cheap (no model call unless events are edited): asked at once
       draw();
     } else if (msg.type === "agreement_progress" && ui.agree && ui.agree.loading && msg.request === ui.agree.request) {
       ui.agree.done = msg.done; ui.agree.of = msg.of;

@@ -256,6 +256,7 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
     results = ws.results_state(exp)
     state = {
         "status": "done",
+        "standalone": True,  # the front end leaves out the views that only ask the model
         "progress": ws.progress_state(exp.progress, "done"),
         "chart": ws.thin([p for p in map(ws.chart_point, exp.history) if p is not None]),
         "results": results,
@@ -281,7 +282,8 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
         title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
         subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
                     f"the {len(linked)} the views link to (top-scored, rule-card examples) and "
-                    f"{len(users) - len(linked)} more (type an id or click one). Works offline.")
+                    f"{len(users) - len(linked)} more (type an id or click one). Works offline. The views that ask "
+                    "the model (attributions, agreement, counterfactual, what-if) are in the notebook's widget.")
         if (n_users, max_events) != asked:
             subtitle += (f" Reduced to keep the report under {max_chars:,} characters: {n_users} sampled users "
                          f"(of {asked[0]} asked) and {max_events} events per user (of {asked[1]}).")

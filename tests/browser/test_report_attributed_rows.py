@@ -1,8 +1,9 @@
 """After "Model attributions", the events table shows the attributed rows (issue 28, item 11), in Chromium.
 
 A model that reads a user's last events attributes only the rows at the bottom of a long table. Over
-the standalone report's page (the widget's own front end), with its model stand-in answering the
-attributions request with a given state (the report has no kernel to ask): the attributed values are
+the standalone report's page (the widget's own front end, its state marked as a notebook's so that
+the attributions are offered), with its model stand-in answering the attributions request with a
+given state (the report has no kernel to ask): the attributed values are
 on the last rows only, and once they arrive the events box is scrolled so that the first attributed
 row shows at its top; the panel names the rows and a button goes back to them.
 """
@@ -10,6 +11,7 @@ row shows at its top; the panel names the rows and a button goes back to them.
 from __future__ import annotations
 
 import pytest
+from test_widget_progress_page import _with_state
 from tiny import tiny_payments
 
 from rudi_explain.views.report import report_html
@@ -35,7 +37,9 @@ STATE = """n => {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    html = report_html(tiny_payments(200), n_users=2, max_events=100)
+    # the report leaves the attributions out (it has no model): shown here as in a notebook's widget
+    html = _with_state(report_html(tiny_payments(200), n_users=2, max_events=100),
+                       lambda state: state.update(standalone=False))
     assert html.count(HOOK) == 1
     path = tmp_path_factory.mktemp("attr") / "report.html"
     path.write_text(html.replace(HOOK, ANSWER + HOOK), encoding="utf-8")
