@@ -29,7 +29,7 @@ from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.sql.warehouse import as_event_table, is_event_source
+from rudi_explain.sql.spark import as_table, is_spark_source, is_table_source, predict_spark, score_spark
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.aggregator import align_vocabularies
 
@@ -419,15 +419,19 @@ class Explanation(JobControls):
         """Rule scores for (new) users: a Series indexed by user id.
 
         ``data`` may also be a Parquet path or DuckDB relation: the scores
-        are then computed inside DuckDB from the rules' SQL.
+        are then computed inside DuckDB from the rules' SQL. A Spark
+        DataFrame gives a Spark DataFrame back (columns: the user, ``rules``),
+        computed by Spark: see :meth:`score_spark`.
 
         Categories the training data lacked are unseen: they match no filter.
         """
         rules = self.ready_result().rules
         seqs = self._sequences
-        if not isinstance(data, (pd.DataFrame, Sequences)) and is_event_source(data):
+        if is_spark_source(data):
+            return predict_spark(self, data)  # Spark in, Spark out: no event comes to the driver
+        if not isinstance(data, (pd.DataFrame, Sequences)) and is_table_source(data):
             # a Parquet path or DuckDB relation: scored in DuckDB
-            return as_event_table(data, seqs.user_column, seqs.time_column).score(self)["score"].rename("rules")
+            return as_table(data, seqs.user_column, seqs.time_column).score(self)["score"].rename("rules")
         if isinstance(data, pd.DataFrame):
             data = Sequences(data, user=seqs.user_column, time=seqs.time_column, categorical=seqs.categorical,
                              numerical=seqs.numerical, vocabularies=seqs.vocabularies)
@@ -440,6 +444,21 @@ class Explanation(JobControls):
         if missing:
             raise InputError(f"the new events lack the column(s) {missing} the rules use")
         return pd.Series(rules.score(data), index=pd.Index(data.users, name=data.user_column), name="rules")
+
+    def score_spark(self, data: Any, *, include_literals: bool = False, reference_time: Any = None,
+                    event_order: str | None = None, exact_sums: bool = False) -> Any:
+        """Every user's statistic values, rule firings and rule score, computed by Spark: a Spark DataFrame.
+
+        ``data`` is a ``pyspark.sql.DataFrame`` of events with the training
+        columns (or a :class:`~rudi_explain.sql.spark.SparkEventTable`).
+        Nothing comes to the driver: the rules' SQL runs in Spark when the
+        result is acted on. ``exact_sums=True`` adds sums in the engine's
+        order, equal to :meth:`predict` on pandas to the bit. The parameters
+        and columns: :func:`rudi_explain.sql.spark.score_spark`.
+        """
+        self.ready_result("exp.score_spark()")
+        return score_spark(self, data, include_literals=include_literals, reference_time=reference_time,
+                           event_order=event_order, exact_sums=exact_sums)
 
     def save(self, path: str | Path) -> Path:
         """Write the explanation to one file: JSON plus numpy arrays in a zip, never pickle.

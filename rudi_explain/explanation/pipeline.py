@@ -36,7 +36,8 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
-from rudi_explain.sql.warehouse import as_event_table, is_event_source, within_sample
+from rudi_explain.sql.spark import as_table, is_table_source
+from rudi_explain.sql.warehouse import within_sample
 from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
@@ -346,11 +347,11 @@ def _read_data(data: Any, config: ExplainConfig, scores: Any, labels: Any) -> tu
     if isinstance(data, (pd.DataFrame, dict)):
         return Sequences(data, user=config.user, time=config.time, categorical=config.categorical,
                          numerical=config.numerical), None, scores, labels
-    if not is_event_source(data):
+    if not is_table_source(data):
         raise InputTypeError("data must be a DataFrame of events or Sequences (or, larger than memory, a Parquet "
-                             f"path or a DuckDB relation), got {type(data).__name__}")
-    # Larger than memory: fit on a seeded sample of users; exp.event_table scores all of them in DuckDB.
-    event_table = as_event_table(data, user=config.user, time=config.time)
+                             f"path, a DuckDB relation or a Spark DataFrame), got {type(data).__name__}")
+    # Larger than memory: fit on a seeded sample of users; exp.event_table scores all of them (DuckDB, Spark).
+    event_table = as_table(data, user=config.user, time=config.time)
     seqs = event_table.sample(random_state=config.random_state, categorical=config.categorical,
                               numerical=config.numerical)
     return seqs, event_table, within_sample(scores, seqs), within_sample(labels, seqs)
@@ -384,7 +385,10 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         or a :class:`~rudi_explain.sql.warehouse.EventTable` (its ``n_users``
         sets the sample): the explanation is fitted on a seeded sample of
         users read into memory; ``exp.event_table.score(exp)`` gives every
-        user's statistics and rule scores, computed in DuckDB.
+        user's statistics and rule scores, computed in DuckDB. A Spark
+        DataFrame (or a :class:`~rudi_explain.sql.spark.SparkEventTable`)
+        likewise: Spark draws the sample, and ``exp.score_spark(df)`` scores
+        every user in Spark.
     user, time : str
         Column names, for a DataFrame or a table.
     scores : Series indexed by user id, optional
