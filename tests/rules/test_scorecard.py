@@ -421,3 +421,72 @@ def test_bad_input_is_named():
         Scorecard.from_rules(rules, V, y[:-1])
     with pytest.raises(InputError, match="is_valid has"):
         Scorecard.from_rules(rules, V, y).refit(V, y, is_valid=np.ones(3, bool))
+
+
+# ------------------------------------------------------------------ real students
+
+
+def _payments(seed):
+    from rudi_explain.datasets import make_payments
+
+    demo = make_payments(1500, random_state=seed)
+    seqs = demo.sequences()
+    lits = Literals.fit(seqs, demo.planted)
+    V = lits.values(seqs)
+    y = demo.risk.loc[seqs.users].to_numpy()
+    return lits, V, y
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_real_students_rules_read_as_scorecards(seed):
+    """A Lasso over literals (one-literal rules: all cards) and CART paths (interactions) on the payments demo."""
+    from rudi_explain.students.baselines import CARTRules, LassoLiterals
+
+    lits, V, y = _payments(seed)
+    Z = lits.transform_values(V)
+    is_valid = np.random.default_rng(seed).random(len(y)) < 0.25
+    for student in (LassoLiterals(n_rules=12), CARTRules(n_rules=8, random_state=seed)):
+        rules = student.fit(Z[~is_valid], y[~is_valid]).rules(lits)
+        sc = Scorecard.from_rules(rules, V[~is_valid], y[~is_valid])
+        np.testing.assert_allclose(sc.predict(V), rules.score(Z), rtol=0, atol=1e-12)
+        ref = sc.refit(V[~is_valid], y[~is_valid])
+        assert all(c.n_bands <= 6 for c in ref.cards)
+        for differ, noted in _contradictions(ref, y[~is_valid]):
+            assert differ == noted
+        if isinstance(student, LassoLiterals):
+            assert not sc.interactions and len(sc.cards) == len({c for r in rules for c in _single_output(r, lits)})
+        back = ref.to_rules()
+        np.testing.assert_allclose(back.score(back.literals.transform_values(V)), ref.predict(V), rtol=0, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_rule_list_reads_off_exactly():
+    """BRL's list scores as a sum of disjoint rules (each antecedent AND NOT the ones before): it reads off too."""
+    from rudi_explain.students.brl import BayesianRuleList
+
+    lits, V, y = _payments(0)
+    Z = lits.transform_values(V)
+    p = (y > np.median(y)).astype(float)
+    rules = BayesianRuleList(random_state=0).fit(Z, p.astype(int)).rules(lits)
+    assert len(rules) >= 1
+    sc = Scorecard.from_rules(rules, V, p)
+    np.testing.assert_allclose(sc.predict(V), rules.score(Z), rtol=0, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_explain_rules_read_as_a_scorecard():
+    """explain()'s own rules (GS-NLN, pruned and refined) on the payments demo: read off exactly, refitted."""
+    import rudi_explain as rx
+
+    demo = rx.datasets.make_payments(800, random_state=0)
+    exp = rx.explain(None, demo.events, user="user_id", time="ts", scores=demo.risk, background=False,
+                     random_state=0, progress=False)
+    res = exp.result
+    train = ~res.is_test
+    y = res.teacher_scores.to_numpy()
+    sc = Scorecard.from_rules(res.rules, res.values[train], y[train])
+    np.testing.assert_allclose(sc.predict(res.values), res.rules.score(res.literal_matrix), rtol=0, atol=1e-12)
+    ref = sc.refit(res.values[train], y[train], is_valid=np.random.default_rng(0).random(train.sum()) < 0.2)
+    assert all(c.n_bands <= 6 for c in ref.cards) and len(ref) == len(sc)
+    for differ, noted in _contradictions(sc, y[train]) + _contradictions(ref, y[train]):
+        assert differ == noted
