@@ -308,6 +308,24 @@ function summaryView(sm) {
       `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));
 }
 
+// ------------------------------------------------------------------ summary: global importance
+// One bar per statistic output: the share of the rule score's spread it carries on held-out users
+// (rudi_explain/views/payloads.py, global_importance). HTML bars: the labels wrap at any width.
+function importanceView(imp) {
+  if (!imp || !imp.bars || !imp.bars.length) return null;
+  const top = Math.max(...imp.bars.map((b) => b.share || 0)) || 1;
+  return h("section", { class: "rx-importance-chart", role: "figure", "aria-label": "what moves the rule score" },
+    h("h4", { class: "rx-importance-title" }, "What moves the rule score"),
+    h("ol", { class: "rx-imp-bars" }, imp.bars.map((b) => h("li", { class: "rx-imp-row", data: { column: b.column, share: b.share } },
+      h("span", { class: "rx-imp-label" }, withUnit(b)),
+      h("span", { class: "rx-imp-track", "aria-hidden": "true" },
+        h("span", { class: "rx-imp-bar", style: `width:${(100 * (b.share || 0) / top).toFixed(1)}%` })),
+      h("span", { class: "rx-imp-share" }, pct(b.share, 0))))),
+    h("p", { class: "rx-help rx-imp-caption" }, `Each bar: the variance, over the ${fmt(imp.n_users)} `, term("held-out", "held out"),
+      " users, of the points the rules reading that statistic add to a user's score (a rule reading two statistics gives each half its ",
+      "weight), as a share of the sum over all statistics. A long bar: that statistic sets users' scores apart most."));
+}
+
 // ------------------------------------------------------------------ summary: agreement on held-out users
 // The share of the model's own attribution that falls on the events the fired rules read, over a sample of
 // held-out users. It asks the model, so only when the button is pressed (the kernel bounds it in time).
@@ -1422,6 +1440,7 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
+      parts.push(importanceView(results.importance));
       if (!ui.standalone) parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
       parts.push(exportBar());

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
            "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance",
            "audit", "MAX_EVENTS",
-           "fidelity_curve", "net_effects", "attribution_state", "what_if"]
+           "fidelity_curve", "net_effects", "attribution_state", "what_if", "global_importance"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
 MAX_EVENTS = 300
@@ -458,7 +458,37 @@ def results_state(exp: Explanation) -> dict:
     """Every result payload the front end shows at once (no per-user details), long texts shortened."""
     return shorten_payload({"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
-            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp)})
+            "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp),
+            "importance": global_importance(exp)})
+
+
+def global_importance(exp: Explanation) -> dict:
+    """How much of the rule score's spread each statistic output carries, on the held-out users.
+
+    A user's points from an output: the weights of the fired rules that read it (a linear term: its
+    weight times the value), a rule reading ``k`` outputs giving each ``weight / k``. An output's
+    importance is the variance of its points over the held-out users (population variance); its
+    ``share`` is that over the sum for all outputs. Largest first; outputs no rule reads are left out.
+    """
+    L = exp.literals
+    test = np.flatnonzero(exp.is_test)
+    points: dict[int, np.ndarray] = {}
+    fires = exp.result.fires[test]
+    values = exp.result.values[test]
+    for k, rule in enumerate(exp.rules):
+        if isinstance(rule, LinearTerm):
+            cols, got = [int(rule.column)], rule.weight * rule.value(values)
+        else:
+            cols = sorted({int(L.column[lit.index]) for lit in formula_literals(rule.formula)})
+            got = np.where(fires[:, k], float(rule.weight), 0.0)
+        for c in cols:
+            points[c] = points.get(c, np.zeros(len(test))) + got / len(cols)
+    var = {c: float(p.var()) if len(p) else 0.0 for c, p in points.items()}
+    total = sum(var.values())
+    order = sorted(var, key=lambda c: (-var[c], c))
+    return {"n_users": int(test.size), "bars": [
+        {"column": c, "words": L.output_descriptions[c], "unit": _unit(L, c), "variance": _num(var[c], 6),
+         "share": _num(var[c] / total, 4) if total > 0 else None} for c in order]}
 
 
 def fidelity_curve(exp: Explanation) -> list[dict]:
