@@ -323,6 +323,8 @@ def format_threshold(t: float) -> str:
     t = float(t)
     if np.isnan(t):
         return "nan"
+    if np.isinf(t):  # "x > -inf": the value is defined (a scorecard's undefined band, rules/scorecard.py)
+        return "inf" if t > 0 else "-inf"
     if t == int(t) and abs(t) < 1e15:
         return str(int(t))
     return np.format_float_positional(t, unique=True, trim="-")

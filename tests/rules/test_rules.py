@@ -371,3 +371,10 @@ def test_sequences_check_units_and_keep_them():
     with pytest.raises(TypeError, match="mapping"):
         rx.Sequences(events, units=["EUR"])
     assert events.columns.tolist() == ["user_id", "ts", "amount", "channel"]
+
+
+def test_an_infinite_threshold_is_written_not_raised():
+    from rudi_explain.rules.formula import format_threshold
+
+    assert format_threshold(float("-inf")) == "-inf" and format_threshold(float("inf")) == "inf"
+    assert format_threshold(0.34) == "0.34" and format_threshold(750.0) == "750"
