@@ -32,12 +32,11 @@ from rudi_explain.explanation.console import TerminalBar, in_kernel, interactive
 from rudi_explain.explanation.explanation import Explanation
 from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
+from rudi_explain.explanation.scorecard_step import prune_to_scorecard
 from rudi_explain.rules.literals import Literals
-from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
-from rudi_explain.sql.spark import as_table, is_table_source
-from rudi_explain.sql.warehouse import within_sample
+from rudi_explain.sql.spark import as_table, is_table_source, within_sample
 from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
@@ -313,27 +312,24 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     job.check_cancel()
     unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
     rules = unpruned_rules
-    pruning = None
+    pruning = scorecard = None
     seconds["student"] = time.perf_counter() - t
     if prune and type(unpruned_rules) is RuleSet and not unpruned_rules.linear:
         t = time.perf_counter()
         job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
-        pruning = prune_and_refine(unpruned_rules, values[train_idx], y[train_idx], is_valid,
-                                   max_rules=p.max_rules, max_literals=p.max_literals, refine=p.refine,
-                                   should_stop=_raise_on_cancel(job))
+        pruning, scorecard = prune_to_scorecard(unpruned_rules, values[train_idx], y[train_idx], is_valid, p,
+                                                should_stop=_raise_on_cancel(job))
         job.check_cancel()
-        refined = pruning.default_rules.literals
-        if refined is not None and refined is not literals:  # refined: an extended table
-            literals = refined
-        unpruned_rules = pruning.unpruned
-        rules = pruning.default_rules
+        unpruned_rules, rules = pruning.unpruned, scorecard.to_rules()  # the scorecard is the model (SEMANTICS.md)
+        literals = rules.literal_table()  # the refined table, extended by the scorecard's band edges
         seconds["pruning"] = time.perf_counter() - t
 
     t = time.perf_counter()
     job.emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
     state = FittedState.from_values(
         seqs, statistics, literals, rules, values, y, is_test, labels=labels, student=student,
-        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit)
+        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit,
+        scorecard=scorecard)
     seconds["evaluate"] = time.perf_counter() - t
     seconds["total"] = job.elapsed
     return dataclasses.replace(state, seconds=seconds)
@@ -392,7 +388,8 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
     user, time : str
         Column names, for a DataFrame or a table.
     scores : Series indexed by user id, optional
-        The teacher's scores, instead of querying a model.
+        The teacher's scores, instead of querying a model (for a Spark
+        DataFrame of events, also a Spark DataFrame: user id, score).
     labels : Series of 0/1 indexed by user id, optional
         True outcomes: AUC of teacher and rules on held-out users
         (``report()["auc_users"]`` says so).

@@ -43,10 +43,11 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.sql.statistics import quote_identifier
 from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable, as_event_table, is_event_source
+from rudi_explain.sql.warehouse import within_sample as series_within_sample
 from rudi_explain.validation import check_random_state_seed, check_whole
 
 __all__ = ["SparkEventTable", "is_spark_dataframe", "is_spark_source", "is_table_source", "as_table", "score_spark",
-           "predict_spark"]
+           "predict_spark", "within_sample"]
 
 _INSTALL = 'pip install "pyspark>=3.5"'
 
@@ -82,6 +83,25 @@ def as_table(data: Any, user: str, time: str | None) -> EventTable | SparkEventT
     if is_spark_dataframe(data):
         return SparkEventTable(data, user=user, time=time)
     return as_event_table(data, user=user, time=time)
+
+
+def within_sample(values: Any, seqs: Sequences) -> Any:
+    """Scores or labels of a whole table cut to the sample's users (None stays None).
+
+    A pandas Series indexed by user id is cut as on the DuckDB path
+    (:func:`rudi_explain.sql.warehouse.within_sample`); a Spark DataFrame of
+    two columns, the user id and the value, is filtered in Spark, so only the
+    sample's rows come to the driver.
+    """
+    if not is_spark_dataframe(values):
+        return series_within_sample(values, seqs)
+    if len(values.columns) != 2:
+        raise InputError("scores or labels in a Spark DataFrame take two columns, the user id and the value; got "
+                         f"{values.columns}")
+    user, value = values.columns
+    ids = values[quote_identifier(user, "spark")]
+    frame = values.where(ids.isin(np.asarray(seqs.users).tolist())).toPandas()
+    return frame.set_index(user)[value]
 
 
 class SparkEventTable:
