@@ -742,30 +742,43 @@ function effectChart(e) {
   return box;
 }
 
-// Teacher score (x) against rule score (y) on held-out users: how faithful, in one picture.
-function scatterChart(f) {
-  const W = 460, H = 260, L = 48, R = 14, T = 12, B = 34;
-  const box = chartSvg("rx-scatter", W, H, "teacher score against rule score, held-out users");
+// Teacher percentile (x) against rule-score percentile (y) on held-out users: the two scores live on
+// different scales, their ranks do not, so the diagonal is where the rules rank a user as the model does.
+// A point's hover names the user and both scores; a click opens the user.
+function scatterChart(f, openUser) {
+  const W = 460, H = 280, L = 48, R = 14, T = 12, B = 36;
+  const box = chartSvg("rx-scatter", W, H, "teacher percentile against rule-score percentile, held-out users");
   box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
-  const xs = f.points.map((p) => p.teacher), ys = f.points.map((p) => p.student);
-  const span = (v) => { const lo = Math.min(...v), hi = Math.max(...v); return [lo, hi > lo ? hi : lo + 1]; };
-  const [x0, x1] = span(xs), [y0, y1] = span(ys);
-  const X = (v) => L + (W - L - R) * (v - x0) / (x1 - x0), Y = (v) => H - B - (H - T - B) * (v - y0) / (y1 - y0);
-  for (const p of f.points) box.appendChild(svg("circle", { cx: X(p.teacher), cy: Y(p.student), r: 2.2, class: "rx-scatter-point" }));
-  box.appendChild(svg("text", { x: L + (W - L - R) / 2, y: H - 6, "text-anchor": "middle", class: "rx-axis" }, "teacher score"));
+  const X = (p) => L + (W - L - R) * p / 100, Y = (p) => H - B - (H - T - B) * p / 100;
+  box.appendChild(svg("line", { x1: X(0), y1: Y(0), x2: X(100), y2: Y(100), class: "rx-diagonal" },
+    svg("title", null, "the diagonal: the rules rank the user as the model does")));
+  for (const p of f.points) {
+    if (p.teacher_pct === undefined) continue;  // an older payload: no percentiles to place it by
+    const c = svg("circle", { cx: X(p.teacher_pct), cy: Y(p.student_pct), r: 3, class: "rx-scatter-point", tabindex: "-1",
+      "data-user": p.id }, svg("title", null, `user ${p.id}: teacher ${fmt(p.teacher, 4)} (${percentileWords(p.teacher_pct)}), ` +
+      `rules ${fmt(p.student, 4)} (${percentileWords(p.student_pct)}); click to open`));
+    if (openUser) c.addEventListener("click", () => openUser(p.id));
+    box.appendChild(c);
+  }
+  box.appendChild(svg("text", { x: L + (W - L - R) / 2, y: H - 6, "text-anchor": "middle", class: "rx-axis" }, "teacher percentile"));
   box.appendChild(svg("text", { x: 12, y: T + (H - T - B) / 2, "text-anchor": "middle", class: "rx-axis",
-    transform: `rotate(-90 12 ${T + (H - T - B) / 2})` }, "rule score"));
-  for (const [v, x] of [[x0, X(x0)], [x1, X(x1)]]) box.appendChild(svg("text", { x, y: H - B + 14, "text-anchor": "middle", class: "rx-axis" }, fmt(v, 3)));
-  for (const [v, y] of [[y0, Y(y0)], [y1, Y(y1)]]) box.appendChild(svg("text", { x: L - 4, y: y + 4, "text-anchor": "end", class: "rx-axis" }, fmt(v, 3)));
+    transform: `rotate(-90 12 ${T + (H - T - B) / 2})` }, "rule-score percentile"));
+  for (const v of [0, 50, 100]) {
+    box.appendChild(svg("text", { x: X(v), y: H - B + 14, "text-anchor": "middle", class: "rx-axis" }, String(v)));
+    box.appendChild(svg("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end", class: "rx-axis" }, String(v)));
+  }
   return box;
 }
 
 function faithfulView(f, openUser) {
   if (!f || !f.points || !f.points.length) return null;
   return [h("h4", null, "How faithful: teacher against rules on held-out users"),
-    h("p", { class: "rx-help" }, `${fmt(f.points.length)} of ${fmt(f.n_test)} held-out users; rank correlation `,
+    h("p", { class: "rx-help" }, "Rank correlation ",
       h("strong", { class: "rx-spearman" }, f.spearman === null ? "–" : fmt(f.spearman, 3)),
-      ". Points on a rising line mean the rules order users as the model does."), chartBox(scatterChart(f)),
+      ` (Spearman, over ${fmt(f.n_test)} held-out users): 1 when the rules rank every user as the model does, 0 for no relation. `,
+      "The summary's held-out fidelity counts pairs of users in the same order instead; both read ranks, not scores. ",
+      `${fmt(f.points.length)} users drawn; on the diagonal the rules rank a user as the model does. Hover a point for its user, click to open it.`),
+    chartBox(scatterChart(f, openUser)),
     h("h4", null, "Users the rules explain worst"),
     h("p", { class: "rx-help" }, "Held-out users whose rank under the rules is farthest from their rank under the model. Click one to see why."),
     scrollBox("worst", h("table", { class: "rx-table rx-worst" },

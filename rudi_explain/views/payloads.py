@@ -446,7 +446,8 @@ def faithfulness(exp: Explanation) -> dict:
     # farthest first; ties in user order (users are sorted, so this is the id order)
     worst = np.lexsort((np.arange(test.size), -gap))[:N_WORST]
     return {
-        "points": [{"teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in shown],
+        "points": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4),
+                    "teacher_pct": _num(py[i], 3), "student_pct": _num(ps[i], 3)} for i in shown],
         "spearman": _num(spearman, 4),
         "n_test": int(test.size),
         "worst": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4),
