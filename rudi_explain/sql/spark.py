@@ -251,17 +251,15 @@ class SparkEventTable:
         """
         self._check()
         seqs = explanation.sequences
-        view = f"_rudi_events_{uuid.uuid4().hex}"
+        name = f"_rudi_events_{uuid.uuid4().hex}"  # a name no column or value holds
         sql = explanation.rules.to_sql(
-            table=view, user=self.user, time=self.time, dialect="spark", literals=explanation.literals,
+            table=name, user=self.user, time=self.time, dialect="spark", literals=explanation.literals,
             include_literals=include_literals, vocabularies=explanation.literals.vocabularies, schema=seqs,
             event_order=self.event_order, reference_time=reference_time, exact_sums=exact_sums)
-        session = self.source.sparkSession
-        self.source.createOrReplaceTempView(view)
-        try:
-            return session.sql(sql)  # analysed now: the view may go (as spark.sql(..., df=) does)
-        finally:
-            session.catalog.dropTempView(view)
+        # spark.sql's own way to read a DataFrame in a query (classic and Spark Connect alike, no view left
+        # behind): "{events}" stands for it, so every other brace of the text (in a category value) is doubled.
+        template = sql.replace("{", "{{").replace("}", "}}").replace(quote_identifier(name, "spark"), "{events}")
+        return self.source.sparkSession.sql(template, events=self.source)
 
     def __repr__(self) -> str:
         return f"SparkEventTable(user={self.user!r}, time={self.time!r}, n_users={self.n_users})"

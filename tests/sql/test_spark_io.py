@@ -13,12 +13,15 @@ import os
 import shutil
 import signal
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import rudi_explain as rx
+from rudi_explain.rules.formula import Lit
+from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.sql.spark import SparkEventTable, is_spark_dataframe, is_table_source
 
 FAST = dict(n_stats=3, n_rules=5, n_simulations=30, background=False, random_state=0,
@@ -219,3 +222,22 @@ def test_bad_input_gets_the_errors_of_the_dataframe_path(spark, payments, fitted
         exp.score_spark(spark_broken, event_order="row")
     with pytest.raises(rx.RudiExplainError, match=r"pass scores and labels as a pandas Series indexed by user id"):
         rx.explain(None, frame, scores=data.risk.to_numpy(), in_users_order=True, **FAST)
+
+
+@pytest.mark.slow
+def test_hostile_names_and_braces_in_values_are_scored_by_spark(spark):
+    user, cat = "user id`", "kind {events}"
+    values = ["{events}", "x}{", "it's \\ {{"]
+    df = pd.DataFrame({user: ["a", "a", "b", "c", "c", "c", "d"], "ts": [1.0, 2.0, 1.0, 1.0, 2.0, 3.0, 1.0],
+                       cat: [values[0], values[1], values[0], values[2], values[1], values[0], values[2]],
+                       "amount": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]})
+    seqs = rx.Sequences(df, user=user, time="ts", categorical=[cat], numerical=["amount"])
+    stats = [rx.Statistic.parse(f"Select(amount) | RetainBy({cat!r}={v!r}) | Sum") for v in values]
+    literals = rx.Literals.fit(seqs, stats)
+    assert len({literals.column[i] for i in range(literals.n_literals)}) == 3  # a literal of every value
+    rules = RuleSet.from_formulas([Lit(i, False) for i in range(literals.n_literals)],
+                                  [2.0 ** -i for i in range(literals.n_literals)], intercept=0.5, literals=literals)
+    explanation = SimpleNamespace(rules=rules, literals=literals, sequences=seqs)  # what score() reads of one
+    got = SparkEventTable(spark.createDataFrame(df), user=user, time="ts").score(explanation).toPandas()
+    assert got[user].tolist() == ["a", "b", "c", "d"]
+    np.testing.assert_array_equal(got["score"].to_numpy(), rules.score(seqs))
