@@ -204,8 +204,11 @@ class SparkEventTable:
         return users.orderBy(order, F.col("_rudi_u")).limit(n)
 
     def read(self, users: Any = None) -> pd.DataFrame:
-        """The events of ``users`` (a DataFrame from :meth:`sample_users`; None: all) as pandas, in
-        (user, time, ``event_order``) order."""
+        """The events of ``users`` as pandas, in (user, time, ``event_order``) order.
+
+        ``users`` is a DataFrame from :meth:`sample_users` (None: every user);
+        only their events come to the driver.
+        """
         self._check()
         events = self.source
         if users is not None:
