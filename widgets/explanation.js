@@ -965,7 +965,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
       on: { click: () => nav.toHistograms() } }, `Mark user ${d.id}'s values on the histograms`)) : null,
-    ui.standalone ? null : [h("h4", { class: "rx-cf-title" }, "Smallest change that moves the rule score across the median"), counterfactualView(d, ui)],
+    ui.standalone ? null : [h("h4", { class: "rx-cf-title" }, `Smallest change that moves the rule score across the ${cfTarget(ui) === 50 ? "median" : percentileWords(cfTarget(ui))}`), counterfactualControls(d, ui, audit), counterfactualView(d, ui)],
     h("h4", null, `Events (${fmt(d.n_events)}${d.n_events > d.events.length ? `, first ${d.events.length} shown` : ""})`), legend,
     ui.standalone ? null : attributionPanel(d, ui, audit),
     scrollBox("events", table, "rx-events-wrap"));
@@ -1059,13 +1059,38 @@ function attributionPanel(d, ui, audit) {
 // ------------------------------------------------------------------ audit: the counterfactual
 const valueText = (v) => (v === null || v === undefined ? "undefined" : fmt(v, 4));
 
+// The counterfactual's target and budget: the percentile to cross and the most conditions that may flip.
+const cfTarget = (ui) => (ui.cfPercentile === undefined ? 50 : ui.cfPercentile);
+const cfBudget = (ui) => (ui.cfMaxChanges === undefined ? 3 : ui.cfMaxChanges);
+function counterfactualControls(d, ui, audit) {
+  const pctInput = h("input", { class: "rx-cf-percentile", type: "number", min: "0", max: "100", step: "1",
+    value: String(cfTarget(ui)), "aria-label": "target percentile of the rule scores" });
+  const maxInput = h("select", { class: "rx-cf-max", "aria-label": "most conditions that may change" },
+    [1, 2, 3, 4, 5].map((k) => h("option", { value: String(k), selected: k === cfBudget(ui) ? "" : undefined }, String(k))));
+  maxInput.value = String(cfBudget(ui));
+  const go = () => {
+    const p = Number(pctInput.value);
+    if (!pctInput.value.trim() || !Number.isFinite(p) || p < 0 || p > 100) { pctInput.setCustomValidity("a percentile from 0 to 100"); pctInput.reportValidity(); return; }
+    pctInput.setCustomValidity("");
+    ui.cfPercentile = p; ui.cfMaxChanges = Number(maxInput.value);
+    audit.counterfactual(d.id);
+  };
+  pctInput.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); });
+  return h("div", { class: "rx-cf-controls" },
+    h("label", null, "Target percentile ", pctInput), " ",
+    h("label", null, "at most ", maxInput, " changed conditions"), " ",
+    h("button", { type: "button", class: "rx-button rx-cf-go", on: { click: go } }, "Search"));
+}
+
 function counterfactualView(d, ui) {
   const c = ui.cf && ui.cf.id === d.id ? ui.cf : null;
   if (!c || c.loading) return h("div", { class: "rx-cf rx-loading" }, "Searching the smallest change…");
   if (c.error) return h("div", { class: "rx-cf rx-cf-error", role: "note" }, c.error);
   const cf = c.data;
   const parts = [h("p", { class: "rx-cf-message" }, cf.message)];
-  if (cf.found && cf.changes.length) {
+  if (cf.changes.length) {  // found, or (not found) the change that gets nearest
+    if (!cf.found) parts.push(h("p", { class: "rx-cf-nearest" }, h("strong", null, "Nearest reachable: "),
+      `${fmt(cf.new_score, 4)} (${percentileWords(cf.new_percentile)}), not past the target; the change that gets there:`));
     const inEvents = cf.changes.some((r) => r.events);
     parts.push(scrollBox("cf-changes", h("table", { class: "rx-table rx-cf-changes" },
       h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", inEvents ? "in events" : null]
@@ -1081,7 +1106,7 @@ function counterfactualView(d, ui) {
         h("span", { class: "rx-cf-rules" }, ` (${f.rules.map((k) => `rule ${k + 1}`).join(", ")})`)))));
     parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${fmt(cf.score, 4)} (${percentileWords(cf.percentile)}) → `,
       h("strong", null, `${fmt(cf.new_score, 4)} (${percentileWords(cf.new_percentile)})`),
-      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, ${percentileWords(cf.target_percentile)} of the training users' rule scores.`));
+      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, ${percentileWords(cf.target_percentile)} of the training users' rule scores` + (cf.found ? "." : " (not reached).")));
   }
   const e = cf.edit;
   if (e) {
@@ -1327,7 +1352,8 @@ function render({ model, el }) {
     },
     counterfactual(id) {
       ui.cf = { id, request: ++ui.seq, loading: true, data: null, error: "" };
-      if (!ask({ type: "counterfactual", id, request: ui.cf.request, percentile: 50 })) Object.assign(ui.cf, { loading: false, error: `The counterfactual ${NO_KERNEL}.` });
+      if (!ask({ type: "counterfactual", id, request: ui.cf.request, percentile: cfTarget(ui), max_literals: cfBudget(ui) })) Object.assign(ui.cf, { loading: false, error: `The counterfactual ${NO_KERNEL}.` });
+      draw();
     },
     // A typed (or slid) threshold: the histogram's line moves at once, the figures follow the kernel's answer.
     whatIfTyped(i, text, now, fromRange = false) {

@@ -223,7 +223,8 @@ class Counterfactual:
             "user": str(self.user_id), "direction": self.direction, "target_percentile": _num(self.target_percentile),
             "target_score": _num(self.target_score), "score": _num(self.score), "percentile": _num(self.percentile),
             "found": bool(self.found), "new_score": _num(self.new_score), "new_percentile": _num(self.new_percentile),
-            "n_literals": int(self.n_literals), "distance": _num(self.distance, 4), "message": self.message,
+            "n_literals": int(self.n_literals), "max_literals": int(self.max_literals),
+            "distance": _num(self.distance, 4), "message": self.message,
             "changes": rows(self.changes), "flipped": rows(self.flipped),
             "edit": None if e is None else {
                 "n_dropped": e.n_dropped, "score": _num(e.score), "percentile": _num(e.percentile),

@@ -22,7 +22,7 @@ Three more requests answer the audit views, each echoing ``request`` (and
 * ``{"type": "attributions", "id": ...}``: the user's attribution strip
   (:func:`widget_state.attribution_state`, under ``"state"``). It asks the
   model, so the page sends it only when asked (a button);
-* ``{"type": "counterfactual", "id": ..., "percentile": 50}``: the smallest
+* ``{"type": "counterfactual", "id": ..., "percentile": 50, "max_literals": 3}``: the smallest
   change that moves the user's rule score below that percentile (above it
   for a user already below), :meth:`Counterfactual.to_dict` under
   ``"counterfactual"``;
@@ -202,7 +202,7 @@ class ExplanationWidget(anywidget.AnyWidget):
             self.send(self.answer_attributions(content.get("id"), content.get("request")))
         elif kind == "counterfactual":
             self.send(self.answer_counterfactual(content.get("id"), content.get("request"),
-                                                 content.get("percentile", 50.0)))
+                                                 content.get("percentile", 50.0), content.get("max_literals", 3)))
         elif kind == "what_if":
             self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request")))
         elif kind == "agreement":
@@ -284,21 +284,24 @@ class ExplanationWidget(anywidget.AnyWidget):
         except Exception as err:  # the model failed: say so in the page, keep the kernel's handler alive
             return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
 
-    def answer_counterfactual(self, user_id: Any, request: Any = None, percentile: Any = 50.0) -> dict:
+    def answer_counterfactual(self, user_id: Any, request: Any = None, percentile: Any = 50.0,
+                              max_literals: Any = 3) -> dict:
         """The reply to a counterfactual request: the smallest change across ``percentile``.
 
         Below the percentile for a user at or above it; for a user already
         below, the smallest change that moves them above it (``direction``
-        in the payload says which).
+        in the payload says which). At most ``max_literals`` literals flip;
+        where none reaches the target, the payload holds the nearest score
+        reachable (``found`` False, ``new_score`` set).
         """
         reply: dict = {"type": "counterfactual", "request": request, "id": str(user_id)}
         if (late := self._not_ready(reply)) is not None:
             return late
         try:
             u = self._exp.user(ws.resolve_user(self._exp, user_id))
-            cf = u.counterfactual(float(percentile), "below")
+            cf = u.counterfactual(percentile, "below", max_literals)
             if cf.found and not cf.n_literals:  # already below: what would move them up instead
-                cf = u.counterfactual(float(percentile), "above")
+                cf = u.counterfactual(percentile, "above", max_literals)
             return reply | {"ok": True, "counterfactual": cf.to_dict()}
         except KeyError as err:
             return reply | {"ok": False, "error": str(err.args[0]) if err.args else str(err)}

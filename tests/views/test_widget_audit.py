@@ -149,6 +149,31 @@ def test_counterfactual_moves_the_rule_score_across_the_median(exp, sent):
     assert seen["below"] >= 3 and seen["above"] >= 3, seen
 
 
+def test_counterfactual_takes_a_percentile_and_a_budget_and_gives_the_nearest(exp, sent):
+    """The page's controls: another percentile and at most k changed conditions; where none reaches the
+    target, the reply holds the nearest score reachable and its change (scored by hand)."""
+    s = exp.student_scores
+    L = exp.literals
+    near = 0
+    for uid in s.sort_values(ascending=False).index[:15]:  # the top-scored users an auditor opens first
+        reply = _ask(exp, sent, {"type": "counterfactual", "id": str(uid), "request": 3, "percentile": 10,
+                                 "max_literals": 1})
+        assert reply["ok"], reply
+        cf = reply["counterfactual"]
+        assert cf["target_percentile"] == 10 and cf["max_literals"] == 1 and cf["n_literals"] <= 1
+        if cf["found"]:
+            continue
+        assert "the nearest it gets is" in cf["message"] and cf["new_score"] < s[uid]
+        values = exp.result.values[exp.sequences.user_index(uid)].copy()
+        for ch in cf["changes"]:
+            values[ch["output"]] = ch["value_needed"]
+        with np.errstate(invalid="ignore"):
+            z = values[L.column] > L.thresholds
+        assert _score_by_hand(exp.rules, z) == pytest.approx(cf["new_score"], rel=1e-5, abs=1e-6)
+        near += 1
+    assert near >= 3, near
+
+
 # ------------------------------------------------------------------ what-if
 def test_what_if_equals_a_moved_explanation(exp, sent):
     used = sorted({lit.index for r in exp.rules for lit in formula_literals(r.formula)})
