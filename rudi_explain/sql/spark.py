@@ -27,7 +27,7 @@ What makes the two sides agree
   the session's time zone (``spark.sql.session.timeZone``); UTC keeps every
   day 24 hours long on both sides.
 
-PySpark is optional (``pip install "pyspark>=3.5"``): a Spark DataFrame is
+PySpark is optional (``pip install "rudi-explain[spark]"``): a Spark DataFrame is
 recognised by its type's module name, without importing PySpark.
 """
 
@@ -49,7 +49,7 @@ from rudi_explain.validation import check_random_state_seed, check_whole
 __all__ = ["SparkEventTable", "is_spark_dataframe", "is_spark_source", "is_table_source", "as_table", "score_spark",
            "predict_spark", "within_sample"]
 
-_INSTALL = 'pip install "pyspark>=3.5"'
+_INSTALL = 'pip install "rudi-explain[spark]" (or pip install "pyspark>=3.5")'
 
 
 def _functions() -> Any:
