@@ -897,12 +897,50 @@ function userView(results, ui, openUser, redraw, audit, nav) {
     h("button", { class: "rx-button", type: "submit", data: { key: "user-show" } }, "Show"));
   const top = h("div", { class: "rx-top-users" }, h("span", { class: "rx-top-title" }, "Top-scored users: "),
     (results.top_users || []).map((u) => userLink(u, openUser, "top-user")));
-  const parts = [search, top];
+  const parts = [search, top, userPicks(results.user_picks, ui, openUser, redraw)];
   if (ui.loading) parts.push(h("div", { class: "rx-loading" }, `Loading ${ui.userId}…`));
   else if (ui.userError) parts.push(h("div", { class: "rx-user-error" }, ui.userError));
   else if (ui.user) parts.push(userDetail(ui.user, results, ui, redraw, audit, nav));
   else parts.push(h("p", { class: "rx-help" }, "Pick a user: type an id, click one above, or click an example user on a rule card."));
   return h("section", { class: "rx-user-panel" }, parts);
+}
+
+// Users beyond the top 15 (payloads.user_picks): the lowest-scored, the user nearest a teacher percentile
+// typed in, and seeded random users one after another. All are in the payload, so the standalone report
+// picks them too (and says so when a picked user's drill-down is not embedded in it).
+function userPicks(picks, ui, openUser, redraw) {
+  if (!picks) return null;
+  ui.pickPct ??= ""; ui.randomAt ??= 0;
+  const byPct = picks.by_percentile || [], random = picks.random || [];
+  const pickAt = () => {
+    const p = Number(String(ui.pickPct).trim());
+    if (String(ui.pickPct).trim() === "" || !Number.isFinite(p) || p < 0 || p > 100 || !byPct.length) {
+      ui.pickNote = { id: null, text: "a percentile is a number from 0 to 100" }; redraw(); return;
+    }
+    const u = byPct[Math.round(p)];
+    ui.pickNote = { id: u.id, text: `user ${u.id}: teacher score ${fmt(u.teacher, 3)}, ${percentileWords(u.percentile)} (the nearest to ${fmt(p, 3)})` };
+    openUser(u.id);
+  };
+  // novalidate: the page says what is wrong with a percentile, where the browser would silently refuse to submit
+  const pct = h("form", { class: "rx-pick-pct", "data-lm-suppress-shortcuts": "true", novalidate: true,
+    on: { submit: (e) => { e.preventDefault(); pickAt(); } } },
+  h("label", { class: "rx-top-title" }, "User at teacher percentile ",
+    h("input", { class: "rx-pick-pct-input", type: "number", min: 0, max: 100, step: "any", value: ui.pickPct,
+      "aria-label": "teacher percentile, 0 to 100", data: { key: "pick-pct" },
+      on: { input: (e) => { ui.pickPct = e.target.value; },
+        keydown: (e) => { if (e.key === "Enter") { swallow(e); pickAt(); } } } })),
+  h("button", { class: "rx-button rx-pick-pct-show", type: "submit", data: { key: "pick-pct-show" } }, "Show"),
+  // the note belongs to the user it picked (or to a wrong entry): gone once another user is opened
+  ui.pickNote && (ui.pickNote.id === null || ui.pickNote.id === ui.userId)
+    ? h("span", { class: "rx-pick-note", role: "status" }, ui.pickNote.text) : null);
+  const rand = random.length ? h("button", { class: "rx-button rx-pick-random", type: "button", data: { key: "pick-random" },
+    title: `one of ${random.length} users drawn at random (seeded: the same ones each time), in turn`,
+    on: { click: (e) => { e.stopPropagation(); const u = random[ui.randomAt % random.length]; ui.randomAt += 1;
+      ui.pickNote = null; openUser(u.id); } } }, ui.randomAt ? "Another random user" : "A random user") : null;
+  return h("div", { class: "rx-user-picks" },
+    (picks.bottom || []).length ? h("div", { class: "rx-bottom-users" }, h("span", { class: "rx-top-title" }, "Lowest-scored users: "),
+      picks.bottom.map((u) => userLink(u, openUser, "bottom-user"))) : null,
+    h("div", { class: "rx-pick-row" }, byPct.length ? pct : null, rand));
 }
 
 // A feed's marker: colour AND letter (A, B, ...). Ten fills cycle in order, so two feeds of

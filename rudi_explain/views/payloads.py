@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
-           "top_users", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key", "importance",
-           "audit", "MAX_EVENTS",
+           "top_users", "user_picks", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key",
+           "importance", "audit", "MAX_EVENTS",
            "fidelity_curve", "net_effects", "attribution_state", "what_if", "global_importance"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
@@ -409,6 +409,59 @@ def top_users(exp: Explanation, n: int = 15) -> list[dict]:
     idx = idx[np.argsort(-y[idx], kind="stable")]
     ids = exp.sequences.users
     return [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4)} for i in idx]
+
+
+#: users listed as the lowest-scored, and random users drawn for the "another random user" button
+N_PICKED = 15
+N_RANDOM = 10
+
+
+def user_picks(exp: Explanation, n: int = N_PICKED, n_random: int = N_RANDOM, random_state: int = 0) -> dict:
+    """Users beyond the top-scored, for the User tab: the lowest-scored, one per percentile, random ones.
+
+    Bounded whatever the number of users, so the page picks among them without a kernel (the
+    standalone report too).
+
+    Parameters
+    ----------
+    exp : Explanation
+    n : int, default=N_PICKED
+        Users in ``bottom``.
+    n_random : int, default=N_RANDOM
+        Users in ``random``.
+    random_state : int, default=0
+        Seed of the random draw (``numpy.random.default_rng``): the same users on every call.
+
+    Returns
+    -------
+    dict
+        ``bottom``: the ``n`` lowest teacher scores, lowest first (as :func:`top_users`);
+        ``by_percentile``: 101 entries, entry ``q`` the user whose teacher percentile (mid-rank,
+        :mod:`rudi_explain.audit.ranks`) is nearest ``q`` (ties: the lower percentile, then the
+        first user), with ``id``, ``teacher`` and ``percentile``; ``random``: ``n_random`` users drawn
+        without replacement, with ``id`` and ``teacher``.
+    """
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    ids = exp.sequences.users
+    if not len(y):
+        return {"bottom": [], "by_percentile": [], "random": []}
+    s = exp.student_scores.to_numpy(dtype=np.float64)
+    order = np.argsort(y, kind="stable")
+    pct = _percentiles(y)[order]  # non-decreasing along ``order``
+    q = np.arange(101, dtype=np.float64)
+    right = np.clip(np.searchsorted(pct, q, side="left"), 0, len(pct) - 1)
+    left = np.clip(right - 1, 0, len(pct) - 1)
+    # the left candidate is the first of its tied block, so a tie picks one user, not the block's last
+    left = np.searchsorted(pct, pct[left], side="left")
+    nearest = np.where(np.abs(pct[left] - q) <= np.abs(pct[right] - q), left, right)
+    drawn = np.random.default_rng(random_state).permutation(len(y))[:n_random]
+    return {
+        "bottom": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4), "student": _num(s[i], 4)}
+                   for i in order[:min(n, len(y))]],
+        "by_percentile": [{"id": user_key(ids[order[j]]), "teacher": _num(y[order[j]], 4),
+                           "percentile": _num(pct[j], 4)} for j in nearest],
+        "random": [{"id": user_key(ids[i]), "teacher": _num(y[i], 4)} for i in drawn],
+    }
 
 
 #: points of the faithfulness scatter (held-out users, evenly spread over the teacher's ranks)

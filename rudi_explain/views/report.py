@@ -97,7 +97,8 @@ const model = {
     const reply = detail ? { type: "user", request: msg.request, id: msg.id, ok: true, detail }
       : { type: "user", request: msg.request, id: msg.id, ok: false,
           error: "user " + JSON.stringify(msg.id) + " is not in this report; it embeds the drill-down of " +
-                 Object.keys(users).length + " users (the top-scored, the rule cards' examples and a random sample)" };
+                 Object.keys(users).length + " users (the top- and lowest-scored, the rule cards' examples, " +
+                 "every tenth percentile and a random sample)" };
     setTimeout(() => emit("msg:custom", reply, []), 0);
   },
 };
@@ -190,11 +191,18 @@ def sample_users(exp: Explanation, n_users: int = 40, random_state: int = 0) -> 
 def linked_users(results: dict) -> list[str]:
     """User keys the report's views link to: top users, worst explained users, rule-card examples.
 
+    Also the User tab's picks (:func:`~rudi_explain.views.payloads.user_picks`): the lowest-scored,
+    the random users and the users at every tenth percentile (a percentile in between may lead to
+    a user the report does not hold; the page says so).
+
     The report embeds the drill-down of each of them, so no link in it leads
     nowhere.
     """
     keys = [u["id"] for u in results.get("top_users", [])]
     keys += [u["id"] for u in results.get("faithful", {}).get("worst", [])]
+    picks = results.get("user_picks", {})
+    keys += [u["id"] for u in picks.get("bottom", []) + picks.get("random", [])]
+    keys += [u["id"] for u in picks.get("by_percentile", [])[::10]]  # every tenth percentile; the rest may be absent
     for card in results.get("rules", []):
         keys += [e["id"] for e in card.get("examples", [])]
     return list(dict.fromkeys(keys))
@@ -254,6 +262,8 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
     exp.ready_result("the report")
     esm, css = front_end()
     results = ws.results_state(exp)
+    # the User tab's picks beyond the top 15 (kept if results_state carries them already)
+    results.setdefault("user_picks", ws.user_picks(exp))
     state = {
         "status": "done",
         "standalone": True,  # the front end leaves out the views that only ask the model
@@ -281,7 +291,8 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
         sm = results["summary"]
         title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
         subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
-                    f"the {len(linked)} the views link to (top-scored, rule-card examples) and "
+                    f"the {len(linked)} the views link to (top- and lowest-scored, rule-card examples, random "
+                    "picks, every tenth percentile) and "
                     f"{len(users) - len(linked)} more (type an id or click one). Works offline. The views that ask "
                     "the model (attributions, agreement, counterfactual, what-if) are in the notebook's widget.")
         if (n_users, max_events) != asked:
