@@ -1,7 +1,7 @@
 """The explanation file: save, and the bounded reading of untrusted files.
 
 A saved explanation is a zip of ``explanation.json`` (format, version, settings, statistics as
-text, literal table, rules, pruning path, teacher kind, seconds, progress history, the sequences'
+text, literal table, rules, pruning path, scorecard, teacher kind, seconds, progress history, the sequences'
 layout) and ``arrays/<name>.npy`` (scores, held-out flags, statistic values, labels and the
 sequences' columns): JSON plus numpy arrays, never pickle. :func:`write` writes one; :func:`read`
 reads one back into the parts an :class:`~rudi_explain.explanation.Explanation` is made of.
@@ -44,6 +44,7 @@ from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.statistics import Statistic
 from rudi_explain.validation import check_whole, check_writable
 
@@ -236,6 +237,7 @@ def write(path: str | Path, sequences: Sequences, params: Mapping[str, Any], sta
         "sequences": seq_meta,
         # null when not pruned; a file without the key predates saved pruning paths
         "pruning": None if state.pruning is None else state.pruning.to_dict(),
+        "scorecard": None if state.scorecard is None else state.scorecard.to_dict(literals=False),
     }
     arrays = {"teacher_scores": state.teacher_scores.to_numpy(), "student_scores": state.student_scores.to_numpy(),
               "is_test": state.is_test, "values": state.values,
@@ -445,12 +447,14 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
     for field_name, build in (
             ("statistics", lambda: [Statistic.parse(t) for t in meta["statistics"]]),
             ("literals", lambda: Literals.from_dict(meta["literals"])),
-            ("rules", lambda: RuleSet.from_dict(meta["rules"]))):
+            ("rules", lambda: RuleSet.from_dict(meta["rules"])),  # no scorecard (an older file): read off the rules
+            ("scorecard", lambda: None if meta.get("scorecard") is None
+             else Scorecard.from_dict(meta["scorecard"], parts["literals"]))):
         try:
             parts[field_name] = build()
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise InputError(f"{path} is damaged: field {field_name!r}: {err}") from None
-    statistics, literals, rules = parts["statistics"], parts["literals"], parts["rules"]
+    statistics, literals, rules, scorecard = parts["statistics"], parts["literals"], parts["rules"], parts["scorecard"]
     literals.statistics = statistics
     rules.literals = literals
     pruning, no_pruning = None, None
@@ -462,6 +466,9 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
             pruning = PruningPath.from_dict(meta["pruning"], literals)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as err:
             raise InputError(f"{path} is damaged: field 'pruning': {err}") from None
+    values = arrays["values"].astype(np.float64)
+    if scorecard is not None and (wrong := scorecard.mismatch(rules, values)):
+        raise InputError(f"{path} is damaged: field 'scorecard': {wrong}")
     history = [JobProgress(e["stage"], e["step"], e["total"], e["message"], {}, e["elapsed"])
                for e in meta["history"]]
     for name in ("teacher_scores", "student_scores"):
@@ -477,7 +484,6 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
         labels = arrays["labels"].astype(np.float64)
         if not np.isin(labels, (0.0, 1.0)).all():
             raise InputError(f"{path} is damaged: array arrays/labels.npy holds labels other than 0 and 1")
-    values = arrays["values"].astype(np.float64)
     if literals.n_outputs != n_out or (literals.output_statistic >= len(statistics)).any():
         raise InputError(f"{path} is damaged: field 'literals' does not match the statistics")
     params = dict(meta["params"])
@@ -487,7 +493,7 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
             seqs, statistics, literals, rules, values, arrays["teacher_scores"].astype(np.float64), is_test,
             student_scores=arrays["student_scores"].astype(np.float64), labels=labels, pruning=pruning,
             no_pruning_reason=no_pruning, teacher_kind=meta["teacher_kind"], seconds=meta["seconds"],
-            moved_thresholds=moved)
+            moved_thresholds=moved, scorecard=scorecard)
     except (IndexError, ValueError) as err:
         raise InputError(f"{path} is damaged: field 'rules' refers to literals the file lacks ({err})") from None
     return Saved(seqs, params, state, history)

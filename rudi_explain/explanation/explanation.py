@@ -22,13 +22,15 @@ import pandas as pd
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, StateError
 from rudi_explain.explanation import archive
-from rudi_explain.explanation.config import DEFAULTS, ExplainConfig
+from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.figures import Figures, fidelity_by, fidelity_curve, report, slice_groups
 from rudi_explain.explanation.job import Job, JobControls, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
+from rudi_explain.explanation.summary import full_text, settings_text, summary_line
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.sql.spark import as_table, is_spark_source, is_table_source, predict_spark, score_spark
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.aggregator import align_vocabularies
@@ -67,6 +69,7 @@ class Explanation(JobControls):
     statistics : list of Statistic
     literals : Literals
     rules : RuleSet
+    scorecard : Scorecard or None
     teacher_scores, student_scores : pandas Series indexed by user id
     is_test : ndarray of bool
         Held-out users (aligned with ``sequences.users``).
@@ -173,6 +176,12 @@ class Explanation(JobControls):
     def rules(self) -> RuleSet:
         """The rules, at the default point of the fidelity curve."""
         return self.ready_result("exp.rules").rules
+
+    @property
+    def scorecard(self) -> Scorecard | None:
+        """The explanation read as cards and interaction rules, with exactly :attr:`rules`' scores (SEMANTICS.md,
+        "The scorecard"); None where the rules are no sum (a rule list)."""
+        return self.ready_result("exp.scorecard").scorecard
 
     @property
     def student(self) -> Any:
@@ -477,22 +486,9 @@ class Explanation(JobControls):
             started = time.strftime("%H:%M:%S", time.localtime(self.started_at))
             stage = self.progress.message if self.progress else "starting"
             return (f"Explanation({self.status}, started {started}; {self._sequences.n_users:,} users; "
-                    f"{self._settings_text()}: {stage})")
-        r = self.report()
-        return (f"Explanation({r['n_users']:,} users, {r['n_statistics']} statistics, {r['n_rules']} rules; "
-                f"fidelity {r['fidelity_test']:.3f} held out)")
+                    f"{settings_text(self._inputs, self._params)}: {stage})")
+        return summary_line(self.ready_result(), self.report())
 
-    def _settings_text(self) -> str:
-        """The teacher and the settings that differ from the defaults, as code would say them."""
-        inputs = self._inputs
-        teacher = ("given scores" if inputs.teacher is None else f"{inputs.teacher.kind} teacher") \
-            if inputs is not None else "loaded"
-        changed = [f"{name}={value!r}" for name, value in self._params.items()
-                   if name in _KEY_SETTINGS and value != getattr(DEFAULTS, name)]
-        return ", ".join([teacher, *changed]) if changed else f"{teacher}, default settings"
-
-
-#: the settings a running explanation's repr names when they differ from the defaults
-_KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
-                 "max_rules", "test_size", "prune")
-
+    def __str__(self) -> str:
+        """``print(exp)``: the one-line summary, then the scorecard's text form (the rules for a rule list)."""
+        return full_text(self.ready_result(), self.report()) if self.status == "done" else repr(self)

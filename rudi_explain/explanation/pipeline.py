@@ -32,8 +32,8 @@ from rudi_explain.explanation.console import TerminalBar, in_kernel, interactive
 from rudi_explain.explanation.explanation import Explanation
 from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
+from rudi_explain.explanation.scorecard_step import prune_to_scorecard
 from rudi_explain.rules.literals import Literals
-from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
 from rudi_explain.sql.spark import as_table, is_table_source, within_sample
@@ -312,27 +312,25 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     job.check_cancel()
     unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
     rules = unpruned_rules
-    pruning = None
+    pruning = scorecard = None
     seconds["student"] = time.perf_counter() - t
     if prune and type(unpruned_rules) is RuleSet and not unpruned_rules.linear:
         t = time.perf_counter()
         job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
-        pruning = prune_and_refine(unpruned_rules, values[train_idx], y[train_idx], is_valid,
-                                   max_rules=p.max_rules, max_literals=p.max_literals, refine=p.refine,
-                                   should_stop=_raise_on_cancel(job))
+        # the pruned rules become the scorecard (SEMANTICS.md): the model; the rules are its rule form
+        pruning, scorecard, rules = prune_to_scorecard(unpruned_rules, values[train_idx], y[train_idx], is_valid,
+                                                       p, should_stop=_raise_on_cancel(job))
         job.check_cancel()
-        refined = pruning.default_rules.literals
-        if refined is not None and refined is not literals:  # refined: an extended table
-            literals = refined
         unpruned_rules = pruning.unpruned
-        rules = pruning.default_rules
+        literals = rules.literal_table()  # the refined table, extended by the scorecard's band edges
         seconds["pruning"] = time.perf_counter() - t
 
     t = time.perf_counter()
     job.emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
     state = FittedState.from_values(
         seqs, statistics, literals, rules, values, y, is_test, labels=labels, student=student,
-        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit)
+        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit,
+        scorecard=scorecard)
     seconds["evaluate"] = time.perf_counter() - t
     seconds["total"] = job.elapsed
     return dataclasses.replace(state, seconds=seconds)

@@ -22,9 +22,11 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_budget import is_additive
 from rudi_explain.statistics import Statistic
 
-__all__ = ["FittedState", "read_only", "score_series"]
+__all__ = ["FittedState", "read_only", "score_series", "read_scorecard"]
 
 
 def read_only(array: np.ndarray) -> np.ndarray:
@@ -93,6 +95,10 @@ class FittedState:
         Seconds per stage, and ``"total"``.
     moved_thresholds : tuple of dict
         What-if moves made since the job (``{"literal", "from", "to"}``), oldest first.
+    scorecard : Scorecard or None
+        The rules read as cards and interaction rules (SEMANTICS.md, "The
+        scorecard"), with exactly the rules' scores; None for rules that are
+        not a sum (a rule list, linear terms).
     """
 
     statistics: tuple[Statistic, ...]
@@ -113,6 +119,7 @@ class FittedState:
     score_unit: str = "raw"
     seconds: Mapping[str, float] = field(default_factory=dict)
     moved_thresholds: tuple[Mapping[str, Any], ...] = ()
+    scorecard: Scorecard | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -148,6 +155,8 @@ class FittedState:
             The rule scores when known (a saved file's); computed from the rules otherwise.
         **fields
             The other attributes (``labels``, ``pruning``, ``seconds``, ...).
+            Without ``scorecard`` (or None), additive rules are read off as one
+            (:meth:`Scorecard.from_rules`, exactly their scores).
 
         Returns
         -------
@@ -158,6 +167,8 @@ class FittedState:
         fires = rules.fires(literal_matrix)
         if student_scores is None:
             student_scores = rules.score(literal_matrix)
+        if fields.get("scorecard") is None:
+            fields["scorecard"] = read_scorecard(rules, values, teacher_scores, is_test)
         return cls(statistics=tuple(statistics), literals=literals, rules=rules,
                    teacher_scores=score_series(teacher_scores, index, "teacher"),
                    student_scores=score_series(student_scores, index, "student"), is_test=is_test, values=values,
@@ -171,12 +182,39 @@ class FittedState:
         rules : RuleSet
         **changes
             Other fields to replace (e.g. ``literals`` and ``literal_matrix`` together).
+            Without ``scorecard``, the new rules are read off as one (exactly their scores).
 
         Returns
         -------
         FittedState
         """
         Z = changes.get("literal_matrix", self.literal_matrix)
+        if "scorecard" not in changes:
+            changes["scorecard"] = read_scorecard(rules, self.values, self.teacher_scores.to_numpy(), self.is_test)
         return dataclasses.replace(self, rules=rules, fires=rules.fires(Z),
                                    student_scores=score_series(rules.score(Z), self.teacher_scores.index, "student"),
                                    **changes)
+
+
+def read_scorecard(rules: RuleSet, values: np.ndarray, teacher_scores: np.ndarray,
+                   is_test: np.ndarray) -> Scorecard | None:
+    """Additive ``rules`` read off as a scorecard centred on the training users; None for other rules.
+
+    Parameters
+    ----------
+    rules : RuleSet
+    values : ndarray, shape (n_users, n_outputs)
+    teacher_scores : ndarray, shape (n_users,)
+    is_test : ndarray of bool, shape (n_users,)
+        The held-out users: the others centre the points and give each band its share and teacher mean.
+
+    Returns
+    -------
+    Scorecard or None
+    """
+    if not is_additive(rules):
+        return None
+    train = ~np.asarray(is_test, dtype=bool)
+    if not train.any():  # no training users (a damaged file): centre on all users
+        train = np.ones_like(train)
+    return Scorecard.from_rules(rules, np.asarray(values)[train], np.asarray(teacher_scores)[train])

@@ -38,14 +38,17 @@ from rudi_explain.rules.formula import (
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import Card
-from rudi_explain.rules.scorecard_fit import MAX_BANDS, RIDGE, check_values, describe, read_off, refit
+from rudi_explain.rules.scorecard_fit import (
+    DEFINED_THRESHOLD,
+    MAX_BANDS,
+    RIDGE,
+    check_values,
+    describe,
+    read_off,
+    refit,
+)
 
 __all__ = ["Scorecard", "DEFINED_THRESHOLD"]
-
-#: Threshold of the literal "the output is defined" that :meth:`Scorecard.to_rules` adds where a card's
-#: undefined band and its lowest band have different points (no literal ``value > t`` with a round ``t``
-#: tells them apart: both are below every threshold). Every finite value but this one lies above it.
-DEFINED_THRESHOLD = float(-np.finfo(np.float64).max)
 
 
 class Scorecard:
@@ -250,9 +253,11 @@ class Scorecard:
         x > t2``, ..., ``x > tm``) weighted by the band's points, plus the
         interaction rules; the base is the intercept. Where a card's undefined
         band has other points than its lowest band, the literal table is
-        extended with ``x > DEFINED_THRESHOLD`` ("x is defined") to tell them
-        apart; band edges the table lacks are added too. The old literals keep
-        their indices.
+        extended with ``x > DEFINED_THRESHOLD`` ("x is defined") and the rule
+        ``NOT x > DEFINED_THRESHOLD`` ("x is undefined") adds the difference
+        (undefined users fire the lowest band's rule too); band edges the
+        table lacks are added too. The old literals keep their indices, and
+        :meth:`from_rules` reads the result back as this scorecard.
 
         Raises
         ------
@@ -289,15 +294,15 @@ class Scorecard:
                     parts.append(lits[k - 1])
                 if k < len(lits):
                     parts.append(~lits[k])
-                elif k == 0 and defined is None:
+                elif k == 0:
                     parts.append(TRUE)
-                if k == 0 and defined is not None:
-                    parts.append(defined)
                 formulas.append(parts[0] if len(parts) == 1 else And(tuple(parts)))
                 weights.append(band.points)
             if defined is not None and card.undefined is not None:
+                # undefined users also fire the lowest band's rule ("at most t1, or undefined"): this rule adds
+                # the rest, so that no rule reads the literal "defined" itself (its threshold is no number to show)
                 formulas.append(~defined)
-                weights.append(card.undefined.points)
+                weights.append(card.undefined.points - card.bands[0].points)
         for r in self.interactions:
             formulas.append(r.formula)
             weights.append(r.weight)
@@ -327,25 +332,63 @@ class Scorecard:
 
     # -- persistence --------------------------------------------------------
 
-    def to_dict(self) -> dict:
-        """A JSON-ready dict; :meth:`from_dict` reads it back with every float exact."""
-        return {
+    def to_dict(self, literals: bool = True) -> dict:
+        """A JSON-ready dict; :meth:`from_dict` reads it back with every float exact.
+
+        Parameters
+        ----------
+        literals : bool, default=True
+            False: without the literal table (a file that holds it already
+            gives it back to :meth:`from_dict`).
+        """
+        d = {
             "format": "rudi-explain/scorecard", "version": 1, "base": self.base,
             "cards": [c.to_dict() for c in self.cards],
             "interactions": [{"formula": formula_to_json(r.formula), "weight": r.weight} for r in self.interactions],
-            "literals": self.literals.to_dict(),
         }
+        return {**d, "literals": self.literals.to_dict()} if literals else d
+
+    def mismatch(self, rules: Any, values: ArrayLike) -> str | None:
+        """Where these users' scores are not the rules' own, why (a scorecard saved beside its rules); else None.
+
+        Parameters
+        ----------
+        rules : RuleSet
+            Rules over this scorecard's literal table (or one that extends it).
+        values : array-like of shape (n_users, n_outputs)
+
+        Returns
+        -------
+        str or None
+            A sentence naming the first user (by position) whose scores differ.
+        """
+        V = self._values(np.asarray(values))
+        own, theirs = self.predict(V), rules.score(rules.literal_table().transform_values(V))
+        bad = np.flatnonzero(~np.isclose(own, theirs, rtol=1e-9, atol=1e-9))
+        if not bad.size:
+            return None
+        return (f"the scorecard's scores differ from the rules' (user {bad[0]}: {own[bad[0]]!r} against "
+                f"{theirs[bad[0]]!r}): they were not saved together")
 
     def to_json(self, **kwargs: Any) -> str:
         """The scorecard as JSON text (no pickle)."""
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
-    def from_dict(cls, d: dict) -> Scorecard:
-        """Read a scorecard written by :meth:`to_dict`."""
+    def from_dict(cls, d: dict, literals: Literals | None = None) -> Scorecard:
+        """Read a scorecard written by :meth:`to_dict`.
+
+        Parameters
+        ----------
+        d : dict
+        literals : Literals, optional
+            The table its cards and rules read, for a dict written without
+            one (``to_dict(literals=False)``); it must have every output and
+            literal they use.
+        """
         if not isinstance(d, dict) or d.get("format") != "rudi-explain/scorecard":
             raise InputError("not a rudi-explain scorecard")
-        literals = Literals.from_dict(d["literals"])
+        literals = Literals.from_dict(d["literals"]) if literals is None else literals
         info = literal_info(literals)
         rules = [Rule(formula_from_json(r["formula"]), float(r["weight"]), info) for r in d.get("interactions", ())]
         return cls([Card.from_dict(c) for c in d.get("cards", ())], rules, float(d["base"]), literals)

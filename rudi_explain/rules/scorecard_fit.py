@@ -33,10 +33,15 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 
-__all__ = ["read_off", "describe", "refit", "check_values", "MAX_BANDS", "RIDGE"]
+__all__ = ["read_off", "describe", "refit", "check_values", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD"]
 
 #: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
 MAX_BANDS = 6
+#: Threshold of the literal "the output is defined" that :meth:`Scorecard.to_rules` adds where a card's
+#: undefined band and its lowest band have different points (no literal ``value > t`` with a round ``t``
+#: tells them apart: both are below every threshold). Every finite value but this one lies above it, so
+#: :func:`read_off` reads it as no band edge (the rules written back read off as the scorecard they came from).
+DEFINED_THRESHOLD = float(-np.finfo(np.float64).max)
 #: Ridge penalty per training user on every point (not the base): only keeps the joint fit stable.
 RIDGE = 1e-6
 
@@ -89,9 +94,11 @@ def read_off(rules: RuleSet, values: np.ndarray) -> tuple[float, list[Card], lis
     cards = []
     for c in sorted(single):
         rs = single[c]
-        edges = sorted({float(table.thresholds[lit.index]) for r in rs for lit in formula_literals(r.formula)})
-        # One value per band, then NaN: every literal of the output reads the whole band as it reads this value.
-        reps = np.array([*edges, np.nextafter(edges[-1], np.inf), np.nan])
+        edges = sorted({float(table.thresholds[lit.index]) for r in rs for lit in formula_literals(r.formula)}
+                       - {DEFINED_THRESHOLD})
+        # One value per band, then NaN: every literal of the output reads the whole band as it reads this value
+        # (the lowest band's value is above DEFINED_THRESHOLD, as every value but -inf and that one are).
+        reps = np.array([*edges, np.nextafter(edges[-1], np.inf), np.nan] if edges else [0.0, np.nan])
         W = np.full((reps.size, table.n_outputs), np.nan)
         W[:, c] = reps
         Z = table.transform_values(W)

@@ -1,0 +1,79 @@
+"""explain()'s post-processing: the student's rules pruned, then read and refitted as a scorecard.
+
+:func:`prune_to_scorecard` runs :func:`rudi_explain.rules.refine.prune_and_refine`
+(thresholds moved, rules pruned and swapped on validation users) and turns its
+default point into the explanation's model,
+:func:`rudi_explain.rules.scorecard_budget.scorecard_within_budget`: cards and
+interaction rules refitted jointly, ``max_rules`` of them at most.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from rudi_explain.explanation.config import ExplainConfig
+from rudi_explain.rules.formula import literal_info
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.pruning import PruningPath
+from rudi_explain.rules.refine import prune_and_refine
+from rudi_explain.rules.ruleset import Rule, RuleSet
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_budget import scorecard_within_budget
+
+__all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
+
+#: Whether explain() may fit linear cards. Not yet: a RuleSet holds rules or linear terms, not both, and
+#: ``exp.rules`` (what the views, the SQL export and the what-if read) must give the scorecard's scores.
+LINEAR_CARDS = False
+
+
+def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
+                       config: ExplainConfig, *,
+                       should_stop: Callable[[], bool] | None = None) -> tuple[PruningPath, Scorecard, RuleSet]:
+    """The pruning path of the student's rules, the scorecard its default point becomes, and its rule form.
+
+    Parameters
+    ----------
+    rules : RuleSet
+        The student's additive rules, in the teacher's units.
+    values : ndarray, shape (n_users, n_outputs)
+        The training users' statistic outputs.
+    y : ndarray, shape (n_users,)
+        Their teacher scores.
+    is_valid : ndarray of bool, shape (n_users,)
+        The validation users: they choose the pruning path's default point, each card's form, and which
+        unit goes first when the scorecard is over budget.
+    config : ExplainConfig
+        ``max_rules`` (cards and interaction rules), ``max_literals``, ``refine``.
+    should_stop : callable, optional
+        Asked during the pruning; a stop raises there.
+
+    Returns
+    -------
+    (PruningPath, Scorecard, RuleSet)
+        The rule set is ``scorecard.to_rules()``: the explanation's rules, with exactly the scorecard's
+        scores, over the pruning's literal table extended by the scorecard's band edges; the pruning
+        path's rule sets are put over that table too (their literals keep their indices).
+    """
+    pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
+                               max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
+    scorecard = scorecard_within_budget(pruning.default_rules, values, y, is_valid, max_rules=config.max_rules,
+                                        linear=LINEAR_CARDS)
+    rules = scorecard.to_rules()
+    table = rules.literal_table()
+    if table is not scorecard.literals:  # one table for all: the explanation's
+        pruning = dataclasses.replace(pruning, unpruned=_over(pruning.unpruned, table),
+                                      rule_sets=[_over(rs, table) for rs in pruning.rule_sets])
+        info = literal_info(table)
+        scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
+                              scorecard.base, table)
+    return pruning, scorecard, rules
+
+
+def _over(rules: RuleSet, table: Literals) -> RuleSet:
+    """The same additive rules over a table that extends theirs (same literals at the same indices)."""
+    info = literal_info(table)
+    return RuleSet([Rule(r.formula, r.weight, info) for r in rules.formula_rules()], rules.intercept, table)

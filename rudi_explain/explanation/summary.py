@@ -1,0 +1,62 @@
+"""How an :class:`~rudi_explain.explanation.Explanation` reads as text: its repr and ``print(exp)``.
+
+``repr(exp)`` is one line; ``str(exp)`` is that line and then the scorecard's
+text form (SEMANTICS.md, "The scorecard"), or the rules where they are no
+scorecard (a rule list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rudi_explain.explanation.config import DEFAULTS
+from rudi_explain.explanation.result import FittedState
+
+__all__ = ["settings_text", "summary_line", "full_text"]
+
+#: the settings a running explanation's repr names when they differ from the defaults
+_KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
+                 "max_rules", "test_size", "prune")
+
+
+def settings_text(inputs: Any, params: Mapping[str, Any]) -> str:
+    """The teacher and the settings that differ from the defaults, as code would say them.
+
+    Parameters
+    ----------
+    inputs : JobInputs or None
+        ``explain()``'s teacher (or scores); None for a loaded explanation.
+    params : mapping
+        ``explain()``'s settings by name.
+    """
+    teacher = ("given scores" if inputs.teacher is None else f"{inputs.teacher.kind} teacher") \
+        if inputs is not None else "loaded"
+    changed = [f"{name}={value!r}" for name, value in params.items()
+               if name in _KEY_SETTINGS and value != getattr(DEFAULTS, name)]
+    return ", ".join([teacher, *changed]) if changed else f"{teacher}, default settings"
+
+
+def summary_line(state: FittedState, report: Mapping[str, Any]) -> str:
+    """One line: users, statistics, the scorecard's cards and interaction rules (or the rules), held-out fidelity.
+
+    Parameters
+    ----------
+    state : FittedState
+    report : mapping
+        :meth:`Explanation.report`'s figures.
+    """
+    sc = state.scorecard
+    size = (f"{report['n_rules']} rules" if sc is None else
+            f"{_count(len(sc.cards), 'card')} and {_count(len(sc.interactions), 'interaction rule')}")
+    return (f"Explanation({report['n_users']:,} users, {report['n_statistics']} statistics, {size}; "
+            f"fidelity {report['fidelity_test']:.3f} held out)")
+
+
+def full_text(state: FittedState, report: Mapping[str, Any]) -> str:
+    """:func:`summary_line`, then the scorecard's text form (the rules where there is no scorecard)."""
+    return f"{summary_line(state, report)}\n\n{state.rules if state.scorecard is None else state.scorecard}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -1,0 +1,106 @@
+"""explain()'s last modelling step: the pruned rules become a scorecard within the budget.
+
+:func:`scorecard_within_budget` reads a scorecard off a pruned additive rule
+set (exactly its scores), refits it jointly on the training users
+(validation users choose each card's form, SEMANTICS.md "The scorecard"),
+and, while it has more units (cards and interaction rules) than the budget,
+drops the unit whose removal costs least on the validation users and
+refits. A statistic output used alone is one card however many bands it
+has: one unit of the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rudi_explain.exceptions import InputError
+from rudi_explain.metrics import fidelity
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_fit import MAX_BANDS
+
+__all__ = ["scorecard_within_budget", "is_additive"]
+
+
+def is_additive(rules: object) -> bool:
+    """Whether ``rules`` is a plain sum of rules (a scorecard reads it): not a rule list, not linear terms."""
+    return type(rules) is RuleSet and not rules.linear and isinstance(rules.literals, Literals)
+
+
+def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_valid: ArrayLike, *,
+                            max_rules: int, max_bands: int = MAX_BANDS, monotone: bool = True,
+                            linear: bool = False) -> Scorecard:
+    """The scorecard of ``rules`` refitted jointly, with at most ``max_rules`` cards and interaction rules.
+
+    Parameters
+    ----------
+    rules : RuleSet
+        Additive rules over a Literals table (the pruned student's).
+    values : array-like of shape (n_users, n_outputs)
+        The training users' statistic outputs (NaN where undefined).
+    y : array-like of shape (n_users,)
+        Their teacher scores, in the units of the rules' weights.
+    is_valid : array-like of bool, shape (n_users,)
+        The validation users (the pruning's): they choose each card's form
+        and which unit goes first when over budget; the points are then
+        fitted on all the users given.
+    max_rules : int
+        The budget: cards plus interaction rules.
+    max_bands : int, default=6
+        Most value bands a card keeps.
+    monotone : bool, default=True
+        Cards monotone where the teacher's mean is, unless validation users say otherwise.
+    linear : bool, default=False
+        Allow linear cards (their scorecard then has no rule form:
+        :meth:`Scorecard.to_rules` raises).
+
+    Returns
+    -------
+    Scorecard
+        ``len(result) <= max_rules``.
+    """
+    if isinstance(max_rules, bool) or not isinstance(max_rules, (int, np.integer)) or max_rules < 1:
+        raise InputError(f"max_rules must be a whole number of at least 1, got {max_rules!r}")
+    V = np.asarray(values, dtype=np.float64)
+    t = np.asarray(y, dtype=np.float64).reshape(-1)
+    valid = np.asarray(is_valid, dtype=bool).reshape(-1)
+    if valid.size != t.size:
+        raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
+    options: dict[str, Any] = {"max_bands": max_bands, "monotone": monotone, "linear": linear}
+    card = Scorecard.from_rules(rules, V, t).refit(V, t, is_valid=valid, **options)
+    fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
+    check = valid if valid.any() else fit
+    while len(card) > max_rules:
+        best, best_fid = None, -np.inf
+        # Each unit left out in turn, refitted on the fitting users, scored on the validation users. Last
+        # first, so that on a tie the unit read last goes: the weakest interaction rule, or the card that
+        # moves scores least (a scorecard keeps its cards in that order).
+        for k in reversed(range(len(card))):
+            trial = _without(card, k)
+            if len(trial) == 0:
+                continue
+            f = _fidelity(trial.refit(V[fit], t[fit], **options), V[check], t[check])
+            if f > best_fid:
+                best, best_fid = trial, f
+        if best is None:  # one unit left: the budget is at least 1
+            break
+        card = best.refit(V, t, is_valid=valid, **options)
+    return card
+
+
+def _without(card: Scorecard, k: int) -> Scorecard:
+    """The scorecard less unit ``k`` (cards first, then interaction rules); points as they were."""
+    n = len(card.cards)
+    cards = [c for i, c in enumerate(card.cards) if i != k]
+    interactions = [r for i, r in enumerate(card.interactions) if i + n != k]
+    return Scorecard(cards, interactions, card.base, card.literals)
+
+
+def _fidelity(card: Scorecard, V: np.ndarray, t: np.ndarray) -> float:
+    if t.size < 2:
+        return 0.0
+    return float(fidelity(t, card.predict(V)))
