@@ -789,11 +789,35 @@ function faithfulView(f, openUser) {
         h("td", { class: "rx-num" }, fmt(u.student_pct, 3)))))))];
 }
 
+// Held-out fidelity per value of a categorical column the reader picks: where the summary is weak.
+// Every column's slices come in the payload, so switching needs no kernel (the report shows it too).
+function slicesView(slices) {
+  if (!slices || !slices.length) return null;
+  const table = (sl) => scrollBox("slices", h("table", { class: "rx-table rx-slices", data: { column: sl.column } },
+    h("thead", null, h("tr", null, [sl.column, "held-out users", "share", "fidelity", "teacher mean"].map((c) => h("th", null, c)))),
+    h("tbody", null, sl.rows.map((r) => h("tr", { class: r.fidelity !== null && r.fidelity < sl.fidelity_all - 0.05 ? "rx-slice-weak" : undefined,
+      data: { value: r.value } },
+    h("td", null, r.value), h("td", { class: "rx-num" }, fmt(r.n_users)), h("td", { class: "rx-num" }, pct(r.share, 0)),
+    h("td", { class: "rx-num rx-slice-fidelity", title: r.fidelity === null ? `fewer than ${sl.min_users} users, or one teacher score among them: no figure` : undefined },
+      r.fidelity === null ? "–" : fmt(r.fidelity, 3)),
+    h("td", { class: "rx-num" }, fmt(r.teacher_mean, 3)))))));
+  const holder = h("div", { class: "rx-slices-table" }, table(slices[0]));
+  const pick = h("select", { class: "rx-slices-column", "aria-label": "slice the held-out users by" },
+    slices.map((sl) => h("option", { value: sl.column }, sl.column)));
+  pick.addEventListener("change", () => holder.replaceChildren(table(slices.find((sl) => sl.column === pick.value))));
+  return [h("h4", null, "Fidelity by slice"),
+    h("p", { class: "rx-help" }, `Held-out fidelity within each group of users (each user under their most common value of the column), against ${fmt(slices[0].fidelity_all, 3)} over all of them: `,
+      "a group well below it (marked) is where the rules follow the model less well. No figure for a group of fewer than ",
+      `${slices[0].min_users} users. exp.fidelity_by(column) gives the whole table.`),
+    h("label", { class: "rx-slices-pick" }, "Slice by ", pick), holder];
+}
+
 function effectsView(results, openUser) {
   const curve = results.curve || [];
   const effects = results.effects || [];
   return h("section", { class: "rx-effects" },
     faithfulView(results.faithful, openUser),
+    slicesView(results.slices),
     h("h4", null, "Fidelity against the number of rules"),
     curve.length ? [h("p", { class: "rx-help" }, "Each point is the rule set kept after pruning down to that many rules; ",
       "the rules shown are the large dot. exp.with_rules(k) gives the explanation at another point."), curveChart(curve)]

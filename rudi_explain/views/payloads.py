@@ -37,6 +37,7 @@ from rudi_explain.exceptions import UnknownUserError
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.reads import output_events
+from rudi_explain.views.slices import fidelity_slices
 from rudi_explain.views.text import CELL_LIMIT, FULL_VALUES_KEY, FullValues, shorten, shorten_payload
 
 if TYPE_CHECKING:
@@ -513,7 +514,7 @@ def results_state(exp: Explanation) -> dict:
     return shorten_payload({"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
             "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp),
-            "importance": global_importance(exp)})
+            "importance": global_importance(exp), "slices": fidelity_slices(exp)})
 
 
 def global_importance(exp: Explanation) -> dict:
