@@ -53,6 +53,7 @@ def _check_is_its_scorecard(exp, max_rules):
     assert [c.column for c in again.cards] == [c.column for c in sc.cards]
     assert [c.edges for c in again.cards] == [c.edges for c in sc.cards]
     assert len(again.interactions) == len(sc.interactions)
+    assert "1797693" not in str(exp.rules)  # the "defined" literal is read as the statistic's undefined words
 
 
 # ------------------------------------------------------------------ explain(), over seeds and scenarios

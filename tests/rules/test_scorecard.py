@@ -358,6 +358,24 @@ def test_to_rules_tells_undefined_from_the_lowest_band():
     np.testing.assert_allclose(back.score(back.literals.transform_values(W)), ref.predict(W), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_rule_form_reads_back_as_the_same_scorecard(seed):
+    """explain() keeps a scorecard as its rule form (exp.rules): reading that off gives the scorecard again."""
+    rng, V, lits, y, rules, sc, ref = _both(seed, linear=False)
+    back = ref.to_rules()
+    again = Scorecard.from_rules(back, V, y)
+    assert [(c.column, c.edges) for c in again.cards] == [(c.column, c.edges) for c in ref.cards]
+    for a, b in zip(again.cards, ref.cards):
+        np.testing.assert_allclose([x.points for x in a.bands], [x.points for x in b.bands], rtol=0, atol=1e-12)
+        assert (a.undefined is None) == (b.undefined is None)
+        if a.undefined is not None:
+            assert abs(a.undefined.points - b.undefined.points) <= 1e-12
+    # "the output is defined" is only read negated ("undefined"): "more than -1.8e308" is no band a reader can use
+    assert not any(DEFINED_THRESHOLD in {float(back.literals.thresholds[lit.index])
+                                         for lit in formula_literals(r.formula) if not lit.negated}
+                   for r in back)
+
+
 def test_a_linear_card_has_no_rule_form():
     card = Card(0, "x", edges=(), bands=(), linear=Linear(0.1, 0.0, 10.0))
     lits = Literals.from_values(np.arange(20.0)[:, None])
