@@ -78,14 +78,30 @@ function fmt(x, digits = 4) {
   if (Number.isInteger(x)) return x.toLocaleString("en-US");
   const a = Math.abs(x);
   if (a >= 1e4) return x.toLocaleString("en-US", { maximumFractionDigits: 0 });
-  if (a >= 1e-3 || a === 0) return String(Number(x.toPrecision(digits)));
+  // no exponent for ordinary magnitudes ("0.000886", not "8.86e-4" beside "0.001"): String() writes one only below 1e-6
+  if (a >= 1e-6 || a === 0) return String(Number(x.toPrecision(digits)));
   return x.toExponential(2);
+}
+
+// Weights and points (rule weights, the intercept, rule scores, effect steps, attributions), one style
+// everywhere, as the static copy writes them (static_view.points_text): 3 significant digits, at most
+// 3 decimals unless that would show 0 (then one significant digit: 0.0004), no exponent, the ASCII minus
+// (what the text forms print and what a reader copies into Python).
+function points(x, sign = false) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "–";
+  if (typeof x !== "number") return String(x);
+  if (x === 0) return "0";
+  const a = Math.abs(x), e = Math.floor(Math.log10(a));
+  if (a < 1e-6) return (x < 0 ? "-" : sign ? "+" : "") + a.toExponential(0);
+  let d = Math.max(0, Math.min(3, 2 - e));
+  if (Number(a.toFixed(d)) === 0) d = -e;
+  return (x < 0 ? "-" : sign ? "+" : "") + a.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 }
 
 // a statistic's words with its unit, when its column has one: "total amount (EUR)"
 const withUnit = (s) => (s.unit ? `${s.words} (${s.unit})` : s.words);
 const pct = (x, d = 1) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(d)}%`);
-const signed = (x) => (x > 0 ? "+" : x < 0 ? "−" : "") + fmt(Math.abs(x));
+const signed = (x) => points(x, true);
 
 // ------------------------------------------------------------------ terms explained
 // Hover help for the words a reader meets first. A term is focusable (Tab) and shows the same text
@@ -439,8 +455,8 @@ function ruleCard(card, ui, openUser, redraw, nav) {
   },
   h("div", { class: "rx-card-head" },
     h("span", { class: "rx-weight" }, signed(card.weight)),
-    h("span", { class: "rx-direction" }, raise ? `raises the score by ${fmt(Math.abs(card.weight))}`
-      : `lowers the score by ${fmt(Math.abs(card.weight))}`),
+    h("span", { class: "rx-direction" }, raise ? `raises the score by ${points(Math.abs(card.weight))}`
+      : `lowers the score by ${points(Math.abs(card.weight))}`),
     h("span", { class: "rx-rule-id" }, `rule ${card.index + 1}`)),
   ruleBody(card),
   statLinks(card, nav),
@@ -866,7 +882,7 @@ function waterfall(d) {
     box.appendChild(svg("text", { x: L - 6, y: y0 + 14, "text-anchor": "end", class: "rx-axis" }, s.label));
     box.appendChild(svg("rect", { x: a, y: y0 + 3, width: Math.max(1, b - a), height: rowH - 6, class: `rx-wf rx-wf-${s.kind}` },
       s.title ? svg("title", null, s.title) : null));
-    box.appendChild(svg("text", { x: b + 4, y: y0 + 14, class: "rx-axis" }, s.kind === "up" || s.kind === "down" ? signed(s.to - s.from) : fmt(s.to)));
+    box.appendChild(svg("text", { x: b + 4, y: y0 + 14, class: "rx-axis" }, s.kind === "up" || s.kind === "down" ? signed(s.to - s.from) : points(s.to)));
   });
   return box;
 }
@@ -982,7 +998,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
   const scores = h("div", { class: "rx-figures" },
     h("div", { class: "rx-figure rx-figure-main" }, h("div", { class: "rx-figure-value rx-teacher-score" }, fmt(d.teacher, 4)),
       h("div", { class: "rx-figure-label" }, `teacher score, ${(results.summary || {}).score_unit || "raw"} (${percentileWords(d.percentile)})`)),
-    h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value rx-rule-score" }, fmt(d.student, 4)),
+    h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value rx-rule-score" }, points(d.student)),
       h("div", { class: "rx-figure-label" }, d.student_percentile != null
         ? `rule score (${percentileWords(d.student_percentile)})` : "rule score")),
     h("div", { class: "rx-figure" }, h("div", { class: "rx-figure-value" }, `${d.fired.length} of ${ruleByIndex.size}`),
@@ -1199,7 +1215,7 @@ function whatIfResult(th, st, results) {
     h("div", { class: "rx-whatif-head" },
       h("span", { class: "rx-whatif-fid", data: { fidelity: w.fidelity_test_moved, before: w.fidelity_test } },
         `held-out fidelity ${fmt(w.fidelity_test, 3)} → `, h("strong", { class: `rx-whatif-after ${change}` }, fmt(w.fidelity_test_moved, 3)),
-        ` (${diff >= 0 ? "+" : "−"}${fmt(Math.abs(diff), 2)})`),
+        ` (${diff >= 0 ? "+" : "-"}${fmt(Math.abs(diff), 2)})`),
       h("span", { class: "rx-whatif-train" }, ` · training ${fmt(w.fidelity_train, 3)} → ${fmt(w.fidelity_train_moved, 3)}`),
       st.loading ? h("span", { class: "rx-muted" }, " · computing…") : null),
     h("div", { class: "rx-whatif-line" }, `At more than ${w.value_text}: users above ${pct(w.share_above.train)} → ${pct(w.share_above.train_moved)} (training); `,

@@ -13,18 +13,18 @@ it when a background job ends, so the saved notebook holds the final one.
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from rudi_explain.rules.formula import format_weight
 from rudi_explain.views.text import shorten_words
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
-__all__ = ["static_html", "show"]
+__all__ = ["static_html", "show", "points_text"]
 
 #: rules listed in the fallback (the default explanation keeps at most 10)
 MAX_RULES_SHOWN = 30
@@ -125,6 +125,38 @@ def _why(exp: Explanation) -> str:
     return ": " + (said or (f"{type(error).__name__}: {error}" if error is not None else "no reason given"))
 
 
+def points_text(x: float | None, sign: bool = True) -> str:
+    """A weight or a number of points as every view writes it (the widget's ``points()`` in explanation.js).
+
+    Three significant digits, at most three decimals unless that would write 0 (then one significant
+    digit: ``"+0.0004"``), no exponent down to 1e-6, thousands separated, the ASCII minus.
+
+    Parameters
+    ----------
+    x : float or None
+        The value; None or NaN gives ``"–"``.
+    sign : bool, default=True
+        Write ``"+"`` before a positive value.
+
+    Returns
+    -------
+    str
+    """
+    if x is None or not math.isfinite(x):
+        return "–"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    head = "-" if x < 0 else "+" if sign else ""
+    if a < 1e-6:
+        return head + f"{a:.0e}"
+    e = math.floor(math.log10(a))
+    d = max(0, min(3, 2 - e))
+    if round(a, d) == 0:
+        d = -e
+    return head + f"{a:,.{d}f}"
+
+
 def _box(inner: str) -> str:
     return f'<div class="rudi-explain-static" style="{_STYLE}">{inner}</div>'
 
@@ -136,13 +168,13 @@ def _rules_table(exp: Explanation) -> str:
     rows = []
     for k, rule in enumerate(rules.rules[:MAX_RULES_SHOWN]):
         coverage = f"{100 * fires[:, k].mean():.0f}%" if fires is not None and fires.shape[1] > k else ""
-        rows.append(f"<tr><td style=\"text-align: right; white-space: nowrap\">{escape(format_weight(rule.weight))}"
+        rows.append(f"<tr><td style=\"text-align: right; white-space: nowrap\">{escape(points_text(rule.weight))}"
                     f"</td><td style=\"text-align: left\">{escape(shorten_words(rule.text))}</td>"
                     f"<td style=\"text-align: right\">{coverage}</td></tr>")
     more = len(rules.rules) - MAX_RULES_SHOWN
     if more > 0:
         rows.append(f"<tr><td></td><td style=\"text-align: left\">… and {more} more rules</td><td></td></tr>")
-    rows.append(f"<tr><td style=\"text-align: right\">{escape(format_weight(rules.intercept))}</td>"
+    rows.append(f"<tr><td style=\"text-align: right\">{escape(points_text(rules.intercept))}</td>"
                 "<td style=\"text-align: left\">(intercept: every user's starting score)</td><td></td></tr>")
     # JupyterLab's and nbconvert's stylesheets right-align every table cell: sentences read from the left
     return ("<table><thead><tr><th>weight</th><th style=\"text-align: left\">"
