@@ -297,6 +297,30 @@ function progressView(model, ui, redraw) {
 }
 
 // ------------------------------------------------------------------ summary
+// What pruning cost on held-out users, and the larger rule set one click away (exp.with_rules(k) in the
+// kernel: every view then reads it; the Python object is unchanged). The report has no kernel: the figures only.
+function pruningLine(results, ui) {
+  const sm = results.summary;
+  const view = results.view;
+  const ask = (k) => { ui.withRulesError = ""; if (!ui.ask({ type: "with_rules", k, request: ++ui.seq })) ui.withRulesError = `Another rule set ${NO_KERNEL}.`; };
+  const error = ui.withRulesError ? h("span", { class: "rx-user-error" }, ` ${ui.withRulesError}`) : null;
+  if (view) {
+    return h("div", { class: "rx-summary-line rx-pruning rx-pruning-shown", role: "status" },
+      h("strong", null, `Showing exp.with_rules(${view.with_rules}): `),
+      `${fmt(view.with_rules)} rules, held-out fidelity ${fmt(sm.fidelity_test, 3)}; exp itself keeps its ${fmt(view.base_rules)}. `,
+      h("button", { type: "button", class: "rx-button rx-pruning-back", on: { click: () => ask(null) } }, `Back to the ${fmt(view.base_rules)} rules`), error);
+  }
+  if (sm.n_rules_unpruned == null || sm.n_rules_unpruned === sm.n_rules || sm.fidelity_test_unpruned == null) return null;
+  const d = sm.fidelity_test - sm.fidelity_test_unpruned;
+  const what = Math.abs(d) < 5e-4 ? "changed held-out fidelity by less than 0.001"
+    : d < 0 ? `cost ${fmt(-d, 2)} of held-out fidelity` : `gained ${fmt(d, 2)} of held-out fidelity`;
+  return h("div", { class: "rx-summary-line rx-pruning" },
+    `Pruning from ${fmt(sm.n_rules_unpruned)} to ${fmt(sm.n_rules)} rules ${what} (${fmt(sm.fidelity_test_unpruned, 3)} with all ${fmt(sm.n_rules_unpruned)}, ${fmt(sm.fidelity_test, 3)} now). `,
+    ui.standalone ? `exp.with_rules(${sm.n_rules_unpruned}) gives the larger set.`
+      : h("button", { type: "button", class: "rx-button rx-pruning-more", on: { click: () => ask(sm.n_rules_unpruned) } }, `Show all ${fmt(sm.n_rules_unpruned)} rules`),
+    error);
+}
+
 function summaryView(sm) {
   const item = (label, value, cls) => h("div", { class: "rx-figure" + (cls ? ` ${cls}` : "") },
     h("div", { class: "rx-figure-value" }, value), h("div", { class: "rx-figure-label" }, label));
@@ -311,7 +335,7 @@ function summaryView(sm) {
       item(["training ", term("fidelity")], fmt(sm.fidelity_train, 3)),
       item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
       item(sm.n_rules_unpruned != null && sm.n_rules_unpruned !== sm.n_rules
-        ? `rules (pruned from ${fmt(sm.n_rules_unpruned)}, fidelity ${fmt(sm.fidelity_test_unpruned, 3)})` : "rules",
+        ? `rules (pruned from ${fmt(sm.n_rules_unpruned)})` : "rules",
       fmt(sm.n_rules)),
       item("statistics", fmt(sm.n_statistics)),
       item(term("literals", "literal"), fmt(sm.n_literals)),
@@ -1557,6 +1581,7 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
+      parts.push(pruningLine(results, ui));
       parts.push(importanceView(results.importance));
       if (!ui.standalone) parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
@@ -1605,6 +1630,9 @@ function render({ model, el }) {
         download(`rudi-explain-report-${stamp()}.html`, "text/html;charset=utf-8", msg.html);
         ui.exportNote = "Report saved.";
       } else ui.exportNote = `No report: ${msg.error || "it could not be written"}`;
+      draw();
+    } else if (msg.type === "with_rules") {
+      ui.withRulesError = msg.ok ? "" : msg.error || "could not show that rule set";
       draw();
     } else if (msg.type === "what_if") {
       const st = ui.whatIf[msg.literal];

@@ -49,6 +49,7 @@ import traitlets as t
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.job import add_wait_context
+from rudi_explain.validation import check_whole
 from rudi_explain.views import payloads as ws
 from rudi_explain.views.kernel_messages import widget_messages
 from rudi_explain.views.report import front_end, front_end_dir, report_html
@@ -117,6 +118,7 @@ class ExplanationWidget(anywidget.AnyWidget):
         self._esm, self._css = front_end()
         super().__init__(**kwargs)
         self._exp = explanation
+        self._base = explanation  # what was explained; self._exp may show another point (answer_with_rules)
         self._lock = threading.Lock()
         self._points: list[dict] = []
         self._last_push = 0.0
@@ -209,6 +211,8 @@ class ExplanationWidget(anywidget.AnyWidget):
             self.send(self.answer_agreement(content.get("request"), content.get("n_users")))
         elif kind == "report":
             self.send(self.answer_report(content.get("request")))
+        elif kind == "with_rules":
+            self.send(self.answer_with_rules(content.get("k"), content.get("request")))
 
     def _retry(self) -> None:
         """Run a failed or cancelled job again and follow it from the start."""
@@ -250,6 +254,27 @@ class ExplanationWidget(anywidget.AnyWidget):
         if not self._exp.done or self._exp.status != "done":
             return reply | {"ok": False, "error": "the explanation is not finished yet"}
         return None
+
+    def answer_with_rules(self, k: Any, request: Any = None) -> dict:
+        """Show another point of the fidelity curve, ``exp.with_rules(k)``, or (``k`` None) what was explained.
+
+        Every view then reads that explanation (rules, thresholds, users, the
+        counterfactual, what-if); the ``exp`` object in Python is unchanged.
+        The results carry ``view``: ``{"with_rules": k, "base_rules": n}``.
+        """
+        reply: dict = {"type": "with_rules", "request": request, "k": k}
+        if (late := self._not_ready(reply)) is not None:
+            return late
+        try:
+            shown = self._base if k is None else self._base.with_rules(check_whole(k, "k", min_value=1))
+            results = ws.results_state(shown)
+        except (ValueError, TypeError) as err:  # not pruned, not a whole number: the message says which
+            return reply | {"ok": False, "error": str(err)}
+        if shown is not self._base:
+            results["view"] = {"with_rules": len(shown.rules), "base_rules": len(self._base.rules)}
+        self._exp = shown
+        self.results = results
+        return reply | {"ok": True, "n_rules": len(shown.rules)}
 
     def answer_report(self, request: Any = None) -> dict:
         """The reply to "Report (HTML)": the standalone report's page as text, for the page to download.

@@ -321,3 +321,32 @@ def test_agreement_without_a_model_says_why(given, sent):
 def test_agreement_bad_sample_size(exp, sent):
     reply = _ask(exp, sent, {"type": "agreement", "request": 5, "n_users": 0})
     assert not reply["ok"] and "at least 1" in reply["error"]
+
+
+# ------------------------------------------------------------------ another point of the fidelity curve
+@pytest.mark.slow
+def test_with_rules_shows_the_larger_set_and_back(sent):
+    import rudi_explain as rx
+
+    demo = rx.datasets.make_payments(600, random_state=0)
+    pruned = rx.explain(None, demo.events, scores=demo.risk, background=False, n_stats=3, n_simulations=20,
+                        student_params={"epochs": 20}, progress=False)
+    n, m = len(pruned.rules), pruned.report().get("n_rules_unpruned")
+    assert m is not None and m > n, (n, m)  # pruned: a larger set exists
+    w = ExplanationWidget(pruned)
+    w._on_message(w, {"type": "with_rules", "k": m, "request": 4})
+    reply = sent[-1]
+    assert reply == {"type": "with_rules", "request": 4, "k": m, "ok": True, "n_rules": len(pruned.with_rules(m).rules)}
+    assert len(w.results["rules"]) == reply["n_rules"] > n
+    assert w.results["view"] == {"with_rules": reply["n_rules"], "base_rules": n}
+    assert w.results["summary"]["fidelity_test"] == pytest.approx(pruned.with_rules(m).report()["fidelity_test"],
+                                                                   abs=1e-4)
+    # the other views read that set too: a user's fired rules are among its rules
+    uid = str(pruned.sequences.users[0])
+    detail = w.answer_user(uid, 1)["detail"]
+    assert all(k < reply["n_rules"] for k in detail["fired"])
+    assert len(pruned.rules) == n  # the Python object is unchanged
+    w._on_message(w, {"type": "with_rules", "k": None, "request": 5})
+    assert sent[-1]["ok"] and len(w.results["rules"]) == n and "view" not in w.results
+    w._on_message(w, {"type": "with_rules", "k": "many", "request": 6})
+    assert sent[-1]["ok"] is False and "k must be a whole number" in sent[-1]["error"]

@@ -1,0 +1,63 @@
+"""What pruning cost, and the larger rule set one click away (issue 28, item 9), in JupyterLab and Notebook 7.
+
+The summary says how held-out fidelity moved from all the student's rules to the pruned ones (the kernel's
+``exp.report()`` figures); "Show all M rules" makes every view read ``exp.with_rules(M)`` and says so;
+"Back" returns to what was explained.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+
+from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+
+SETUP = """\
+import json, rudi_explain as rx
+demo = rx.datasets.make_payments(600, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background=False, n_stats=3, n_simulations=20,
+                 student_params={"epochs": 20}, progress=False)
+r = exp.report()
+json.dump({"n": r["n_rules"], "m": r["n_rules_unpruned"], "f": r["fidelity_test"], "f_all": r["fidelity_test_unpruned"],
+           "m_rules": len(exp.with_rules(r["n_rules_unpruned"]).rules)}, open("pruning.json", "w"))
+exp.widget()"""
+
+
+def _fmt3(x: float) -> str:
+    return f"{float(f'{x:.3g}'):g}"
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, app):
+    root = jupyter_lab.root
+    name = f"pruning-{app}.ipynb"
+    (root / "pruning.json").unlink(missing_ok=True)
+    write_notebook(root / name, [SETUP])
+    page = chromium.new_page(viewport={"width": 1200, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)) if not _notebook7_own(e) else None)
+    page.set_default_timeout(30_000)
+    try:
+        open_notebook(page, jupyter_lab, name, app)
+        run_cell(page, 0)
+        want = wait_file(root / "pruning.json", 180)
+        view = page.locator(".rx-root").first
+        view.locator(".rx-card").first.wait_for(timeout=120_000)
+        line = view.locator(".rx-pruning").inner_text()
+        assert line.startswith(f"Pruning from {want['m']} to {want['n']} rules"), line
+        assert f"({_fmt3(want['f_all'])} with all {want['m']}, {_fmt3(want['f'])} now)" in line, line
+        assert view.locator(".rx-card").count() == want["n"]
+        view.locator(".rx-pruning-more").click()
+        shown = view.locator(".rx-pruning-shown")
+        shown.wait_for()
+        assert shown.inner_text().startswith(f"Showing exp.with_rules({want['m_rules']}):")
+        assert view.locator(".rx-card").count() == want["m_rules"]
+        shots(page, f"pruning-larger-set-{app}")
+        view.locator(".rx-pruning-back").click()
+        view.locator(".rx-pruning-more").wait_for()
+        assert view.locator(".rx-card").count() == want["n"]
+        assert not errors, errors
+    finally:
+        page.close()
