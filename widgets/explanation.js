@@ -220,11 +220,6 @@ function lineChart(points, totalEpochs) {
   const W = 420, H = 130, L = 40, R = 40, T = 14, B = 22;
   const box = chartSvg("rx-chart", W, H, "training loss and running fidelity");
   box.appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "rx-chart-frame" }));
-  if (!points.length) {
-    box.appendChild(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "rx-chart-empty" },
-      "training starts after the search"));
-    return chartBox(box);
-  }
   const maxEpoch = Math.max(1, totalEpochs || 0, ...points.map((p) => p.epoch));
   const losses = points.map((p) => p.loss).filter((v) => v !== null);
   const lo = Math.min(...losses), hi = Math.max(...losses);
@@ -286,8 +281,13 @@ function progressView(model, ui, redraw) {
         s.found.map((f) => h("code", { class: "rx-code rx-found-item" }, f))) : null));
   }
   const points = model.get("chart") || [];
-  // a run stopped before training has no chart to come: no empty frame promising one
-  if (!(ended && !points.length)) parts.push(lineChart(points, p.stage === "student" ? p.total : null));
+  // the chart once it has points; before that one line, not an empty frame for the whole search
+  // (a run stopped before training has no chart to come: nothing)
+  if (points.length) parts.push(lineChart(points, p.stage === "student" ? p.total : null));
+  else if (!ended) {
+    parts.push(h("p", { class: "rx-help rx-chart-note" }, "The training chart (loss and running fidelity by epoch) " +
+      "appears with the student's first epoch, after the search."));
+  }
   if (status === "running" || status === "pending") {
     parts.push(h("button", { class: "rx-button rx-cancel", type: "button", disabled: ui.cancelling, data: { key: "cancel" },
       on: { click: () => { ui.cancelling = ui.ask({ type: "cancel" }); redraw(); } } },
