@@ -311,7 +311,8 @@ class Explanation(JobControls):
         -------
         Explanation
             A new explanation sharing the data, statistics and literals, with the rules
-            of that point (and their firings and scores); this one is unchanged.
+            of that point (and their firings and scores) and their scorecard read off
+            exactly (not refitted: :attr:`rules` is the refitted one); this one is unchanged.
         """
         state = self.ready_result()
         if state.pruning is None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rudi_explain.explanation.config import ExplainConfig
+from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import literal_info
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
@@ -28,6 +29,10 @@ __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 #: Whether explain() may fit linear cards. Not yet: a RuleSet holds rules or linear terms, not both, and
 #: ``exp.rules`` (what the views, the SQL export and the what-if read) must give the scorecard's scores.
 LINEAR_CARDS = False
+#: A larger pruning point is tried while its read-off has at most ``max_rules + SLACK`` cards and interaction rules.
+SLACK = 2
+#: Validation fidelity a larger starting point must gain over the one before it is kept.
+TIE = 1e-3
 
 
 def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
@@ -60,8 +65,8 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     """
     pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
                                max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
-    scorecard = scorecard_within_budget(pruning.default_rules, values, y, is_valid, max_rules=config.max_rules,
-                                        linear=LINEAR_CARDS)
+    start = _start(pruning, values, y, is_valid, config.max_rules)
+    scorecard = scorecard_within_budget(start, values, y, is_valid, max_rules=config.max_rules, linear=LINEAR_CARDS)
     rules = scorecard.to_rules()
     table = rules.literal_table()
     if table is not scorecard.literals:  # one table for all: the explanation's
@@ -71,6 +76,32 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
                               scorecard.base, table)
     return pruning, scorecard, rules
+
+
+def _start(pruning: PruningPath, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
+           max_rules: int) -> RuleSet:
+    """The point of the pruning path the scorecard starts from: the default, or a larger one that fits the budget.
+
+    The budget counts cards, not rules: the default point's bands on one output are one card, so a point
+    with more rules may still read as ``max_rules`` cards and interaction rules or fewer (a few more: the
+    budget step drops them). Each such point is read off, brought within budget and refitted on the
+    fitting users; the one most faithful on the validation users is kept (the default on a tie).
+    """
+    valid = np.asarray(is_valid, dtype=bool)
+    fit = ~valid
+    if valid.sum() < 2 or fit.sum() < 2:
+        return pruning.default_rules
+    best, best_fid = pruning.default_rules, -np.inf
+    for k in range(pruning.default, -1, -1):  # the default first, then ever more rules
+        rules = pruning.rule_sets[k]
+        if k != pruning.default and len(Scorecard.from_rules(rules, values, y)) > max_rules + SLACK:
+            break
+        trial = scorecard_within_budget(rules, values[fit], y[fit], np.zeros(int(fit.sum()), dtype=bool),
+                                        max_rules=max_rules, linear=LINEAR_CARDS)
+        f = fidelity(y[valid], trial.predict(values[valid]))
+        if f > best_fid + TIE:
+            best, best_fid = rules, f
+    return best
 
 
 def _over(rules: RuleSet, table: Literals) -> RuleSet:
