@@ -514,7 +514,7 @@ def results_state(exp: Explanation) -> dict:
     return shorten_payload({"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
             "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp),
-            "importance": global_importance(exp), "slices": fidelity_slices(exp)})
+            "importance": global_importance(exp), "slices": fidelity_slices(exp), "user_picks": user_picks(exp)})
 
 
 def global_importance(exp: Explanation) -> dict:

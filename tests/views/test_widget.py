@@ -64,7 +64,7 @@ def test_state_of_a_finished_explanation(exp):
     assert w.status == "done" and w.error == ""
     r = w.results
     assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects", "faithful",
-                      "audit", "full_values", "importance", "slices"}
+                      "audit", "full_values", "importance", "slices", "user_picks"}
     report = exp.report()
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
@@ -316,6 +316,8 @@ def test_report_is_self_contained_and_escaped(exp, tmp_path):
     linked = ({u["id"] for u in state["results"]["top_users"]}
               | {u["id"] for u in state["results"]["faithful"]["worst"]})
     linked |= {e["id"] for card in state["results"]["rules"] for e in card["examples"]}
+    picks = state["results"]["user_picks"]  # the User tab's lowest-scored, random and every tenth percentile
+    linked |= {u["id"] for u in picks["bottom"] + picks["random"] + picks["by_percentile"][::10]}
     assert set(linked_users(state["results"])) == linked and linked <= set(users)
     assert set(users) == linked | {ws.user_key(u) for u in sample_users(exp, 12)}
     assert len(linked) > 12 and len(users) > len(linked)
