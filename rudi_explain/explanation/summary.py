@@ -13,7 +13,7 @@ from typing import Any
 from rudi_explain.explanation.config import DEFAULTS
 from rudi_explain.explanation.result import FittedState
 
-__all__ = ["settings_text", "summary_line", "full_text"]
+__all__ = ["settings_text", "summary_line", "full_text", "size_text"]
 
 #: the settings a running explanation's repr names when they differ from the defaults
 _KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
@@ -46,11 +46,16 @@ def summary_line(state: FittedState, report: Mapping[str, Any]) -> str:
     report : mapping
         :meth:`Explanation.report`'s figures.
     """
-    sc = state.scorecard
-    size = (f"{report['n_rules']} rules" if sc is None else
-            f"{_count(len(sc.cards), 'card')} and {_count(len(sc.interactions), 'interaction rule')}")
-    return (f"Explanation({report['n_users']:,} users, {report['n_statistics']} statistics, {size}; "
+    return (f"Explanation({report['n_users']:,} users, {report['n_statistics']} statistics, {size_text(state)}; "
             f"fidelity {report['fidelity_test']:.3f} held out)")
+
+
+def size_text(state: FittedState) -> str:
+    """'2 cards and 5 interaction rules' (the units ``max_rules`` counts); '7 rules' for a rule list."""
+    sc = state.scorecard
+    if sc is None:
+        return _count(len(state.rules), "rule")
+    return f"{_count(len(sc.cards), 'card')} and {_count(len(sc.interactions), 'interaction rule')}"
 
 
 def full_text(state: FittedState, report: Mapping[str, Any]) -> str:

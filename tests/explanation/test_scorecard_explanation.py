@@ -74,6 +74,8 @@ def test_explain_gives_its_scorecard(scenario, seed, max_rules, tmp_path):
     text = str(exp)
     assert text.splitlines()[0] == repr(exp) and "\n" not in repr(exp)
     assert exp.scorecard.text() in text and f"{len(exp.scorecard.cards)} card" in repr(exp)
+    # the job's last word counts what max_rules counts: cards and interaction rules, not the rule form's rules
+    assert exp.history[-1].message.startswith(f"{len(exp.scorecard.cards)} card")
     # the SQL export scores as the scorecard (through the rules)
     assert "CASE" in exp.rules.to_sql() or "WHEN" in exp.rules.to_sql()
     back = rx.load(exp.save(tmp_path / "e.rudi"))
