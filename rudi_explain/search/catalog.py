@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ from rudi_explain.statistics import (
     candidate_operators,
     next_operators,
 )
+from rudi_explain.statistics.frame import FrameCache
 from rudi_explain.statistics.operators import ANY_COLUMN, Operator
 
 __all__ = ["short_catalog", "single_aggregations", "ranked_statistics", "complexity", "StepModel", "ColumnScreen",
@@ -68,6 +69,7 @@ __all__ = ["short_catalog", "single_aggregations", "ranked_statistics", "complex
 _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
+_GAIN_BLOCK = 1024  # columns scored at a time
 
 
 def complexity(stat: Statistic) -> tuple[int, int, str]:
@@ -432,12 +434,14 @@ class ColumnScreen:
     #: Standardized values, as they are and clipped (float32, shape (n, m, 2); undefined =
     #: 0, the mean), for the straight-line part.
     values: np.ndarray
+    #: What :meth:`gains` needs of the columns on some rows whatever the residual, by the rows.
+    _on_rows: dict[bytes, list[tuple[np.ndarray, ...]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
               seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
               max_columns: int | None = None, target: np.ndarray | None = None,
-              rows: np.ndarray | None = None) -> ColumnScreen:
+              rows: np.ndarray | None = None, frames: FrameCache | None = None) -> ColumnScreen:
         """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
 
         A column equal to one already kept (``seen``: digests of earlier
@@ -457,6 +461,9 @@ class ColumnScreen:
         target, rows : ndarray
             What ``max_columns`` ranks by: the target over the sample's users,
             and the rows it is fitted on. Needed only with ``max_columns``.
+        frames : FrameCache, optional
+            Frames over ``sample`` shared by statistics with the same row operators (the
+            same values; each filter applied once).
         """
         if max_columns is not None and target is None:
             raise InputError("ColumnScreen.build: max_columns needs the target to rank columns by")
@@ -490,7 +497,7 @@ class ColumnScreen:
         for i, stat in enumerate(stats):
             if cancel is not None and i % 50 == 0:
                 cancel()
-            values = stat.evaluate(sample).reshape(n, -1)
+            values = stat.evaluate(sample, frames=frames).reshape(n, -1)
             for j in range(values.shape[1]):
                 v = values[:, j]
                 finite = v[np.isfinite(v)]
@@ -541,26 +548,47 @@ class ColumnScreen:
             return np.zeros(m)
         width = _N_BINS  # undefined values share the lowest bin
         out = np.empty(m)
-        for start in range(0, m, 1024):
-            block = self.bins[rows, start:start + 1024].astype(np.int64)
-            k = block.shape[1]
+        parts = self._parts_on(rows)
+        total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
+        for b, start in enumerate(range(0, m, _GAIN_BLOCK)):
+            counts, df, mean, squares = parts[b]
+            k = len(df)
+            block = self.bins[rows, start:start + k].astype(np.int64)
             idx = (block + (np.arange(k) * width)[None, :]).ravel()
             sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
-            counts = np.bincount(idx, minlength=k * width).reshape(k, width)
             with np.errstate(invalid="ignore", divide="ignore"):
                 between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
-            df = (counts > 0).sum(axis=1) - 1
             eta2 = between / ss
             stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
-            r2 = np.zeros(k)
-            for line in range(self.values.shape[2]):  # as it is, and clipped: the better line
-                x = self.values[rows, start:start + k, line].astype(np.float64)
-                x = x - x.mean(axis=0)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    r2 = np.maximum(r2, np.nan_to_num((r @ x) ** 2 / (ss * (x * x).sum(axis=0))))
+            # Both lines (as it is, and clipped) in one product; the better line counts.
+            x = self.values[rows, start:start + k].astype(np.float64).reshape(n, 2 * k)
+            along = (r @ x).reshape(k, 2) - mean * total
+            with np.errstate(invalid="ignore", divide="ignore"):  # a line constant on the rows explains nothing
+                r2 = np.where(squares > 0, np.nan_to_num(along * along / (ss * squares)), 0.0).max(axis=1)
+            r2 = np.maximum(r2, 0.0)
             straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
             out[start:start + k] = np.maximum(stepped, straight)
         return out * ss / n / total_var
+
+    def _parts_on(self, rows: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+        """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
+        users per bin, bins used less one, and each line's mean and sum of squared deviations
+        (cached: forward selection scores the same catalog on the same rows at every step)."""
+        key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
+        parts = self._on_rows.get(key)
+        if parts is None:
+            parts = []
+            for start in range(0, len(self.owners), _GAIN_BLOCK):
+                block = self.bins[rows, start:start + _GAIN_BLOCK].astype(np.int64)
+                k = block.shape[1]
+                idx = (block + (np.arange(k) * _N_BINS)[None, :]).ravel()
+                counts = np.bincount(idx, minlength=k * _N_BINS).reshape(k, _N_BINS)
+                x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
+                mean = x.mean(axis=0)
+                centred = x - mean
+                parts.append((counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0)))
+            self._on_rows[key] = parts
+        return parts
 
 
 def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int) -> int:

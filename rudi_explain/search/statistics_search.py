@@ -58,6 +58,7 @@ from rudi_explain.statistics import (
     candidate_operators,
     next_operators,
 )
+from rudi_explain.statistics.frame import FrameCache
 from rudi_explain.statistics.operators import Operator
 from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
@@ -469,8 +470,9 @@ class StatisticsSearch:
         catalog = short_catalog(seqs, self.grammar, self.max_depth)
         seen: set[bytes] = set()
         sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
+        frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
         screen = ColumnScreen.build(catalog, sample, seen, cancel=tick, max_columns=self.screen_columns,
-                                    target=ys, rows=fit_rows)
+                                    target=ys, rows=fit_rows, frames=frames)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
         self.catalog_outputs_ = len(seen)  # distinct varying outputs found, before any limit
@@ -492,7 +494,7 @@ class StatisticsSearch:
         def screen_of(stats: list[Statistic]) -> ColumnScreen:
             for st in stats:
                 if st.key not in cache:
-                    cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None)
+                    cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None, frames=frames)
             return ColumnScreen.join([cache[st.key] for st in stats], len(users))
 
         def scalar(column: ColumnScreen) -> ColumnScreen:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
 
-__all__ = ["EventFrame"]
+__all__ = ["EventFrame", "FrameCache"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +127,53 @@ def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute:
         order = np.lexsort((key, seqs.event_user))
         seqs._cache[cache_key] = order
     return order
+
+
+class FrameCache:
+    """Frames over all users of one Sequences by the row operators that made them, within a byte budget.
+
+    The search evaluates thousands of statistics on one sample whose row operators repeat:
+    the short catalog of 1,511 statistics has 59 distinct ones (a filter shared by every
+    column and aggregation). A statistic evaluated with a cache (``Statistic.evaluate(...,
+    frames=)``) starts from the longest prefix of its row operators already applied, so each
+    filter is applied once, not once per statistic. Frames are immutable, so a shared one gives
+    the same values. The least recently used frames go first once their arrays exceed
+    ``max_bytes``.
+
+    Parameters
+    ----------
+    seqs : Sequences
+        The users the frames are over (a statistic evaluated on other data does not use it).
+    max_bytes : int, default=192 MiB
+    """
+
+    def __init__(self, seqs: Sequences, max_bytes: int = 192 * 2**20) -> None:
+        self.seqs = seqs
+        self.max_bytes = max_bytes
+        self._frames: OrderedDict[Hashable, tuple[EventFrame, int]] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def get(self, key: Hashable) -> EventFrame | None:
+        """The frame stored under ``key`` (now the most recently used), or None."""
+        hit = self._frames.get(key)
+        if hit is None:
+            return None
+        self._frames.move_to_end(key)
+        return hit[0]
+
+    def put(self, key: Hashable, frame: EventFrame) -> None:
+        """Store ``frame`` under ``key``, dropping the least recently used beyond the budget."""
+        if key in self._frames:
+            return
+        size = sum(a.nbytes for a in (frame.positions, frame.segment)
+                   if a is not None and a is not self.seqs.event_user)
+        if size > self.max_bytes:
+            return
+        self._frames[key] = (frame, size)
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, (_, dropped) = self._frames.popitem(last=False)
+            self._bytes -= dropped

@@ -10,7 +10,7 @@ import numpy as np
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError
 from rudi_explain.statistics.describe import describe
-from rudi_explain.statistics.frame import EventFrame
+from rudi_explain.statistics.frame import EventFrame, FrameCache
 from rudi_explain.statistics.grammar import PipelineState, Schema
 from rudi_explain.statistics.operators import (
     OPERATORS,
@@ -156,7 +156,8 @@ class Statistic:
         return self.key == other.key
 
     # ------------------------------------------------------------- evaluation
-    def evaluate(self, seqs: Sequences, users: np.ndarray | None = None) -> np.ndarray:
+    def evaluate(self, seqs: Sequences, users: np.ndarray | None = None, *,
+                 frames: FrameCache | None = None) -> np.ndarray:
         """Values for every user, or for a batch of user indices.
 
         Parameters
@@ -164,6 +165,10 @@ class Statistic:
         seqs : Sequences
         users : array of int, optional
             Indices into ``seqs.users``; all users when omitted.
+        frames : FrameCache, optional
+            Frames of row-operator prefixes over all users of ``seqs``, shared with other
+            statistics evaluated on them (the same values, each filter applied once). Used
+            only without ``users``.
 
         Returns
         -------
@@ -184,8 +189,18 @@ class Statistic:
             if len(idx) and (idx.min() < 0 or idx.max() >= seqs.n_users):
                 raise IndexOutOfRange(f"user indices must lie in [0, {seqs.n_users})")
             frame = EventFrame.batch(seqs, idx)
-        for op in self.operators[1:-1]:  # row operators, then maybe GroupBy
-            frame = cast("RowOperator | GroupBy", op).apply(frame)
+        rows = self.operators[1:-1]  # row operators, then maybe GroupBy
+        done = 0
+        if frames is not None and users is None and frames.seqs is seqs:
+            for cut in range(len(rows), 0, -1):  # the longest prefix already applied
+                hit = frames.get(rows[:cut])
+                if hit is not None:
+                    frame, done = hit, cut
+                    break
+        for i in range(done, len(rows)):
+            frame = cast("RowOperator | GroupBy", rows[i]).apply(frame)
+            if frames is not None and users is None and frames.seqs is seqs:
+                frames.put(rows[:i + 1], frame)
         return _aggregate(self.aggregation, self.selected, frame)
 
     def n_outputs(self, data: Sequences | Schema) -> int:
