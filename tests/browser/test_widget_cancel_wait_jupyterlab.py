@@ -105,7 +105,8 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
 
         widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
         assert widget.locator(".rx-error").count() == 0  # a requested cancel is no error in the widget
-        assert "cancelled during the search stage" in widget.locator(".rx-message").inner_text()
+        message = widget.locator(".rx-message").inner_text()
+        assert message.startswith("cancelled · during the search stage") and message.count("cancelled") == 1, message
         assert widget.locator(".rx-found-item").count() == len(state["found"])
         assert widget.locator(".rx-retry").count() == 1
         assert widget.locator(".rx-chart, .rx-chart-note").count() == 0  # stopped before training: no chart, no note
@@ -155,7 +156,8 @@ json.dump({"listed": listed, "after": [e.status for e in rx.running()]}, open("r
 @pytest.mark.parametrize("app", APPS)
 def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
     """The kernel's Interrupt while wait() blocks cancels the job (and says so); re-running a cell that
-    starts a job while the last one runs warns that both share the CPU; rx.running() lists and stops them."""
+    started a job that still runs cancels that job (the re-run replaces it) and says so; rx.running() lists
+    the one left and stops it."""
     root = jupyter_lab.root
     for name in ("interrupt_wait.json", "running.json", "in_wait.json"):
         (root / name).unlink(missing_ok=True)
@@ -183,7 +185,7 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         said = "\n".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
         assert "interrupted: the explanation was cancelled" in said and "KeyboardInterrupt" in said
 
-        # The same cell run twice: the second run warns that the first job still runs.
+        # The same cell run twice: the second run cancels the job the first one started, and says so.
         run_cell(page, 1)
         again = page.locator(".jp-Cell").nth(1)
         again.locator(".rx-status-running").wait_for(timeout=60_000)
@@ -191,11 +193,12 @@ def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
         warning = again.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         warning.first.wait_for(timeout=30_000)
         text = warning.first.inner_text()
-        assert "1 other explanation still running" in text and "rx.running()" in text
+        assert text.startswith("cancelled the explanation this cell started before (the re-run replaces it): "
+                               "Explanation(running, started "), text
         shots(page, f"rerun-warns-{app}", top=again)
         run_cell(page, 2)
         listed = wait_file(root / "running.json", 60)
-        assert listed == {"listed": ["running", "running"], "after": []}
+        assert listed == {"listed": ["running"], "after": []}  # the replaced job is gone from the list
         again.locator(".rx-status-cancelled").wait_for(timeout=30_000)  # the shown job, stopped from the list
         _looks(page, widget, app, shots, "interrupt-while-waiting")
     except BaseException:
