@@ -209,3 +209,23 @@ def test_saved_json_has_the_scorecard_without_a_second_table(tiny):
     with zipfile.ZipFile(path) as zf:
         meta = json.loads(zf.read("explanation.json"))
     assert meta["scorecard"]["format"] == "rudi-explain/scorecard" and "literals" not in meta["scorecard"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("max_rules", [3, 6])
+def test_the_step_starts_where_the_budget_fits_best(max_rules):
+    """The scorecard may start from a pruning point with more rules than the default (the budget counts cards):
+    within budget, and over seeds at least as faithful on validation users as starting from the default."""
+    from rudi_explain.explanation.config import ExplainConfig
+    from rudi_explain.explanation.scorecard_step import prune_to_scorecard
+    from rudi_explain.metrics import fidelity
+
+    wins = 0
+    for seed in range(5):
+        V, y, rules, valid = _case(seed, n=700)
+        path, sc, back = prune_to_scorecard(rules, V, y, valid, ExplainConfig(max_rules=max_rules))
+        assert len(sc) <= max_rules and sc.literals is back.literals
+        np.testing.assert_allclose(back.score(back.literals.transform_values(V)), sc.predict(V), rtol=0, atol=1e-12)
+        from_default = scorecard_within_budget(path.default_rules, V, y, valid, max_rules=max_rules)
+        wins += fidelity(y[valid], sc.predict(V[valid])) >= fidelity(y[valid], from_default.predict(V[valid])) - 2e-3
+    assert wins >= 4
