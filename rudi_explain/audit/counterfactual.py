@@ -50,14 +50,14 @@ import pandas as pd
 from rudi_explain.audit.attributions import TeacherUnavailable, output_events, teacher_of
 from rudi_explain.audit.event_sets import sequences_of_events
 from rudi_explain.audit.jsonable import json_float as _num
-from rudi_explain.audit.ranks import percentile, percentile_of
+from rudi_explain.audit.ranks import percentile, percentile_of, percentile_words
 from rudi_explain.audit.what_if import rules_using
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import Lit
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, points_text
 from rudi_explain.validation import check_whole
 
 if TYPE_CHECKING:
@@ -185,20 +185,21 @@ class Counterfactual:
             if isinstance(r.events, str):
                 line += f"; that is {r.events}"
             lines.append(line)
-        if self.found and len(self.changes):
-            lines.append(f"rule score {self.score:.4g} ({_ordinal(self.percentile)} percentile) -> "
-                         f"{self.new_score:.4g} "
-                         f"({_ordinal(self.new_percentile)} percentile); target: {self.direction} "
-                         f"{self.target_score:.4g} (the {_ordinal(self.target_percentile)} percentile)")
+        if len(self.changes):  # found, or the nearest reachable
+            lines.append(f"rule score {_score(self.score)} ({percentile_words(self.percentile)}) -> "
+                         f"{_score(self.new_score)} "
+                         f"({percentile_words(self.new_percentile)}); target: {self.direction} "
+                         f"{_score(self.target_score)} (the {percentile_words(self.target_percentile)})"
+                         + ("" if self.found else ", not reached"))
         e = self.edit
         if e is not None:
             lines.append(f"on the events: the {e.n_dropped} most recent matching "
                          f"event{'s' if e.n_dropped != 1 else ''} "
-                         f"dropped: rule score {e.score:.4g} ({_ordinal(e.percentile)} percentile), "
+                         f"dropped: rule score {_score(e.score)} ({percentile_words(e.percentile)}), "
                          f"{'past' if e.reaches_target else 'not past'} the target")
             if e.teacher_score is not None:
-                lines.append(f"the model: {e.teacher_score_before:.4g} ({_ordinal(e.teacher_percentile_before)} "
-                             f"percentile) -> {e.teacher_score:.4g} ({_ordinal(e.teacher_percentile)} percentile) on "
+                lines.append(f"the model: {e.teacher_score_before:.4g} ({percentile_words(e.teacher_percentile_before)}"
+                             f") -> {e.teacher_score:.4g} ({percentile_words(e.teacher_percentile)}) on "
                              "the edited events")
             elif e.note:
                 lines.append(e.note)
@@ -241,13 +242,9 @@ class Counterfactual:
         return f"<pre>{html.escape(self.summary())}</pre>"
 
 
-def _ordinal(p: float | None) -> str:
-    """A percentile as an ordinal: 1st, 22nd, 91st, 50th ("-" for none)."""
-    if p is None:
-        return "-"
-    k = int(round(p))
-    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
-    return f"{k}{suffix}"
+def _score(x: float | None) -> str:
+    """A rule score as every view writes it (:func:`~rudi_explain.rules.values.points_text`, unsigned)."""
+    return points_text(x, sign=False)
 
 
 # ------------------------------------------------------------------ the search
@@ -448,11 +445,12 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     empty_flips = pd.DataFrame(columns=["literal", "now", "after", "rules"])
     base = dict(user_id=uid, direction=direction, target_percentile=p, target_score=target, score=s0,
                 percentile=pct(s0), max_literals=int(max_literals))
-    where = f"{direction} the {p:g}th percentile of training rule scores ({target:.4g})"
+    where = f"{direction} the {percentile_words(p)} of training rule scores ({_score(target)})"
     if past(np.array([s0]))[0]:
         return Counterfactual(**base, found=True, new_score=s0, new_percentile=pct(s0), n_literals=0, distance=0.0,
                               changes=empty_changes, flipped=empty_flips, edit=None,
-                              message=f"user {uid!r}: the rule score {s0:.4g} is already {where}: nothing to change")
+                              message=f"user {uid!r}: the rule score {_score(s0)} is already {where}: "
+                                      "nothing to change")
     reads = rules_using(rules, L.n_literals)
     used = np.flatnonzero(reads.any(axis=1))
     moves = _band_moves(state, index, used)
@@ -486,7 +484,7 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     if best is None:
         why = (f"the search stopped after {n_scored:,} candidate changes (max_candidates)" if cut else
                f"no change of at most {max_literals} literal{'s' if max_literals > 1 else ''} does it")
-        message = f"user {uid!r}: no counterfactual found to move the rule score {s0:.4g} {where}: {why}"
+        message = f"user {uid!r}: no counterfactual found to move the rule score {_score(s0)} {where}: {why}"
         if nearest is None or (nearest[0] if direction == "below" else -nearest[0]) == s0:
             return Counterfactual(**base, found=False, new_score=None, new_percentile=None, n_literals=0,
                                   distance=math.nan, changes=empty_changes, flipped=empty_flips, edit=None,
@@ -497,10 +495,10 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
         return Counterfactual(**base, found=False, new_score=near_score, new_percentile=pct(near_score),
                               n_literals=nearest[1], distance=float(np.asarray(moves.distance)[nearest[2]].sum()),
                               changes=changes, flipped=flips, edit=None, n_candidates=n_scored,
-                              message=message + f"; the nearest it gets is {near_score:.4g} (percentile "
-                                      f"{pct(near_score):.1f}, from {pct(s0):.1f}), flipping {nearest[1]} "
-                                      f"literal{'s' if nearest[1] > 1 else ''}: allow more changes or aim at "
-                                      "another percentile")
+                              message=message + f"; the nearest it gets is {_score(near_score)} ("
+                                      f"{percentile_words(pct(near_score))}, from {percentile_words(pct(s0))}), "
+                                      f"flipping {nearest[1]} literal{'s' if nearest[1] > 1 else ''}: allow more "
+                                      "changes or aim at another percentile")
     level, chosen, new_score = best
     changes, flips = _describe(exp, state, index, moves, chosen, reads)
     edit = None
@@ -509,7 +507,7 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
         edit = _edit(exp, state, index, changes, past, pct, teacher)
     n_out = len(changes)
     message = (f"user {uid!r}: flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic "
-               f"output{'s' if n_out > 1 else ''} to move the rule score {s0:.4g} {where}")
+               f"output{'s' if n_out > 1 else ''} to move the rule score {_score(s0)} {where}")
     return Counterfactual(**base, found=True, new_score=new_score, new_percentile=pct(new_score), n_literals=level,
                           distance=float(np.asarray(moves.distance)[chosen].sum()), changes=changes, flipped=flips,
                           edit=edit, message=message, n_candidates=n_scored)

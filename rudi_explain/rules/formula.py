@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError, StateError
-from rudi_explain.rules.values import percent_text
+from rudi_explain.rules.values import percent_text, points_text
 
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
            "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
@@ -495,5 +495,9 @@ def render(f: Formula, info: LiteralInfo, top: bool = True, words: bool = True) 
 
 
 def format_weight(w: float) -> str:
-    return f"{w:+.4g}"
+    """A rule's weight as every view writes it: signed, 3 significant digits.
+
+    See :func:`~rudi_explain.rules.values.points_text`.
+    """
+    return points_text(w, sign=True)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["format_value", "percent_text", "SIGNIFICANT_DIGITS"]
+__all__ = ["format_value", "percent_text", "points_text", "SIGNIFICANT_DIGITS"]
 
 #: Significant digits of a value shown to people (a threshold shows exactly the number used).
 SIGNIFICANT_DIGITS = 3
@@ -77,3 +77,36 @@ def _number(d: Decimal, exact: bool) -> str:
     frac = frac.rstrip("0")
     whole = f"{int(whole):,}"
     return f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}"
+
+
+def points_text(x: float | None, sign: bool = True) -> str:
+    """A weight or a number of points as every view writes it (the widget's ``points()`` in explanation.js,
+    the rules' text form, the static copy).
+
+    Three significant digits, at most three decimals unless that would write 0 (then one significant
+    digit: ``"+0.0004"``), no exponent down to 1e-6, thousands separated, the ASCII minus.
+
+    Parameters
+    ----------
+    x : float or None
+        The value; None or NaN gives ``"–"``.
+    sign : bool, default=True
+        Write ``"+"`` before a positive value.
+
+    Returns
+    -------
+    str
+    """
+    if x is None or not math.isfinite(x):
+        return "–"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    head = "-" if x < 0 else "+" if sign else ""
+    if a < 1e-6:
+        return head + f"{a:.0e}"
+    e = math.floor(math.log10(a))
+    d = max(0, min(3, 2 - e))
+    if round(a, d) == 0:
+        d = -e
+    return head + f"{a:,.{d}f}"

@@ -38,7 +38,7 @@ def fidelity_slices(exp: Explanation, max_slices: int = MAX_SLICES, max_columns:
     """
     state = exp.ready_result("the fidelity by slice")
     test = state.is_test
-    out = []
+    out: list[dict] = []
     for column in exp.sequences.categorical:
         if len(out) >= max_columns:
             break
@@ -49,7 +49,7 @@ def fidelity_slices(exp: Explanation, max_slices: int = MAX_SLICES, max_columns:
         keep = set(values[np.argsort(-counts, kind="stable")[:max_slices]].tolist())
         lumped = np.where(np.isin(groups.astype(str), list(keep)), groups.astype(str), OTHER)
         table = fidelity_by(state, lumped)
-        rows = [{"value": str(v), "n_users": int(r.n_users), "share": _num(r.share, 4), "fidelity": _num(r.fidelity),
+        rows: list[dict] = [{"value": str(v), "n_users": int(r.n_users), "share": _num(r.share, 4), "fidelity": _num(r.fidelity),
                  "teacher_mean": _num(r.teacher_mean, 4)} for v, r in table.iterrows()]
         rows.sort(key=lambda r: (r["value"] == OTHER, -r["n_users"]))  # the lumped slice last
         out.append({"column": column, "fidelity_all": _num(table.attrs["fidelity_all"]), "min_users": MIN_SLICE,

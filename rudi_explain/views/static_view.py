@@ -13,12 +13,12 @@ it when a background job ends, so the saved notebook holds the final one.
 
 from __future__ import annotations
 
-import math
 import threading
 import uuid
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from rudi_explain.rules.values import points_text
 from rudi_explain.views.text import shorten_words
 
 if TYPE_CHECKING:
@@ -123,38 +123,6 @@ def _why(exp: Explanation) -> str:
         return " " + (said.removeprefix("cancelled ") if said else "before it finished")
     error = exp.error
     return ": " + (said or (f"{type(error).__name__}: {error}" if error is not None else "no reason given"))
-
-
-def points_text(x: float | None, sign: bool = True) -> str:
-    """A weight or a number of points as every view writes it (the widget's ``points()`` in explanation.js).
-
-    Three significant digits, at most three decimals unless that would write 0 (then one significant
-    digit: ``"+0.0004"``), no exponent down to 1e-6, thousands separated, the ASCII minus.
-
-    Parameters
-    ----------
-    x : float or None
-        The value; None or NaN gives ``"–"``.
-    sign : bool, default=True
-        Write ``"+"`` before a positive value.
-
-    Returns
-    -------
-    str
-    """
-    if x is None or not math.isfinite(x):
-        return "–"
-    if x == 0:
-        return "0"
-    a = abs(x)
-    head = "-" if x < 0 else "+" if sign else ""
-    if a < 1e-6:
-        return head + f"{a:.0e}"
-    e = math.floor(math.log10(a))
-    d = max(0, min(3, 2 - e))
-    if round(a, d) == 0:
-        d = -e
-    return head + f"{a:,.{d}f}"
 
 
 def _box(inner: str) -> str:

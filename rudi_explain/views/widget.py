@@ -266,7 +266,8 @@ class ExplanationWidget(anywidget.AnyWidget):
         if (late := self._not_ready(reply)) is not None:
             return late
         try:
-            shown = self._base if k is None else self._base.with_rules(check_whole(k, "k", min_value=1))
+            n = check_whole(k, "k", min_value=1, allow_none=True)
+            shown = self._base if n is None else self._base.with_rules(n)
             results = ws.results_state(shown)
         except (ValueError, TypeError) as err:  # not pruned, not a whole number: the message says which
             return reply | {"ok": False, "error": str(err)}

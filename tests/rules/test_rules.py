@@ -140,11 +140,11 @@ def test_text_rendering():
     )
     lines = str(rules).splitlines()
     # largest |weight| first, weight first; intercept last
-    assert lines[0] == "-1  (x <= 3 or undefined) OR y > 5"
-    assert lines[1] == "+0.5  y <= 5"  # y can not be undefined: no "or undefined"
-    assert lines[2] == "+0.2  1 < x <= 7 AND y > 0"
-    assert lines[3] == "+0.1  NOT z"
-    assert lines[-1] == "+0  (intercept)"
+    assert lines[0] == "-1.00  (x <= 3 or undefined) OR y > 5"
+    assert lines[1] == "+0.500  y <= 5"  # y can not be undefined: no "or undefined"
+    assert lines[2] == "+0.200  1 < x <= 7 AND y > 0"
+    assert lines[3] == "+0.100  NOT z"
+    assert lines[-1] == "0  (intercept)"
     assert rules[0].literals == ("x > 3", "y > 5")
     assert rules[0].negated == (True, False)
     assert rules[0].conditions == ("x <= 3 or undefined", "y > 5")
