@@ -344,7 +344,7 @@ function summaryView(sm) {
       ...sm.warnings.map((w) => h("li", { class: "rx-warning" }, `Caution: ${w}`))) : null,
     sm.fidelity_meaning ? h("div", { class: "rx-summary-line rx-fidelity-meaning" }, sm.fidelity_meaning) : null,
     h("div", { class: "rx-summary-line" },
-      `Teacher: ${sm.teacher} (scores: ${sm.score_unit || "raw"}) · student: ${sm.student} · score = ${fmt(sm.intercept)} + weights of the rules that fire · `,
+      `Teacher: ${sm.teacher} (scores: ${sm.score_unit || "raw"}) · student: ${sm.student} · score = ${points(sm.intercept)} + weights of the rules that fire · `,
       `time ${fmt((sm.seconds || {}).total, 3)} s (${secs})`));
 }
 
@@ -796,7 +796,7 @@ function scatterChart(f, openUser) {
     if (p.teacher_pct === undefined) continue;  // an older payload: no percentiles to place it by
     const c = svg("circle", { cx: X(p.teacher_pct), cy: Y(p.student_pct), r: 3, class: "rx-scatter-point", tabindex: "-1",
       "data-user": p.id }, svg("title", null, `user ${p.id}: teacher ${fmt(p.teacher, 4)} (${percentileWords(p.teacher_pct)}), ` +
-      `rules ${fmt(p.student, 4)} (${percentileWords(p.student_pct)}); click to open`));
+      `rules ${points(p.student)} (${percentileWords(p.student_pct)}); click to open`));
     if (openUser) c.addEventListener("click", () => openUser(p.id));
     box.appendChild(c);
   }
@@ -825,7 +825,7 @@ function faithfulView(f, openUser) {
       h("thead", null, h("tr", null, ["user", "teacher score", "percentile", "rule score", "percentile"].map((c) => h("th", null, c)))),
       h("tbody", null, f.worst.map((u) => h("tr", { data: { user: u.id } },
         h("td", null, userLink({ id: u.id }, openUser, "worst")), h("td", { class: "rx-num" }, fmt(u.teacher, 3)),
-        h("td", { class: "rx-num" }, fmt(u.teacher_pct, 3)), h("td", { class: "rx-num" }, fmt(u.student, 3)),
+        h("td", { class: "rx-num" }, fmt(u.teacher_pct, 3)), h("td", { class: "rx-num" }, points(u.student)),
         h("td", { class: "rx-num" }, fmt(u.student_pct, 3)))))))];
 }
 
@@ -1192,7 +1192,7 @@ function counterfactualView(d, ui) {
   const parts = [h("p", { class: "rx-cf-message" }, cf.message)];
   if (cf.changes.length) {  // found, or (not found) the change that gets nearest
     if (!cf.found) parts.push(h("p", { class: "rx-cf-nearest" }, h("strong", null, "Nearest reachable: "),
-      `${fmt(cf.new_score, 4)} (${percentileWords(cf.new_percentile)}), not past the target; the change that gets there:`));
+      `${points(cf.new_score)} (${percentileWords(cf.new_percentile)}), not past the target; the change that gets there:`));
     const inEvents = cf.changes.some((r) => r.events);
     parts.push(scrollBox("cf-changes", h("table", { class: "rx-table rx-cf-changes" },
       h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", inEvents ? "in events" : null]
@@ -1206,14 +1206,14 @@ function counterfactualView(d, ui) {
         h("span", { class: "rx-cf-now" }, f.now), h("span", { class: "rx-cf-arrow", "aria-label": "becomes" }, " → "),
         h("span", { class: "rx-cf-after" }, f.after),
         h("span", { class: "rx-cf-rules" }, ` (${f.rules.map((k) => `rule ${k + 1}`).join(", ")})`)))));
-    parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${fmt(cf.score, 4)} (${percentileWords(cf.percentile)}) → `,
-      h("strong", null, `${fmt(cf.new_score, 4)} (${percentileWords(cf.new_percentile)})`),
-      `; the target: ${cf.direction} ${fmt(cf.target_score, 4)}, ${percentileWords(cf.target_percentile)} of the training users' rule scores` + (cf.found ? "." : " (not reached).")));
+    parts.push(h("div", { class: "rx-cf-scores" }, `Rule score ${points(cf.score)} (${percentileWords(cf.percentile)}) → `,
+      h("strong", null, `${points(cf.new_score)} (${percentileWords(cf.new_percentile)})`),
+      `; the target: ${cf.direction} ${points(cf.target_score)}, ${percentileWords(cf.target_percentile)} of the training users' rule scores` + (cf.found ? "." : " (not reached).")));
   }
   const e = cf.edit;
   if (e) {
     parts.push(h("div", { class: "rx-cf-edit" }, h("strong", null, "On the events: "),
-      `dropping the ${e.n_dropped} most recent matching event${e.n_dropped === 1 ? "" : "s"} gives the rule score ${fmt(e.score, 4)} `,
+      `dropping the ${e.n_dropped} most recent matching event${e.n_dropped === 1 ? "" : "s"} gives the rule score ${points(e.score)} `,
       `(${percentileWords(e.percentile)}), ${e.reaches_target ? "past" : "not past"} the target.`,
       e.teacher_score !== null
         ? h("div", { class: "rx-cf-teacher" }, `The model on the edited events: ${fmt(e.teacher_score_before, 4)} `,
