@@ -103,13 +103,26 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_explain(data: rx.datasets.DemoData) -> tuple[rx.Explanation, dict, float]:
-    """explain() at its defaults on the demo's events and planted scores: (exp, step seconds, wall seconds)."""
+def run_explain(data: rx.datasets.DemoData) -> tuple[rx.Explanation, dict, float, list]:
+    """explain() at its defaults on the demo's events and planted scores: (exp, step seconds, wall seconds,
+    the job's estimates as (seconds since the start, seconds left))."""
+    estimates: list[tuple[float, float | None]] = []
     with StepTimer() as steps:
         t = time.perf_counter()
-        exp = rx.explain(None, data.events, scores=data.risk, background=False, progress=lambda event: None)
+        exp = rx.explain(None, data.events, scores=data.risk, background=False,
+                         progress=lambda event: estimates.append((event.elapsed, event.numbers.get("seconds_left"))))
         wall = time.perf_counter() - t
-    return exp, steps.seconds, wall
+    return exp, steps.seconds, wall, estimates
+
+
+def eta_at(estimates: list, share: float, end: float) -> str:
+    """The job's estimate of its end at ``share`` of its run against its real end, in words."""
+    at = next(((e, left) for e, left in estimates if e >= share * end and left is not None), None)
+    if at is None:
+        return f"no estimate from {share:.0%} of the job on"
+    told = at[0] + at[1]
+    return (f"at {at[0]:.1f} s ({at[0] / end:.0%} of the job) it said {at[1]:.1f} s left: an end at {told:.1f} s "
+            f"against {end:.1f} s ({told / end - 1:+.0%})")
 
 
 def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
@@ -133,7 +146,7 @@ def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
         return json.loads(paths[2].read_text())
 
 
-def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None) -> dict:
+def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None, estimates: list) -> dict:
     """Print one run's figures; return them."""
     seconds = dict(exp.result.seconds)
     total = seconds.get("total", wall)
@@ -142,7 +155,12 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
           f"peak RSS {peak_rss_mb():,.0f} MB ==")
     print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
     print("  post-processing: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%} of the job)" for k, v in steps.items()))
-    out = {"seconds": seconds, "steps": steps, "fidelity_test": fid, "peak_rss_mb": peak_rss_mb()}
+    print("  time left: " + eta_at(estimates, 0.2, wall))
+    print("  told end at 10/40/60/80% of the job: " + ", ".join(
+        next((f"{e + left:.1f} s" for e, left in estimates if e >= share * wall and left is not None), "-")
+        for share in (0.1, 0.4, 0.6, 0.8)) + f" (real end {wall:.1f} s)")
+    out = {"seconds": seconds, "steps": steps, "fidelity_test": fid, "peak_rss_mb": peak_rss_mb(),
+           "estimates": estimates}
     if peer is not None:
         peer_total = peer["dfs_seconds"] + peer["figs_seconds"]
         print(f"  DFS + FIGS: {peer_total:.1f} s (DFS {peer['dfs_seconds']:.1f} s, {peer['n_features']} features; "
@@ -175,12 +193,12 @@ def main(argv: list[str] | None = None) -> dict:
         profiler = cProfile.Profile() if args.profile else None
         if profiler is not None:
             profiler.enable()
-        exp, steps, wall = run_explain(data)
+        exp, steps, wall, estimates = run_explain(data)
         if profiler is not None:
             profiler.disable()
         peer = run_peer(data, exp) if with_peer else None
         title = f"{name}, {n:,} users"
-        results[title] = report(title, exp, steps, wall, peer)
+        results[title] = report(title, exp, steps, wall, peer, estimates)
         if profiler is not None:
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.top)
         del exp, data

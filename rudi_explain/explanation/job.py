@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rudi_explain.exceptions import StateError, WaitTimeout
+from rudi_explain.explanation.eta import TimeLeft
 from rudi_explain.search.statistics_search import SearchCancelled
 from rudi_explain.statistics import Statistic
 from rudi_explain.teachers.adapters import Teacher
@@ -113,7 +114,8 @@ class JobProgress:
         A line for people.
     numbers : dict
         Stage figures: the statistic searched and its reward, the training
-        loss and running fidelity, ...
+        loss and running fidelity, ...; ``seconds_left``: the job's estimate of
+        its seconds left (:mod:`rudi_explain.explanation.eta`), None without one.
     elapsed : float
         Seconds since the job started.
     """
@@ -190,6 +192,7 @@ class Job:
         self._thread: threading.Thread | None = None
         self._ident: int | None = None  # the thread running the job, once it runs
         self._told_waiting = False
+        self._time_left = TimeLeft()
 
     @classmethod
     def finished(cls, owner: Any, history: list[JobProgress]) -> Job:
@@ -209,7 +212,9 @@ class Job:
 
     def emit(self, stage: str, step: int, total: int, message: str, **numbers: Any) -> None:
         """Record a progress event and tell every listener (a failing listener is ignored)."""
-        event = JobProgress(stage, step, total, message, numbers, self.elapsed)
+        elapsed = self.elapsed
+        numbers["seconds_left"] = self._time_left.update(stage, step, total, numbers, elapsed)
+        event = JobProgress(stage, step, total, message, numbers, elapsed)
         self.progress = event
         if stage != "search" or step == total or not self.history or self.history[-1].stage != stage:
             self.history.append(event)

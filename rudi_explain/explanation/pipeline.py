@@ -230,7 +230,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds = job.seconds
 
     t = time.perf_counter()
-    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users")
+    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n)
     teacher = inputs.teacher
     if teacher is None:
         y = given_scores(inputs.scores, seqs, in_users_order=p.in_users_order)
@@ -259,7 +259,8 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     def on_search(event: SearchProgress) -> bool:
         job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
                  statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
-                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found))
+                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
+                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
         return not job.stopping()
 
     search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,

@@ -37,6 +37,13 @@ class SearchProgress:
         Statistics found so far.
     elapsed : float
         Seconds since the search started.
+    phase : str
+        With the catalog: 'catalog' (evaluating it), 'select' (choosing, deepening, checking)
+        or 'mcts'; '' otherwise. What an estimate of the time left goes by.
+    phase_done, phase_total : int
+        Catalog statistics evaluated so far, out of all of them (0 in the other phases).
+    min_gain : float
+        The search's stopping rule: a statistic must explain at least this much more.
     """
 
     method: str
@@ -50,6 +57,10 @@ class SearchProgress:
     best_reward: float
     found: tuple[str, ...]
     elapsed: float
+    phase: str = ""
+    phase_done: int = 0
+    phase_total: int = 0
+    min_gain: float = 0.0
 
 
 class SearchCancelled(StateError):

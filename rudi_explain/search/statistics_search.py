@@ -263,6 +263,7 @@ class StatisticsSearch:
         self._seqs, self._schema, self._y = seqs, Schema.of(seqs), y
         self._rng = np.random.default_rng(self.random_state)
         self._progress = progress
+        self._phase: tuple[str, int, int] = ("", 0, 0)  # where the screened search is, for estimates of time left
         self._start = time.perf_counter()
         self._marked: set[tuple] = set()
         self._next_cache: dict[tuple[PipelineState, int], list[Operator]] = {}
@@ -293,7 +294,8 @@ class StatisticsSearch:
         if self._progress is None:
             return
         event = SearchProgress(self.method, k, self.n_stats, step, simulation, self.n_simulations, pipeline,
-                               best, best_reward, tuple(map(str, self.statistics_)), time.perf_counter() - self._start)
+                               best, best_reward, tuple(map(str, self.statistics_)), time.perf_counter() - self._start,
+                               *self._phase, min_gain=self.min_gain)
         if self._progress(event) is False:
             raise SearchCancelled(list(self.statistics_))
 
@@ -471,8 +473,15 @@ class StatisticsSearch:
         seen: set[bytes] = set()
         sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
         frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
-        screen = ColumnScreen.build(catalog, sample, seen, cancel=tick, max_columns=self.screen_columns,
+        evaluated = iter(range(0, len(catalog) + 50, 50))  # the build checks for a cancel every 50 statistics
+
+        def catalog_tick() -> None:
+            self._phase = ("catalog", min(next(evaluated), len(catalog)), len(catalog))
+            tick()
+
+        screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=self.screen_columns,
                                     target=ys, rows=fit_rows, frames=frames)
+        self._phase = ("select", 0, 0)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
         self.catalog_outputs_ = len(seen)  # distinct varying outputs found, before any limit
@@ -698,7 +707,9 @@ class StatisticsSearch:
                     # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
                     target = self._residual()
                     mcts_start = time.perf_counter()
+                    self._phase = ("mcts", 0, 0)
                     found_deep = self._mcts_one(k, target)
+                    self._phase = ("select", 0, 0)
                     self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
                     mcts_left = False  # one try: a second would search the same residual
                     if found_deep is not None:
