@@ -26,7 +26,7 @@ MCTS_PER_CATALOG = 0.7
 #: Seconds of one catalog statistic on one sample user, on the reference machine.
 CATALOG_UNIT = 8e-7
 #: Literals, student and post-processing: seconds per user and statistic on the reference machine.
-LATER_PER_USER_STAT = 6e-5
+LATER_PER_USER_STAT = 2.4e-4
 #: Of which the post-processing (the 'evaluate' stage): seconds per second of the student.
 PRUNE_PER_STUDENT = 1.5
 #: Statistics a search keeps before its gains say how they fall (the searches measured kept 3 to 6).
