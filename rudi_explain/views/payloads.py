@@ -84,6 +84,8 @@ def progress_state(event: Any, status: str) -> dict:
         "fraction": _num(event.step / event.total if event.total else 0.0, 4),
         "message": str(event.message),
         "elapsed": _num(event.elapsed, 4),
+        # the job's own estimate (explanation/eta.py); None: none, and the page shows none
+        "seconds_left": _num(numbers.get("seconds_left"), 4),
     }
     if ended:
         out["ended"] = event.stage
