@@ -124,13 +124,25 @@ def _write_outputs(exp, out: Path, table: str = "events") -> dict[str, Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _units(sc) -> str:
+    """"2 cards and 5 interaction rules"."""
+    n, m = len(sc.cards), len(sc.interactions)
+    return f"{n} card{'s' if n != 1 else ''} and {m} interaction rule{'s' if m != 1 else ''}"
+
+
 def _print_result(exp, paths: dict[str, Path]) -> None:
     r = exp.report()
     print("\nStatistics found:")
     for i, stat in enumerate(exp.statistics, 1):
         print(f"  {i:2d}. {stat}")
-    print(f"\nRules (weight first; {r['n_rules']} rules, at most {r['max_literals']} literals each):")
-    print(exp.rules)
+    sc = exp.scorecard
+    if sc is None:  # a rule list: first match wins
+        print(f"\nRules (weight first; {r['n_rules']} rules, at most {r['max_literals']} literals each):")
+        print(exp.rules)
+    else:
+        print(f"\nScorecard ({_units(sc)}; a user's score is the base plus the points of each card and the "
+              "interaction rules that fire):")
+        print(sc)
     auc = ""
     if r["auc_teacher"] is not None:
         auc = f"; AUC on held-out users: teacher {r['auc_teacher']:.3f}, rules {r['auc_student']:.3f}"
@@ -157,9 +169,10 @@ def _demo(args: argparse.Namespace) -> int:
                        n_simulations=args.simulations, background=False, random_state=args.random_state,
                        student_params={"epochs": args.epochs} if args.epochs is not None else None)
     report = check.report()
-    print(f"\nThe planted risk as the teacher: {report['n_rules']} rules, fidelity {report['fidelity_test']:.3f} "
+    units = _units(check.scorecard) if check.scorecard is not None else f"{report['n_rules']} rules"
+    print(f"\nThe planted risk as the teacher: {units}, fidelity {report['fidelity_test']:.3f} "
           f"on {report['n_test']:,} held-out users, search {check.seconds['search']:.1f} s")
-    print(check.rules)
+    print(check.scorecard if check.scorecard is not None else check.rules)
     _print_planted(check, demo, seqs)
     print("\nNow a black box: the demo GRU, trained on the labels (drawn from the planted risk).")
     model = train_demo_gru(seqs, demo.labels, random_state=args.random_state)

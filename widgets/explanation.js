@@ -193,20 +193,20 @@ function overallFraction(p) {
   return Math.min(1, done + STAGE_WEIGHT[p.stage] * (p.fraction || 0));
 }
 
-// The time left. The job's own estimate when the progress carries one (`seconds_left`: a number, or
-// null while it has none): shown as given, never second-guessed here. Only a progress without the
-// field (an older kernel) falls back to the stage weights: elapsed x (1 - done) / done, once a tenth of
-// the run is done and 3 s have passed. Either way rounded as a guess.
+// The time left, once a tenth of the run is done and 3 s have passed (earlier, any estimate is mostly
+// noise). The job's own estimate when the progress carries one (`seconds_left`: a number, or null while
+// it has none): shown as given, never second-guessed here. Only a progress without the field (an older
+// kernel) falls back to the stage weights: elapsed x (1 - done) / done. Either way rounded as a guess.
 const ETA_MIN_FRACTION = 0.1, ETA_MIN_SECONDS = 3;
 function timeLeft(p, frac, status) {
   if (status !== "running") return null;
   const elapsed = p.elapsed;
+  if (!(frac >= ETA_MIN_FRACTION) || frac >= 1 || !(elapsed >= ETA_MIN_SECONDS)) return null;
   let left;
   if ("seconds_left" in p) {
     left = p.seconds_left;
     if (typeof left !== "number" || !Number.isFinite(left) || left < 0) return null;
   } else {
-    if (!(frac >= ETA_MIN_FRACTION) || frac >= 1 || !(elapsed >= ETA_MIN_SECONDS)) return null;
     left = (elapsed * (1 - frac)) / frac;
   }
   const text = left < 60 ? `${Math.max(5, Math.round(left / 5) * 5)} s` : left < 3600 ? `${Math.round(left / 60)} min`

@@ -323,8 +323,8 @@ class Scorecard:
                  + (" + the interaction rules that fire" if self.interactions else "")]
         parts.extend(c.text() for c in self.cards)
         if self.interactions:
-            parts.append("interaction rules                                          points\n"
-                         + "\n".join(f"  {r.weight:+.2f}  {r.text}" for r in self.interactions))
+            parts.append("points  interaction rule (fires when it holds)\n"
+                         + "\n".join(f"{r.weight:+6.2f}  {r.text}" for r in self.interactions))
         return "\n\n".join(parts)
 
     def __str__(self) -> str:
