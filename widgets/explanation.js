@@ -1581,7 +1581,8 @@ function render({ model, el }) {
     if (status === "failed" && error) parts.push(h("div", { class: "rx-error", role: "alert" }, h("strong", null, "Failed: "), error));
     if (hasResults) {
       parts.push(summaryView(results.summary));
-      parts.push(pruningLine(results, ui));
+      const pruning = pruningLine(results, ui);
+      if (pruning) parts.push(pruning);  // replaceChildren would write a null as the text "null"
       parts.push(importanceView(results.importance));
       if (!ui.standalone) parts.push(agreementPanel(ui, audit));
       const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];

@@ -56,3 +56,21 @@ def test_the_fidelity_of_each_slice_of_a_picked_column(chromium, report, shots):
         assert not errors, errors
     finally:
         page.close()
+
+
+def test_no_stray_null_in_the_page(chromium, report):
+    """A view part that has nothing to say is left out, never written as the text "null"."""
+    path, _ = report
+    page = chromium.new_page(viewport={"width": 1100, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        for tab in ("rules", "effects", "thresholds", "user", "statistics"):
+            page.locator(f".rx-tab[data-tab='{tab}']").click()
+            texts = page.locator(".rx-root").evaluate(
+                "r => { const w = document.createTreeWalker(r, NodeFilter.SHOW_TEXT); const out = [];"
+                " for (let n = w.nextNode(); n; n = w.nextNode()) if (n.nodeValue.trim() === 'null') out.push(n.parentElement.className);"
+                " return out; }")
+            assert texts == [], (tab, texts)
+    finally:
+        page.close()
