@@ -299,6 +299,8 @@ function progressView(model, ui, redraw) {
 // ------------------------------------------------------------------ summary
 // What pruning cost on held-out users, and the larger rule set one click away (exp.with_rules(k) in the
 // kernel: every view then reads it; the Python object is unchanged). The report has no kernel: the figures only.
+// "2 cards and 5 interaction rules": the scorecard's units, which the max_rules budget counts.
+const units = (sm) => `${fmt(sm.n_cards)} card${sm.n_cards === 1 ? "" : "s"} and ${fmt(sm.n_interactions)} interaction rule${sm.n_interactions === 1 ? "" : "s"}`;
 function pruningLine(results, ui) {
   const sm = results.summary;
   const view = results.view;
@@ -310,12 +312,13 @@ function pruningLine(results, ui) {
       `${fmt(view.with_rules)} rules, held-out fidelity ${fmt(sm.fidelity_test, 3)}; exp itself keeps its ${fmt(view.base_rules)}. `,
       h("button", { type: "button", class: "rx-button rx-pruning-back", on: { click: () => ask(null) } }, `Back to the ${fmt(view.base_rules)} rules`), error);
   }
-  if (sm.n_rules_unpruned == null || sm.n_rules_unpruned === sm.n_rules || sm.fidelity_test_unpruned == null) return null;
+  if (sm.n_rules_unpruned == null || (sm.n_cards == null && sm.n_rules_unpruned === sm.n_rules) || sm.fidelity_test_unpruned == null) return null;
   const d = sm.fidelity_test - sm.fidelity_test_unpruned;
   const what = Math.abs(d) < 5e-4 ? "changed held-out fidelity by less than 0.001"
     : d < 0 ? `cost ${fmt(-d, 2)} of held-out fidelity` : `gained ${fmt(d, 2)} of held-out fidelity`;
+  const now = sm.n_cards != null ? units(sm) : `${fmt(sm.n_rules)} rules`;
   return h("div", { class: "rx-summary-line rx-pruning" },
-    `Pruning from ${fmt(sm.n_rules_unpruned)} to ${fmt(sm.n_rules)} rules ${what} (${fmt(sm.fidelity_test_unpruned, 3)} with all ${fmt(sm.n_rules_unpruned)}, ${fmt(sm.fidelity_test, 3)} now). `,
+    `Pruning from ${fmt(sm.n_rules_unpruned)} rules to ${now} ${what} (${fmt(sm.fidelity_test_unpruned, 3)} with all ${fmt(sm.n_rules_unpruned)}, ${fmt(sm.fidelity_test, 3)} now). `,
     ui.standalone ? `exp.with_rules(${sm.n_rules_unpruned}) gives the larger set.`
       : h("button", { type: "button", class: "rx-button rx-pruning-more", on: { click: () => ask(sm.n_rules_unpruned) } }, `Show all ${fmt(sm.n_rules_unpruned)} rules`),
     error);
@@ -334,9 +337,8 @@ function summaryView(sm) {
         ? ` (95%: ${fmt(sm.fidelity_test_ci[0], 2)} to ${fmt(sm.fidelity_test_ci[1], 2)})` : ""], fmt(sm.fidelity_test, 3), "rx-figure-main"),
       item(["training ", term("fidelity")], fmt(sm.fidelity_train, 3)),
       item("AUC teacher / rules", `${fmt(sm.auc_teacher, 3)} / ${fmt(sm.auc_student, 3)}`),
-      item(sm.n_rules_unpruned != null && sm.n_rules_unpruned !== sm.n_rules
-        ? `rules (pruned from ${fmt(sm.n_rules_unpruned)})` : "rules",
-      fmt(sm.n_rules)),
+      sm.n_cards != null ? item(`cards + interaction rules (${fmt(sm.n_rules)} rules written out)`, `${fmt(sm.n_cards)} + ${fmt(sm.n_interactions)}`)
+        : item(sm.n_rules_unpruned != null && sm.n_rules_unpruned !== sm.n_rules ? `rules (pruned from ${fmt(sm.n_rules_unpruned)})` : "rules", fmt(sm.n_rules)),
       item("statistics", fmt(sm.n_statistics)),
       item(term("literals", "literal"), fmt(sm.n_literals)),
       item(["users (", term("held out"), ")"], `${fmt(sm.n_users)} (${fmt(sm.n_test)})`)),

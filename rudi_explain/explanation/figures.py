@@ -79,6 +79,9 @@ def report(state: FittedState, params: Mapping[str, Any], figures: Figures) -> d
         "n_statistics": len(state.statistics),
         "n_literals": int(state.literals.n_literals),
         "n_rules": len(rules),
+        # the scorecard's units (the max_rules budget): None for a rule list, which has no scorecard
+        "n_cards": len(state.scorecard.cards) if state.scorecard is not None else None,
+        "n_interactions": len(state.scorecard.interactions) if state.scorecard is not None else None,
         "max_literals": int(rules.max_literals) if len(rules) else 0,
         "teacher": state.teacher_kind,
         "student": params["student"] if isinstance(params["student"], str) else type(state.student).__name__,

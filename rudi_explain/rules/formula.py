@@ -325,6 +325,8 @@ def format_threshold(t: float) -> str:
         return "nan"
     if np.isinf(t):  # "x > -inf": the value is defined (a scorecard's undefined band, rules/scorecard.py)
         return "inf" if t > 0 else "-inf"
+    if abs(t) >= 1e21:  # e.g. the scorecard's "is defined" threshold, -1.8e308: exact, and not 309 digits long
+        return repr(t)
     if t == int(t) and abs(t) < 1e15:
         return str(int(t))
     return np.format_float_positional(t, unique=True, trim="-")

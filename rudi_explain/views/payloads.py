@@ -132,6 +132,8 @@ def summary(exp: Explanation) -> dict:
         "n_statistics": int(r["n_statistics"]),
         "n_literals": int(r["n_literals"]),
         "n_rules": int(r["n_rules"]),
+        "n_cards": r["n_cards"],  # the scorecard's units; None for a rule list
+        "n_interactions": r["n_interactions"],
         "max_literals": int(r["max_literals"]),
         "fidelity_train": _num(r["fidelity_train"], 4),
         "fidelity_test": _num(r["fidelity_test"], 4),

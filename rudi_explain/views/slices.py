@@ -49,8 +49,9 @@ def fidelity_slices(exp: Explanation, max_slices: int = MAX_SLICES, max_columns:
         keep = set(values[np.argsort(-counts, kind="stable")[:max_slices]].tolist())
         lumped = np.where(np.isin(groups.astype(str), list(keep)), groups.astype(str), OTHER)
         table = fidelity_by(state, lumped)
-        rows: list[dict] = [{"value": str(v), "n_users": int(r.n_users), "share": _num(r.share, 4), "fidelity": _num(r.fidelity),
-                 "teacher_mean": _num(r.teacher_mean, 4)} for v, r in table.iterrows()]
+        rows: list[dict] = [{"value": str(v), "n_users": int(r.n_users), "share": _num(r.share, 4),
+                             "fidelity": _num(r.fidelity), "teacher_mean": _num(r.teacher_mean, 4)}
+                            for v, r in table.iterrows()]
         rows.sort(key=lambda r: (r["value"] == OTHER, -r["n_users"]))  # the lumped slice last
         out.append({"column": column, "fidelity_all": _num(table.attrs["fidelity_all"]), "min_users": MIN_SLICE,
                     "rows": rows})

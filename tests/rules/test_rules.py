@@ -378,3 +378,5 @@ def test_an_infinite_threshold_is_written_not_raised():
 
     assert format_threshold(float("-inf")) == "-inf" and format_threshold(float("inf")) == "inf"
     assert format_threshold(0.34) == "0.34" and format_threshold(750.0) == "750"
+    huge = -1.7976931348623157e308  # a scorecard's "the value is defined" threshold
+    assert format_threshold(huge) == "-1.7976931348623157e+308" and float(format_threshold(huge)) == huge

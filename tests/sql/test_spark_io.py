@@ -45,7 +45,8 @@ def test_a_spark_dataframe_is_told_by_its_type_without_importing_pyspark(monkeyp
     elsewhere = type("DataFrame", (), {"__module__": "polars.dataframe.frame"})
     assert not any(is_spark_dataframe(x) for x in (elsewhere(), pd.DataFrame({"a": [1]}), "events.parquet", None))
     scores = pd.Series([0.1, 0.2], index=["a", "b"])
-    with pytest.raises(rx.RudiExplainError, match=r'needs PySpark, which is not installed: pip install "rudi-explain\[spark\]"'):
+    install = r'needs PySpark, which is not installed: pip install "rudi-explain\[spark\]"'
+    with pytest.raises(rx.RudiExplainError, match=install):
         rx.explain(None, frame_type(), scores=scores, **FAST)
     with pytest.raises(rx.RudiExplainError, match=r"needs PySpark"):
         SparkEventTable(frame_type())
