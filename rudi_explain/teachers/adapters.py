@@ -21,7 +21,6 @@ the model's own exception chained as the cause.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -630,10 +629,10 @@ def _call_module(model: Any, inputs: Any, device: Any) -> Any:
 
 # --------------------------------------------------------------------------- dispatch
 def _is_torch_module(model: Any) -> bool:
-    # Only look at torch if the caller already imported it: a torch module
-    # cannot exist otherwise, and importing torch costs seconds.
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(model, torch.nn.Module)
+    # By the names of the model's classes, not by torch itself: importing torch costs seconds,
+    # and another thread may be importing it right now (explain() imports it beside the search),
+    # leaving a half-built module in sys.modules.
+    return any(c.__module__ == "torch.nn.modules.module" and c.__name__ == "Module" for c in type(model).__mro__)
 
 
 def as_teacher(model: Any, *, encode: Callable[..., Any] | None = None, method: str | None = None,

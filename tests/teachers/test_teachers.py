@@ -392,3 +392,19 @@ def test_unsupported_models(seqs):
         as_teacher(lambda s: s.lengths).score(pd.DataFrame({"a": [1]}))
     with pytest.raises(ValueError, match="batch_size"):
         as_teacher(lambda s: s.lengths, batch_size=0)
+
+
+def test_a_half_imported_torch_does_not_break_as_teacher(monkeypatch):
+    """explain() imports torch in a thread beside the search: meanwhile sys.modules holds a half-built
+    torch (no torch.nn yet); another explain() in the notebook must still wrap its teacher."""
+    import sys
+    import types
+
+    import torch
+
+    half = types.ModuleType("torch")  # what another thread's import leaves in sys.modules part way
+    monkeypatch.setitem(sys.modules, "torch", half)
+    teacher = as_teacher(lambda seqs: np.zeros(seqs.n_users))
+    assert teacher.kind == "callable"
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert as_teacher(torch.nn.Linear(2, 1)).kind == "torch"  # a real module is still recognised
