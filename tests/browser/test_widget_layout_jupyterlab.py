@@ -95,7 +95,10 @@ OVERFLOW = """
       out.push(`${e.tagName.toLowerCase()}.${e.getAttribute("class")} ${Math.round(b.left)}..${Math.round(b.right)}`);
   }
   return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, width: r.width, out: out.slice(0, 10),
-           svgs: [...root.querySelectorAll("svg")].map((s) => s.getBoundingClientRect().width) };
+           // a chart in a box that scrolls sideways keeps its natural size (its text readable): the box is
+           // measured above, the charts outside such boxes here
+           svgs: [...root.querySelectorAll("svg")].filter((s) => !s.closest(".rx-scroll"))
+             .map((s) => s.getBoundingClientRect().width) };
 }
 """
 
