@@ -309,8 +309,8 @@ function pruningLine(results, ui) {
   if (view) {
     return h("div", { class: "rx-summary-line rx-pruning rx-pruning-shown", role: "status" },
       h("strong", null, `Showing exp.with_rules(${view.with_rules}): `),
-      `${fmt(view.with_rules)} rules, held-out fidelity ${fmt(sm.fidelity_test, 3)}; exp itself keeps its ${fmt(view.base_rules)}. `,
-      h("button", { type: "button", class: "rx-button rx-pruning-back", on: { click: () => ask(null) } }, `Back to the ${fmt(view.base_rules)} rules`), error);
+      `held-out fidelity ${fmt(sm.fidelity_test, 3)}; exp itself is unchanged. `,
+      h("button", { type: "button", class: "rx-button rx-pruning-back", on: { click: () => ask(null) } }, "Back to exp"), error);
   }
   if (sm.n_rules_unpruned == null || (sm.n_cards == null && sm.n_rules_unpruned === sm.n_rules) || sm.fidelity_test_unpruned == null) return null;
   const d = sm.fidelity_test - sm.fidelity_test_unpruned;

@@ -23,6 +23,7 @@ from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
+from rudi_explain.rules.scorecard_cards import Band, Card
 
 __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 
@@ -65,8 +66,19 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     """
     pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
                                max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
-    start = _start(pruning, values, y, is_valid, config.max_rules)
-    scorecard = scorecard_within_budget(start, values, y, is_valid, max_rules=config.max_rules, linear=LINEAR_CARDS)
+    k = _power_of_two_scale(y)
+    if k == 1.0:
+        start = _start(pruning, values, y, is_valid, config.max_rules)
+        scorecard = scorecard_within_budget(start, values, y, is_valid, max_rules=config.max_rules,
+                                            linear=LINEAR_CARDS)
+    else:
+        # scores near the float limits (1e300): the joint refit's squared errors would overflow. Fitted on
+        # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
+        # scorecard read off them exactly.
+        start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
+        fitted = scorecard_within_budget(start, values, y / k, is_valid, max_rules=config.max_rules,
+                                         linear=LINEAR_CARDS)
+        scorecard = _scaled_scorecard(fitted, k)
     rules = scorecard.to_rules()
     table = rules.literal_table()
     if table is not scorecard.literals:  # one table for all: the explanation's
@@ -76,6 +88,38 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
                               scorecard.base, table)
     return pruning, scorecard, rules
+
+
+def _power_of_two_scale(y: np.ndarray) -> float:
+    """1 for ordinary scores; for scores whose squares overflow or vanish, the power of two near their spread."""
+    spread = float(np.max(np.abs(y - np.mean(y)))) if len(y) else 0.0
+    if spread == 0.0 or 1e-100 < spread * np.sqrt(len(y)) < 1e100:
+        return 1.0
+    return float(2.0 ** np.round(np.log2(spread)))
+
+
+def _scaled_scorecard(sc: Scorecard, k: float) -> Scorecard:
+    """``sc`` with every point, weight, teacher mean and the base times ``k`` (a power of two: exact)."""
+    def band(b: Band | None) -> Band | None:
+        return None if b is None else dataclasses.replace(
+            b, points=b.points * k, teacher=None if b.teacher is None else b.teacher * k)
+
+    def card(c: Card) -> Card:
+        lin = c.linear
+        if lin is not None:
+            lin = dataclasses.replace(lin, slope=lin.slope * k, offset=lin.offset * k,
+                                      teacher=None if lin.teacher is None else lin.teacher * k)
+        return dataclasses.replace(c, bands=tuple(band(b) for b in c.bands),  # type: ignore[misc]
+                                   undefined=band(c.undefined), linear=lin)
+
+    interactions = [dataclasses.replace(r, weight=r.weight * k) for r in sc.interactions]
+    return Scorecard([card(c) for c in sc.cards], interactions, sc.base * k, sc.literals)
+
+
+def _scaled(rules: RuleSet, factor: float) -> RuleSet:
+    """``rules`` with every weight and the intercept times ``factor`` (a power of two: exact)."""
+    return RuleSet([dataclasses.replace(r, weight=r.weight * factor) for r in rules.rules], rules.intercept * factor,
+                   rules.literals if rules.literals is not None else rules.info)
 
 
 def _start(pruning: PruningPath, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,

@@ -272,7 +272,7 @@ class ExplanationWidget(anywidget.AnyWidget):
         except (ValueError, TypeError) as err:  # not pruned, not a whole number: the message says which
             return reply | {"ok": False, "error": str(err)}
         if shown is not self._base:
-            results["view"] = {"with_rules": len(shown.rules), "base_rules": len(self._base.rules)}
+            results["view"] = {"with_rules": n, "base_rules": len(self._base.rules)}
         self._exp = shown
         self.results = results
         return reply | {"ok": True, "n_rules": len(shown.rules)}

@@ -83,9 +83,11 @@ def test_with_threshold_equals_a_fresh_computation(exp):
         fid = rx.metrics.fidelity(y[test], s[test])
         assert moved.report()["fidelity_test"] == fid
         assert moved.report()["fidelity_train"] == rx.metrics.fidelity(y[train], s[train])
-        # the fidelity curve's current point is the moved rules' held-out fidelity
+        # the fidelity curve's current point is its default rule set's held-out fidelity (the pruning's,
+        # which the scorecard was refitted from), with the threshold moved
         curve = moved.fidelity_curve
-        assert curve.loc[curve["default"], "fidelity_test"].item() == fid
+        default = moved.pruning.default_rules.score(Z[test])
+        assert curve.loc[curve["default"], "fidelity_test"].item() == rx.metrics.fidelity(y[test], default)
         assert curve["fidelity_valid"].isna().all()  # validation users are not kept: not pretended
         assert moved.literals.thresholds[i] == value and moved.literals.threshold_text[i] == \
             rx.rules.format_threshold(value)

@@ -20,7 +20,8 @@ demo = rx.datasets.make_payments(600, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background=False, n_stats=3, n_simulations=20,
                  student_params={"epochs": 20}, progress=False)
 r = exp.report()
-json.dump({"n": r["n_rules"], "m": r["n_rules_unpruned"], "f": r["fidelity_test"], "f_all": r["fidelity_test_unpruned"],
+json.dump({"units": f"{r['n_cards']} card{'s' if r['n_cards'] != 1 else ''} and {r['n_interactions']} interaction rule{'s' if r['n_interactions'] != 1 else ''}",
+           "n": r["n_rules"], "m": r["n_rules_unpruned"], "f": r["fidelity_test"], "f_all": r["fidelity_test_unpruned"],
            "m_rules": len(exp.with_rules(r["n_rules_unpruned"]).rules)}, open("pruning.json", "w"))
 exp.widget()"""
 
@@ -46,13 +47,13 @@ def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, ap
         view = page.locator(".rx-root").first
         view.locator(".rx-card").first.wait_for(timeout=120_000)
         line = view.locator(".rx-pruning").inner_text()
-        assert line.startswith(f"Pruning from {want['m']} to {want['n']} rules"), line
+        assert line.startswith(f"Pruning from {want['m']} rules to {want['units']} "), line
         assert f"({_fmt3(want['f_all'])} with all {want['m']}, {_fmt3(want['f'])} now)" in line, line
         assert view.locator(".rx-card").count() == want["n"]
         view.locator(".rx-pruning-more").click()
         shown = view.locator(".rx-pruning-shown")
         shown.wait_for()
-        assert shown.inner_text().startswith(f"Showing exp.with_rules({want['m_rules']}):")
+        assert shown.inner_text().startswith(f"Showing exp.with_rules({want['m']}):")
         assert view.locator(".rx-card").count() == want["m_rules"]
         shots(page, f"pruning-larger-set-{app}")
         view.locator(".rx-pruning-back").click()

@@ -58,6 +58,7 @@ def test_a_cancelled_job_says_cancelled_once_and_where():
 # ------------------------------------------------------------------ in a real kernel
 NAN_TEACHER = """\
 import threading, time
+import numpy as np
 import rudi_explain as rx
 demo = rx.datasets.make_payments(300, random_state=0)
 release = threading.Event()
