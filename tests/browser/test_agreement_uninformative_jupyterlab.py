@@ -14,8 +14,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+from lab import APPS, notebook_page  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -34,16 +33,8 @@ exp.widget()"""
 @pytest.mark.parametrize("app", APPS)
 def test_an_agreement_over_rules_reading_every_event_is_not_shown_as_a_pass(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
-    name = f"uninformative-{app}.ipynb"
     (root / "uid.txt").unlink(missing_ok=True)
-    write_notebook(root / name, [SETUP])
-    page = chromium.new_page(viewport={"width": 1200, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)) if not _notebook7_own(e) else None)
-    page.set_default_timeout(30_000)
-    try:
-        open_notebook(page, jupyter_lab, name, app)
-        run_cell(page, 0)
+    with notebook_page(chromium, jupyter_lab, f"uninformative-{app}.ipynb", [SETUP], app, height=1100) as (page, errors):
         view = page.locator(".rx-root").first
         view.locator(".rx-card").first.wait_for(timeout=120_000)
         panel = view.locator(".rx-agree-panel")
@@ -68,5 +59,3 @@ def test_an_agreement_over_rules_reading_every_event_is_not_shown_as_a_pass(jupy
         assert view.locator(".rx-attr-agreement .rx-figure-value").inner_text() == "not informative"
         shots(page, f"agreement-uninformative-{app}")
         assert not errors, errors
-    finally:
-        page.close()

@@ -15,8 +15,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+from lab import APPS, notebook_page, wait_file  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -34,16 +33,8 @@ exp.widget()"""
 @pytest.mark.parametrize("app", APPS)
 def test_the_counterfactual_takes_a_target_and_a_budget(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
-    name = f"cf-controls-{app}.ipynb"
     (root / "cf.json").unlink(missing_ok=True)
-    write_notebook(root / name, [SETUP])
-    page = chromium.new_page(viewport={"width": 1200, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)) if not _notebook7_own(e) else None)
-    page.set_default_timeout(30_000)
-    try:
-        open_notebook(page, jupyter_lab, name, app)
-        run_cell(page, 0)
+    with notebook_page(chromium, jupyter_lab, f"cf-controls-{app}.ipynb", [SETUP], app, height=1100) as (page, errors):
         want = wait_file(root / "cf.json", 120)
         view = page.locator(".rx-root").first
         view.locator(".rx-card").first.wait_for(timeout=120_000)
@@ -68,5 +59,3 @@ def test_the_counterfactual_takes_a_target_and_a_budget(jupyter_lab, chromium, s
         shots(page, f"counterfactual-controls-{app}")
         assert not errors, errors
         json.dumps(cf)
-    finally:
-        page.close()

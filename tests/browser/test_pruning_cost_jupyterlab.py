@@ -11,8 +11,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import _notebook7_own  # noqa: E402
+from lab import APPS, notebook_page, wait_file  # noqa: E402
 
 SETUP = """\
 import json, rudi_explain as rx
@@ -33,16 +32,8 @@ def _fmt3(x: float) -> str:
 @pytest.mark.parametrize("app", APPS)
 def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
-    name = f"pruning-{app}.ipynb"
     (root / "pruning.json").unlink(missing_ok=True)
-    write_notebook(root / name, [SETUP])
-    page = chromium.new_page(viewport={"width": 1200, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)) if not _notebook7_own(e) else None)
-    page.set_default_timeout(30_000)
-    try:
-        open_notebook(page, jupyter_lab, name, app)
-        run_cell(page, 0)
+    with notebook_page(chromium, jupyter_lab, f"pruning-{app}.ipynb", [SETUP], app, height=1000) as (page, errors):
         want = wait_file(root / "pruning.json", 180)
         view = page.locator(".rx-root").first
         view.locator(".rx-card").first.wait_for(timeout=120_000)
@@ -60,5 +51,3 @@ def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, ap
         view.locator(".rx-pruning-more").wait_for()
         assert view.locator(".rx-card").count() == want["n"]
         assert not errors, errors
-    finally:
-        page.close()

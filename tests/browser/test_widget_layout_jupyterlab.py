@@ -36,7 +36,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import KERNEL_IDLE, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import KERNEL_IDLE, notebook7_own, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
 SETUP = """\
 import rudi_explain as rx
@@ -470,14 +470,6 @@ def _every_tab(page, good, shots, prefix: str) -> None:
     good.locator(".rx-tab[data-tab='rules']").click()
 
 
-def _notebook7_own(error) -> bool:
-    """An error thrown wholly inside Notebook 7's own bundles: 7.6.5 throws "Cannot read properties of
-    undefined (reading 'schema')" from its shortcuts settings on every page load, with an empty
-    notebook too (checked), so it says nothing about the widget."""
-    frames = [line for line in (error.stack or "").splitlines()[1:] if "http" in line]
-    return bool(frames) and all("/static/notebook/" in line for line in frames)
-
-
 def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
     """Notebook 7: dark theme at full width, light theme in a 640 px window (the views to work with and
     the keyboard in both), then every tab dark at 640."""
@@ -486,7 +478,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
     write_notebook(jupyter_lab.root / "layout7.ipynb", _cells("layout7"))
     page = chromium.new_page(viewport={"width": 1280, "height": 1200}, accept_downloads=True)
     console: list[str] = []
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not notebook7_own(e) else None)
     page.set_default_timeout(30_000)
     try:
         page.goto(jupyter_lab.notebook7_url("layout7.ipynb"), timeout=60_000)

@@ -23,8 +23,8 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
-from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _notebook7_own, _theme  # noqa: E402
+from lab import APPS, notebook7_own, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme  # noqa: E402
 
 SETUP = """\
 import rudi_explain as rx
@@ -99,7 +99,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
     write_notebook(path, [SETUP, TEXTS])
     page = chromium.new_page(viewport={"width": 1280, "height": 1300})
     console: list[str] = []
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not notebook7_own(e) else None)
     page.set_default_timeout(30_000)
     try:
         # 1. Run, save with the widget state, shut the kernel down.
@@ -129,7 +129,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         page.close()
 
     page = chromium.new_page(viewport={"width": 1280, "height": 1300})
-    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not _notebook7_own(e) else None)
+    page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not notebook7_own(e) else None)
     page.set_default_timeout(30_000)
     try:
         # 2. Reopened: the widget comes back from the saved state, with no kernel behind it.
