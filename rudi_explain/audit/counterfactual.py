@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.audit.attributions import TeacherUnavailable, output_events, teacher_of
+from rudi_explain.audit.cards import band_label, card_on, value_text
 from rudi_explain.audit.event_sets import sequences_of_events
 from rudi_explain.audit.jsonable import json_float as _num
 from rudi_explain.audit.ranks import percentile, percentile_of, percentile_words
@@ -57,7 +58,7 @@ from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import Lit
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.rules.values import format_value, points_text
+from rudi_explain.rules.values import points_text
 from rudi_explain.validation import check_whole
 
 if TYPE_CHECKING:
@@ -144,7 +145,11 @@ class Counterfactual:
         ``condition`` (the literal sentence the value must meet), ``quantile_now``,
         ``quantile_needed``, ``n_literals`` (flipped on it), ``events`` (the
         change in events, for a count; else None), ``event_change`` (signed
-        number of events, or None).
+        number of events, or None), and where the output has a card on the
+        scorecard: ``card`` (its name), ``band_now`` and ``band_needed``
+        (the bands in words, "at most 60 EUR" -> "more than 360 EUR"; None
+        without a card), ``value_now_text`` and ``value_needed_text`` (the
+        values written the one way: a share as a percent).
     flipped : DataFrame
         One row per literal flipped: ``literal`` (index), ``now`` and
         ``after`` (the literal as it holds now and after, as sentences),
@@ -180,8 +185,9 @@ class Counterfactual:
         """The counterfactual in a few lines of text."""
         lines = [self.message]
         for r in self.changes.itertuples():
-            now, needed = (format_value(v, r.kind, r.unit) for v in (r.value_now, r.value_needed))
-            line = f"- {r.words}: {now} -> {needed} ({r.condition})"
+            line = f"- {r.words}: {r.value_now_text} -> {r.value_needed_text} ({r.condition})"
+            if isinstance(r.band_now, str) and isinstance(r.band_needed, str):
+                line += f"; on its card, from band \"{r.band_now}\" to \"{r.band_needed}\""
             if isinstance(r.events, str):
                 line += f"; that is {r.events}"
             lines.append(line)
@@ -198,8 +204,9 @@ class Counterfactual:
                          f"dropped: rule score {_score(e.score)} ({percentile_words(e.percentile)}), "
                          f"{'past' if e.reaches_target else 'not past'} the target")
             if e.teacher_score is not None:
-                lines.append(f"the model: {e.teacher_score_before:.4g} ({percentile_words(e.teacher_percentile_before)}"
-                             f") -> {e.teacher_score:.4g} ({percentile_words(e.teacher_percentile)}) on "
+                lines.append(f"the model: {_score(e.teacher_score_before)} "
+                             f"({percentile_words(e.teacher_percentile_before)}) -> {_score(e.teacher_score)} "
+                             f"({percentile_words(e.teacher_percentile)}) on "
                              "the edited events")
             elif e.note:
                 lines.append(e.note)
@@ -240,6 +247,12 @@ class Counterfactual:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(self.summary())}</pre>"
+
+
+#: The columns of :attr:`Counterfactual.changes`.
+_CHANGE_COLUMNS = ("output", "words", "statistic", "kind", "unit", "value_now", "value_needed", "condition",
+                   "quantile_now", "quantile_needed", "n_literals", "events", "event_change", "card", "band_now",
+                   "band_needed", "value_now_text", "value_needed_text")
 
 
 def _score(x: float | None) -> str:
@@ -439,9 +452,7 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     def pct(s: float) -> float:
         return percentile(s, s_train)
 
-    empty_changes = pd.DataFrame(columns=["output", "words", "statistic", "kind", "unit", "value_now", "value_needed",
-                                          "condition", "quantile_now", "quantile_needed", "n_literals", "events",
-                                          "event_change"])
+    empty_changes = pd.DataFrame(columns=list(_CHANGE_COLUMNS))
     empty_flips = pd.DataFrame(columns=["literal", "now", "after", "rules"])
     base = dict(user_id=uid, direction=direction, target_percentile=p, target_score=target, score=s0,
                 percentile=pct(s0), max_literals=int(max_literals))
@@ -533,6 +544,11 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
         words_events = _events_words(L.output_descriptions[c], delta) if counts and delta else None
         if not counts and stat is not None and L.output_kind[c] == "share" and _is_event_share(stat, seqs):
             delta, words_events = _share_in_events(exp, index, c, x, needed, L.output_descriptions[c])
+        card = card_on(state.scorecard, c)
+        bands: tuple[str | None, str | None] = (None, None)
+        if card is not None:
+            idx = card.band_index(np.array([x, needed]))
+            bands = (band_label(card, int(idx[0])), band_label(card, int(idx[1])))
         rows.append({
             "output": c, "words": L.output_descriptions[c], "statistic": L.pipeline_text(c),
             "kind": L.output_kind[c], "unit": L.output_unit[c], "value_now": x, "value_needed": needed,
@@ -541,13 +557,16 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
             "n_literals": moves.cost[m],
             "events": words_events,
             "event_change": delta,
+            "card": None if card is None else card.name, "band_now": bands[0], "band_needed": bands[1],
+            "value_now_text": value_text(L, c, x), "value_needed_text": value_text(L, c, needed),
         })
         for i in moves.flipped[m].tolist():
             holds = bool(state.literal_matrix[index, i])
             flips.append({"literal": int(i), "now": info.render_literal(Lit(int(i), not holds)),
                           "after": info.render_literal(Lit(int(i), holds)),
                           "rules": np.flatnonzero(reads[i]).tolist()})
-    changes = pd.DataFrame(rows).astype({"event_change": "Int64"})  # whole events, or <NA> for other outputs
+    # whole events, or <NA> for other outputs
+    changes = pd.DataFrame(rows, columns=list(_CHANGE_COLUMNS)).astype({"event_change": "Int64"})
     return changes, pd.DataFrame(flips, columns=["literal", "now", "after", "rules"])
 
 

@@ -8,16 +8,20 @@ threshold. Its attributions and counterfactual ask :mod:`rudi_explain.audit.attr
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
 from rudi_explain.audit.attributions import EventAttributions, user_attributions
+from rudi_explain.audit.cards import band_label
 from rudi_explain.audit.counterfactual import Counterfactual, counterfactual
 from rudi_explain.audit.ranks import percentile, percentile_words
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import Rule
+from rudi_explain.rules.scorecard_cards import UNDEFINED
+from rudi_explain.rules.values import format_value, points_text
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -55,6 +59,21 @@ class UserView:
         holds for this user as written.
     events : DataFrame
         The user's events in time order.
+    bands : DataFrame
+        The user's band on each card of the scorecard (empty without one), in
+        the scorecard's order: ``card`` (its output in words), ``band`` (the
+        band in words, or a linear card's slope), ``value`` (the user's value,
+        written the one way: a share as a percent), ``points``, ``users`` (the
+        training users' share in that band, as a percent), and the raw
+        ``value_raw``, ``share`` (a fraction) and ``band_index`` (-1: undefined).
+    base : float or None
+        The scorecard's base (None without a scorecard).
+    interactions : pandas Series
+        Interaction rule text -> weight, for those that fire for the user.
+    score_check : dict or None
+        ``base + card points + fired interaction weights`` against the rule
+        score: ``base``, ``cards``, ``interactions``, ``total``, ``score`` and
+        ``holds`` (equal to 1e-9 relative); None without a scorecard.
     """
 
     def __init__(self, exp: Explanation, index: int) -> None:
@@ -94,6 +113,75 @@ class UserView:
                              float(state.values[index, lit.column[part.index]]), holds))
         self.conditions = pd.DataFrame(rows, columns=["rule", "condition", "notation", "value", "holds"])
         self._attributions: EventAttributions | None = None
+        self._scorecard_part(state)
+
+    def _scorecard_part(self, state: Any) -> None:
+        """The user's band and points on each card, the fired interaction rules, and the sum check."""
+        sc = state.scorecard
+        columns = ["card", "band", "value", "points", "users", "value_raw", "share", "band_index"]
+        if sc is None:
+            self.bands = pd.DataFrame(columns=columns)
+            self.base = None
+            self.interactions = pd.Series([], name="weight", dtype=np.float64)
+            self.score_check = None
+            return
+        V = state.values[self.index:self.index + 1]
+        band = sc.band_index(V)[0]
+        pts = sc.points(V)[0]
+        rows = []
+        for k, card in enumerate(sc.cards):  # a loop over cards, for one user
+            x = float(V[0, card.column])
+            b = int(band[k])
+            part = card.undefined if b == UNDEFINED else (card.linear if card.linear is not None else card.bands[b])
+            share = float(part.share) if part is not None else float("nan")
+            rows.append((card.name, band_label(card, b), format_value(x, card.kind, card.unit), float(pts[k]),
+                         format_value(share, "share"), x, share, b))
+        self.bands = pd.DataFrame(rows, columns=columns)
+        fires = sc.fires(V)[0]
+        self.base = float(sc.base)
+        self.interactions = pd.Series([r.weight for r, f in zip(sc.interactions, fires) if f],
+                                      index=[str(r.text) for r, f in zip(sc.interactions, fires) if f],
+                                      name="weight", dtype=np.float64)
+        cards, inter = float(pts.sum()), float(self.interactions.sum())
+        total = self.base + cards + inter
+        self.score_check = {"base": self.base, "cards": cards, "interactions": inter, "total": total,
+                            "score": self.student_score,
+                            "holds": bool(np.isclose(total, self.student_score, rtol=1e-9, atol=1e-9))}
+
+    def score_text(self) -> str:
+        """The sum check in words: "score -0.12 = base -1.20 + cards +0.87 + interaction rules +0.21"."""
+        c = self.score_check
+        if c is None:
+            return f"rule score {points_text(self.student_score, sign=False)}"
+        return (f"score {points_text(c['total'], sign=False)} = base {points_text(c['base'])} + cards "
+                f"{points_text(c['cards'])} + interaction rules that fire {points_text(c['interactions'])}"
+                + ("" if c["holds"] else f" (the rules say {points_text(c['score'], sign=False)}: they differ)"))
+
+    def bands_text(self) -> str:
+        """The user's band on each card, one line each: card, band, value, points, users in that band."""
+        lines = [self.score_text()]
+        for r in self.bands.itertuples():
+            lines.append(f"  {r.card}: {r.band} (value {r.value}): {points_text(r.points)} points, "
+                         f"{r.users} of users in this band")
+        for text, w in self.interactions.items():
+            lines.append(f"  interaction rule {points_text(w)}: {text}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The score, the sum check and the band table, every string escaped."""
+        head = html.escape(self._head())
+        if self.score_check is None:
+            return f"<pre>{head}</pre>"
+        cells = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in
+                             (r.card, r.band, r.value, points_text(r.points), r.users)) + "</tr>"
+            for r in self.bands.itertuples())
+        inter = "".join(f"<li>{html.escape(points_text(w))} {html.escape(str(t))}</li>"
+                        for t, w in self.interactions.items())
+        return (f"<div><pre>{head}</pre><p>{html.escape(self.score_text())}</p>"
+                "<table><thead><tr><th>card</th><th>band</th><th>value</th><th>points</th><th>users in band</th>"
+                f"</tr></thead><tbody>{cells}</tbody></table>"
+                + (f"<p>interaction rules that fire:</p><ul>{inter}</ul>" if inter else "") + "</div>")
 
     @property
     def events(self) -> pd.DataFrame:
@@ -161,7 +249,11 @@ class UserView:
         return counterfactual(self.explanation, self.index, target_percentile, direction, max_literals,
                               teacher=teacher, edit_events=edit_events)
 
-    def __repr__(self) -> str:
-        return (f"UserView({self.user_id!r}: teacher {self.teacher_score:.4g} "
-                f"({percentile_words(self.percentile)}), rules {self.student_score:.4g} "
+    def _head(self) -> str:
+        return (f"UserView({self.user_id!r}: teacher {points_text(self.teacher_score, sign=False)} "
+                f"({percentile_words(self.percentile)}), rules {points_text(self.student_score, sign=False)} "
                 f"({percentile_words(self.student_percentile)}), {len(self.fired)} rules fire)")
+
+    def __repr__(self) -> str:
+        head = self._head()
+        return head if self.score_check is None else head + "\n" + self.bands_text()

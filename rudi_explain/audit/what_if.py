@@ -11,6 +11,13 @@ as a small JSON-ready dict, for live feedback while a threshold is dragged.
 Only the threshold moves: the rules keep their literals and weights (they
 are not refitted), so a moved threshold can leave a rule that never fires
 (an interval whose ends crossed); :func:`what_if` says so.
+
+A band edge of a scorecard card is a literal too (the one its band rules
+read): name it as ``(card, edge)``, the card's index or statistic text and
+the edge's value now, or by the literal itself. Moving it moves the edge
+(and every rule that reads that literal); the band order must stay valid,
+so an edge cannot move onto or past its neighbour. A linear card has no
+edge to move.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from rudi_explain import metrics
+from rudi_explain.audit.cards import edge_literal, edge_neighbours, resolve_card, value_text
 from rudi_explain.audit.jsonable import json_float as _num
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
+from rudi_explain.rules.values import format_value
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -42,12 +51,15 @@ def resolve_literal(exp: Explanation, literal: Any) -> int:
     Parameters
     ----------
     exp : Explanation
-    literal : int, Lit or str
+    literal : int, Lit, str or tuple
         An index into ``exp.literals``; a literal's name (``exp.literals.names``,
         "words > t") or its pipeline notation ("Select(amount) | Count > 14");
         or a statistic output (the statistic's text, its output name or its
         words), which names a literal when the rules use exactly one literal
-        on that output (otherwise the message lists them).
+        on that output (otherwise the message lists them); or a card's band
+        edge ``(card, edge)``: the card's index in ``exp.scorecard.cards`` or
+        its statistic's text, and the edge's value now
+        (:func:`rudi_explain.audit.cards.edge_literal`).
 
     Raises
     ------
@@ -60,6 +72,10 @@ def resolve_literal(exp: Explanation, literal: Any) -> int:
     n = L.n_literals
     if isinstance(literal, Lit):
         literal = literal.index
+    if isinstance(literal, tuple):
+        if len(literal) != 2:
+            raise InputTypeError(f"a band edge is (card, edge value), got {literal!r}")
+        return edge_literal(exp, literal[0], literal[1])
     if isinstance(literal, (bool, np.bool_)):
         raise InputTypeError(f"a literal is an index, a name or a statistic output, got {literal!r}")
     if isinstance(literal, (int, np.integer)):
@@ -88,6 +104,13 @@ def resolve_literal(exp: Explanation, literal: Any) -> int:
     pick = ruled if ruled else on
     if len(pick) == 1:
         return pick[0]
+    sc = exp.scorecard
+    card = next((c for c in sc.cards if c.column in outputs), None) if sc is not None else None
+    if card is not None and card.edges:
+        edges = ", ".join(format_value(e, card.kind, card.unit, exact=True) for e in card.edges)
+        raise InputError(f"{literal!r} is a card with {len(card.edges)} band edge{'s' if len(card.edges) > 1 else ''}"
+                         f" ({edges}); pass one as ({resolve_card(exp, literal)}, edge value now), e.g. "
+                         f"({resolve_card(exp, literal)}, {card.edges[0]!r}), or a literal by index or name")
     listed = "; ".join(f"{i}: {L.names[i]}" for i in pick[:8])
     raise InputError(f"{literal!r} has {len(pick)} literals{' the rules use' if ruled else ''}; pass one by "
                      f"index or name ({listed}{'; ...' if len(pick) > 8 else ''})")
@@ -114,6 +137,35 @@ def _finite(exp: Explanation, i: int, value: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not math.isfinite(v):
         raise InputError(f"the threshold of literal {i} ({name}) must be a finite number, got {value!r}")
     return v
+
+
+def _band_edge(exp: Explanation, i: int, v: float) -> dict | None:
+    """Where literal ``i`` is a card's band edge: the card and its bands with the edge at ``v``; else None.
+
+    Raises
+    ------
+    InputError
+        ``v`` is on or past a neighbouring edge (the band order would not be valid): the message names both.
+    """
+    found = edge_neighbours(exp, i)
+    if found is None:
+        return None
+    card, lo, hi = found
+    old = float(exp.literals.thresholds[i])
+
+    def text(x: float) -> str:
+        return format_value(x, card.kind, card.unit, exact=True)
+
+    if not lo < v < hi:
+        nb = lo if v <= lo else hi
+        raise InputError(f"the band edge {text(old)} of card {card.name!r} cannot move to {text(v)}: that is on or "
+                         f"past its neighbouring edge {text(nb)} (the bands must stay in order); move it to a "
+                         f"value strictly between {text(lo) if math.isfinite(lo) else 'minus infinity'} and "
+                         f"{text(hi) if math.isfinite(hi) else 'infinity'}, or move {text(nb)} first")
+    edges = tuple(sorted(v if e == old else e for e in card.edges))
+    moved = card.with_(edges=edges)
+    return {"card": card.name, "from": text(old), "to": text(v), "bands": card.band_labels(),
+            "bands_moved": moved.band_labels()}
 
 
 def _with_thresholds(literals: Any, thresholds: np.ndarray) -> Any:
@@ -179,6 +231,7 @@ def moved_threshold(exp: Explanation, literal: Any, value: Any) -> Explanation:
     state = exp.ready_result("exp.with_threshold()")
     i = resolve_literal(exp, literal)
     v = _finite(exp, i, value)
+    _band_edge(exp, i, v)  # a band edge stays between its neighbours
     L = state.literals
     thresholds = L.thresholds.copy()
     old = float(thresholds[i])
@@ -215,7 +268,13 @@ def _rescore(state: FittedState, fires_new: dict, i: int, column: np.ndarray) ->
     scores equal a fresh computation to the bit; any other kind is scored afresh.
     """
     rules = state.rules
-    if type(rules) is not RuleSet or rules.linear:
+    if any(isinstance(r, LinearTerm) for r in rules):
+        # linear terms read values, not literals: only the rules that read the literal change their part
+        s = state.student_scores.to_numpy(dtype=np.float64).copy()
+        for k, now in fires_new.items():
+            s += rules[k].weight * (now.astype(np.float64) - state.fires[:, k].astype(np.float64))
+        return s
+    if type(rules) is not RuleSet:
         Z = state.literal_matrix.copy()
         Z[:, i] = column
         return rules.score(Z)
@@ -258,7 +317,11 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     -------
     dict
         JSON-ready: ``literal``, ``words``, ``threshold`` (now) and ``value``
-        (proposed) with their text, ``share_above`` (training and held-out
+        (proposed) with their text as code takes it (``threshold_text``,
+        ``value_text``) and for people (``threshold_words``, ``value_words``:
+        a share as a percent), ``band_edge`` (where the literal is a card's
+        band edge: ``card``, ``from``, ``to``, its ``bands`` now and
+        ``bands_moved``; else None), ``share_above`` (training and held-out
         users, now and proposed), ``rules`` (one entry per rule using the
         literal: its text now and moved, weight, coverage on training and
         held-out users now and moved, ``can_fire``), ``fidelity_test`` and
@@ -271,6 +334,7 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     state = exp.ready_result("what_if()")
     i = resolve_literal(exp, literal)
     v = _finite(exp, i, value)
+    band_edge = _band_edge(exp, i, v)
     L = state.literals
     c = int(L.column[i])
     Z = state.literal_matrix
@@ -315,7 +379,10 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
         "threshold": _num(L.thresholds[i], 17),
         "threshold_text": L.threshold_text[i],
         "value": _num(v, 17),
-        "value_text": format_threshold(v),
+        "value_text": format_threshold(v),  # the number as code takes it (exp.with_threshold(i, 0.05))
+        "threshold_words": value_text(L, c, float(L.thresholds[i]), exact=True),  # for people ("5%")
+        "value_words": value_text(L, c, v, exact=True),
+        "band_edge": band_edge,
         "share_above": {"train": share(Z[:, i], train), "train_moved": share(new_column, train),
                         "test": share(Z[:, i], test), "test_moved": share(new_column, test)},
         "rules": rules,
