@@ -102,6 +102,9 @@ function points(x, sign = false) {
 const withUnit = (s) => (s.unit ? `${s.words} (${s.unit})` : s.words);
 const pct = (x, d = 1) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(d)}%`);
 const signed = (x) => points(x, true);
+// A bin edge of a histogram as the payload writes it (a share as a percent, with the unit); an older
+// saved payload has no texts and keeps its numbers.
+const edgeText = (t, i) => (t.edges_text && t.edges_text[i] !== undefined ? t.edges_text[i] : fmt(t.edges[i]));
 
 // ------------------------------------------------------------------ terms explained
 // Hover help for the words a reader meets first. A term is focusable (Tab) and shows the same text
@@ -593,7 +596,7 @@ function histogram(t, mark) {
     const x0 = x(edges[i]), x1 = x(edges[i + 1]);
     const thin = isThin(c, total);
     box.appendChild(svg("rect", { class: "rx-hist-bar" + (thin ? " rx-hist-thin" : ""), x: x0 + 0.5, y: y(c), width: Math.max(0.5, x1 - x0 - 1), height: H - B - y(c) },
-      svg("title", null, `${fmt(edges[i])} to ${fmt(edges[i + 1])}: ${fmt(c)} users, mean teacher score ${fmt(t.mean_teacher[i], 3)}` +
+      svg("title", null, `${edgeText(t, i)} to ${edgeText(t, i + 1)}: ${fmt(c)} users, mean teacher score ${fmt(t.mean_teacher[i], 3)}` +
         (thin ? " (few users: greyed)" : ""))));
   });
   // Mean teacher score per bin, on its own scale (right axis).
@@ -619,36 +622,41 @@ function histogram(t, mark) {
     const tx = x(th.threshold);
     if (tx - lastLabel < 34) continue;
     box.appendChild(svg("text", { x: tx, y: H - B + 12, "text-anchor": "middle", class: "rx-axis rx-threshold-label",
-      "data-literal": th.literal }, th.threshold_text));
+      "data-literal": th.literal }, th.value_text ?? th.threshold_text));
     lastLabel = tx;
   }
   if (mark && mark.value !== null && mark.value !== undefined) {
     const ux = x(mark.value);
     box.appendChild(svg("line", { class: "rx-hist-user", x1: ux, x2: ux, y1: T - 6, y2: H - B, "data-value": mark.value },
-      svg("title", null, `user ${mark.id}: ${fmt(mark.value)}`)));
+      svg("title", null, `user ${mark.id}: ${mark.text ?? fmt(mark.value)}`)));
     box.appendChild(svg("path", { class: "rx-hist-user-mark", d: `M${ux - 5},${T - 9}L${ux + 5},${T - 9}L${ux},${T - 2}Z` }));
   }
   for (const th of t.thresholds) {
     const tx = x(th.threshold);
     box.appendChild(svg("line", { class: "rx-hist-threshold" + (th.in_rules ? " rx-in-rules" : ""), x1: tx, x2: tx, y1: T - 4, y2: H - B },
-      svg("title", null, `${th.name}: ${pct(th.share_above)} of users above`)));
+      svg("title", null, `${literalWords(t, th)}: ${pct(th.share_above)} of users above`)));
     // what-if: where a typed threshold would go (hidden until one is typed; moved in place, no redraw)
     if (th.in_rules) box.appendChild(svg("line", { class: "rx-hist-proposed", x1: tx, x2: tx, y1: T - 4, y2: H - B, visibility: "hidden",
       "data-literal": th.literal }));
   }
   box.rxScale = x;  // the what-if line reuses the histogram's scale
   box.appendChild(svg("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "rx-axis" }, fmt(maxC)));
-  box.appendChild(svg("text", { x: L, y: H - 6, class: "rx-axis" }, fmt(lo)));
-  box.appendChild(svg("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + fmt(hi)));
+  box.appendChild(svg("text", { x: L, y: H - 6, class: "rx-axis" }, edgeText(t, 0)));
+  box.appendChild(svg("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "rx-axis" }, (t.discrete ? "" : "≥ ") + edgeText(t, edges.length - 1)));
   return box;
 }
 
-// The value of each statistic output for the user open in the drill-down, by output column.
+// The value of each statistic output for the user open in the drill-down, by output column: the raw
+// number places the mark, the text (the payload's, written the one way) is what the reader sees.
 function userValues(user, results) {
   if (!user) return new Map();
   const column = new Map((results.thresholds || []).flatMap((t) => t.thresholds.map((th) => [th.literal, t.column])));
-  return new Map((user.literals || []).filter((l) => column.has(l.literal)).map((l) => [column.get(l.literal), l.value]));
+  return new Map((user.literals || []).filter((l) => column.has(l.literal))
+    .map((l) => [column.get(l.literal), { value: l.value, text: l.value_text ?? (l.value === null ? "undefined" : fmt(l.value)) }]));
 }
+
+// A literal in words, its threshold written the one way ("share of events online > 10.8%").
+const literalWords = (t, th) => (th.value_text ? `${t.words} > ${th.value_text}` : th.name);
 
 // A statistic's literals by threshold value (the payload sorts them; an older saved one may not).
 const byThreshold = (ths) => ths.slice().sort((a, b) => a.threshold - b.threshold);
@@ -685,13 +693,13 @@ function thresholdsView(results, ui, redraw, audit, nav) {
           ? [" · ", h("button", { class: "rx-button rx-back-rule", type: "button", data: { key: "back-rule" },
             on: { click: () => nav.toRule(ui.fromRule) } }, `Back to rule ${ui.fromRule + 1}`)] : null) : null,
       values.has(t.column) ? h("div", { class: "rx-user-value" }, `User ${ui.user.id}: `,
-        h("strong", null, values.get(t.column) === null ? "undefined" : fmt(values.get(t.column)))) : null,
+        h("strong", { class: "rx-user-value-text" }, values.get(t.column).text)) : null,
       h("div", { class: "rx-threshold-body" }, h("div", { class: "rx-hist-box" },
-        chartBox(histogram(t, values.has(t.column) ? { id: ui.user.id, value: values.get(t.column) } : null))),
+        chartBox(histogram(t, values.has(t.column) ? { id: ui.user.id, ...values.get(t.column) } : null))),
         scrollBox(`thresholds-${t.column}`, h("table", { class: "rx-table rx-threshold-table" },
           h("thead", null, h("tr", null, h("th", null, "literal"), h("th", null, "users above"), h("th", null, "in rules"))),
           h("tbody", null, byThreshold(t.thresholds).map((th) => h("tr", { class: th.in_rules ? "rx-in-rules" : "", data: { literal: th.literal } },
-            h("td", null, `> ${th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
+            h("td", null, `> ${th.value_text ?? th.threshold_text}`), h("td", null, pct(th.share_above)), h("td", null, th.in_rules ? "yes" : "")))))),
         t.n_undefined ? h("div", { class: "rx-undefined-note" },
           `${fmt(t.n_undefined)} users undefined (mean teacher score ${fmt(t.mean_undefined, 3)})`) : null),
       ui.standalone ? null : whatIfControl(t, ui, results, audit, redraw))),
@@ -700,6 +708,133 @@ function thresholdsView(results, ui, redraw, audit, nav) {
     ui.allThresholds ? "Show only the statistics used by rules" : `Show ${more} more statistic outputs (literals no rule uses)`) : null);
 }
 
+
+// ------------------------------------------------------------------ the scorecard
+// SEMANTICS.md, "The scorecard": score = base + each card's points + the interaction rules that fire.
+// Every text here is the payload's (views/scorecard_view.py): the card rows are Card.rows(), the text
+// form's own labels and points; the raw numbers only place the marks of the charts.
+const SC_W = 460, SC_H = 132, SC_L = 52, SC_R = 14, SC_T = 10, SC_B = 34, SC_GAP = 18;
+
+function scoreAxis(box, lo, hi, y) {
+  box.appendChild(svg("line", { x1: SC_L, x2: SC_W - SC_R, y1: y(0), y2: y(0), class: "rx-zero" }));
+  box.appendChild(svg("text", { x: SC_L - 4, y: y(hi) + 8, "text-anchor": "end", class: "rx-axis" }, signed(hi)));
+  box.appendChild(svg("text", { x: SC_L - 4, y: y(lo), "text-anchor": "end", class: "rx-axis" }, signed(lo)));
+}
+
+// Points per band as steps, the value bands ascending at equal widths (their edges labelled beneath),
+// the undefined band on its own at the left.
+function scoreStepChart(card) {
+  const box = chartSvg("rx-sc-chart rx-sc-steps", SC_W, SC_H, `points per band of ${card.name}`);
+  const rows = card.rows, und = rows.filter((r) => r.band === -1), bands = rows.filter((r) => r.band >= 0);
+  const vals = rows.map((r) => r.value || 0), lo = Math.min(0, ...vals), hi = Math.max(0, ...vals);
+  const HS = SC_H - SC_T - SC_B;
+  const y = (v) => SC_T + HS * (1 - (v - lo) / (hi - lo || 1));
+  const undW = und.length ? 56 : 0, x0 = SC_L + (und.length ? undW + SC_GAP : 0);
+  const bw = (SC_W - SC_R - x0) / Math.max(1, bands.length);
+  scoreAxis(box, lo, hi, y);
+  const mark = (r, a, b) => {
+    box.appendChild(svg("rect", { x: a, y: SC_T, width: Math.max(1, b - a), height: HS, class: "rx-band", "data-band": r.band },
+      svg("title", null, `${r.label}: ${r.points} points, ${r.users} of users, mean teacher score ${r.teacher}`)));
+    box.appendChild(svg("line", { x1: a + 1, x2: b - 1, y1: y(r.value || 0), y2: y(r.value || 0),
+      class: "rx-sc-step" + ((r.value || 0) >= 0 ? " rx-up" : " rx-down"), "data-band": r.band, "data-points": r.points }));
+  };
+  if (und.length) {
+    mark(und[0], SC_L, SC_L + undW);
+    box.appendChild(svg("text", { x: SC_L + undW / 2, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis" }, "undefined"));
+  }
+  let d = "";
+  bands.forEach((r, k) => {
+    const a = x0 + k * bw, b = a + bw;
+    d += `${k ? "L" : "M"}${a.toFixed(1)},${y(r.value || 0).toFixed(1)}L${b.toFixed(1)},${y(r.value || 0).toFixed(1)}`;
+    mark(r, a, b);
+  });
+  box.appendChild(svg("path", { d, class: "rx-step" }));
+  let last = -Infinity;
+  (card.edges_text || []).forEach((t, k) => {
+    const tx = x0 + (k + 1) * bw;
+    box.appendChild(svg("line", { x1: tx, x2: tx, y1: SC_T, y2: SC_H - SC_B + 3, class: "rx-effect-threshold" }, svg("title", null, t)));
+    if (tx - last >= 8 * t.length) {  // a label that would overlap the one before it is left to the hover text
+      box.appendChild(svg("text", { x: tx, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis rx-sc-edge" }, t));
+      last = tx;
+    }
+  });
+  box.appendChild(svg("text", { x: SC_W - SC_R, y: SC_H - 4, "text-anchor": "end", class: "rx-axis" }, "bands, low to high"));
+  return box;
+}
+
+// A linear card: points rise (or fall) steadily from lo to hi and stay level beyond.
+function scoreLineChart(card) {
+  const box = chartSvg("rx-sc-chart rx-sc-line", SC_W, SC_H, `points along ${card.name}`);
+  const line = card.line, und = card.rows.filter((r) => r.band === -1);
+  const vals = [line.points_lo || 0, line.points_hi || 0, ...und.map((r) => r.value || 0)];
+  const lo = Math.min(0, ...vals), hi = Math.max(0, ...vals), HS = SC_H - SC_T - SC_B;
+  const y = (v) => SC_T + HS * (1 - (v - lo) / (hi - lo || 1));
+  const undW = und.length ? 56 : 0, x0 = SC_L + (und.length ? undW + SC_GAP : 0);
+  scoreAxis(box, lo, hi, y);
+  if (und.length) {
+    const r = und[0];
+    box.appendChild(svg("line", { x1: SC_L + 1, x2: SC_L + undW - 1, y1: y(r.value || 0), y2: y(r.value || 0), class: "rx-sc-step", "data-band": -1 },
+      svg("title", null, `${r.label}: ${r.points} points, ${r.users} of users`)));
+    box.appendChild(svg("text", { x: SC_L + undW / 2, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis" }, "undefined"));
+  }
+  const a = x0 + 12, b = SC_W - SC_R - 12;
+  box.appendChild(svg("path", { class: "rx-step rx-sc-linear", d: `M${x0},${y(line.points_lo || 0).toFixed(1)}L${a},${y(line.points_lo || 0).toFixed(1)}` +
+    `L${b},${y(line.points_hi || 0).toFixed(1)}L${SC_W - SC_R},${y(line.points_hi || 0).toFixed(1)}` }, svg("title", null, line.text)));
+  box.appendChild(svg("text", { x: a, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis" }, line.lo_text));
+  box.appendChild(svg("text", { x: b, y: SC_H - SC_B + 14, "text-anchor": "end", class: "rx-axis" }, line.hi_text));
+  return box;
+}
+
+function scoreCard(card) {
+  return h("div", { class: "rx-sc-card", data: { card: card.index, column: card.column } },
+    h("div", { class: "rx-threshold-title rx-sc-name" }, card.name),
+    h("div", { class: "rx-sc-body" },
+      scrollBox(`sc-card-${card.index}`, h("table", { class: "rx-table rx-sc-table" },
+        h("thead", null, h("tr", null, h("th", null, card.linear ? "linear" : "band"), h("th", null, "points"), h("th", null, "users"),
+          h("th", null, "teacher"))),
+        h("tbody", null, card.rows.map((r) => h("tr", { data: { band: r.band } },
+          h("td", { class: "rx-sc-label" }, r.label), h("td", { class: "rx-num rx-sc-points" }, r.points),
+          h("td", { class: "rx-num rx-sc-users" }, r.users), h("td", { class: "rx-num rx-sc-teacher" }, r.teacher)))))),
+      chartBox(card.linear ? scoreLineChart(card) : scoreStepChart(card))),
+    card.rows.filter((r) => r.note).map((r) => h("div", { class: "rx-undefined-note rx-sc-note", data: { band: r.band } },
+      `note on '${r.label}': ${r.note}`)));
+}
+
+function scorecardView(results) {
+  const sc = results.scorecard;
+  if (!sc) return h("p", { class: "rx-help" }, "These rules are a list (the first that holds decides): they have no scorecard.");
+  const inter = sc.interactions || [];
+  return h("section", { class: "rx-scorecard" },
+    h("p", { class: "rx-sc-headline" }, h("code", { class: "rx-code" }, sc.headline)),
+    h("p", { class: "rx-help" }, "One card per statistic: every user is in exactly one band of each card and gets its points ",
+      "(centred: the users' mean on a card is 0, so + adds more than the statistic does on average). ",
+      "Users: the share of training users in the band; teacher: their mean teacher score. print(exp.scorecard) gives the same text."),
+    (sc.cards || []).map((c) => scoreCard(c)),
+    h("h4", null, `Interaction rules (${inter.length})`),
+    inter.length ? scrollBox("sc-interactions", h("table", { class: "rx-table rx-sc-interactions" },
+      h("thead", null, h("tr", null, h("th", null, "points"), h("th", null, "interaction rule (fires when it holds)"), h("th", null, "users"))),
+      h("tbody", null, inter.map((r) => h("tr", { data: { interaction: r.index } },
+        h("td", { class: "rx-num rx-sc-points" }, r.weight_text), h("td", null, r.text), h("td", { class: "rx-num" }, r.users))))))
+      : h("p", { class: "rx-help" }, "None: the cards alone give the score."));
+}
+
+// One user on the scorecard: the band and points on each card, the interaction rules that fire, and
+// the sum: base + the cards' points + those rules' weights is the rules' score.
+function userScorecard(s) {
+  if (!s) return null;
+  const parts = [s.base_text, ...s.cards.map((c) => points(c.points, true)), ...s.interactions.map((r) => points(r.weight, true))];
+  return h("div", { class: "rx-user-scorecard" },
+    scrollBox("user-scorecard", h("table", { class: "rx-table rx-user-sc" },
+      h("thead", null, h("tr", null, ["card", "this user's value", "band", "points"].map((c) => h("th", null, c)))),
+      h("tbody", null, s.cards.map((c) => h("tr", { data: { card: c.index, band: c.band } },
+        h("td", null, c.name), h("td", { class: "rx-num rx-sc-value" }, c.value_text), h("td", { class: "rx-sc-label" }, c.label),
+        h("td", { class: "rx-num rx-sc-points" }, c.points_text))),
+      s.interactions.map((r) => h("tr", { class: "rx-sc-fired", data: { interaction: r.index } },
+        h("td", null, "interaction rule"), h("td", null, ""), h("td", null, r.text), h("td", { class: "rx-num rx-sc-points" }, r.weight_text)))))),
+    h("div", { class: "rx-sum-check" + (s.adds_up ? "" : " rx-user-error"), data: { addsUp: String(s.adds_up) } },
+      `Sum: ${parts.join(" ")} (base, cards${s.interactions.length ? ", interaction rules" : ""}) = ${s.total_text}; `,
+      `the rules' score is ${s.score_text}`, s.adds_up ? " ✓" : " ✗ (they differ)"));
+}
 
 // ------------------------------------------------------------------ effects and the fidelity curve
 function curveChart(points) {
@@ -776,11 +911,11 @@ function effectChart(e) {
   e.counts.forEach((c, i) => {
     const x0 = x(e.edges[i]), x1 = x(e.edges[i + 1]), hh = HH * c / maxC;
     box.appendChild(svg("rect", { x: x0 + 0.5, y: top + HH - hh, width: Math.max(0.5, x1 - x0 - 1), height: hh, class: "rx-hist-bar" },
-      svg("title", null, `${fmt(e.edges[i])} to ${fmt(e.edges[i + 1])}: ${fmt(c)} users`)));
+      svg("title", null, `${edgeText(e, i)} to ${edgeText(e, i + 1)}: ${fmt(c)} users`)));
   });
   box.appendChild(svg("text", { x: L - 4, y: top + 10, "text-anchor": "end", class: "rx-axis" }, "users"));
-  box.appendChild(svg("text", { x: L, y: H - 5, class: "rx-axis" }, fmt(lo)));
-  box.appendChild(svg("text", { x: W - R, y: H - 5, "text-anchor": "end", class: "rx-axis" }, (e.discrete ? "" : "≥ ") + fmt(hi)));
+  box.appendChild(svg("text", { x: L, y: H - 5, class: "rx-axis" }, edgeText(e, 0)));
+  box.appendChild(svg("text", { x: W - R, y: H - 5, "text-anchor": "end", class: "rx-axis" }, (e.discrete ? "" : "≥ ") + edgeText(e, e.edges.length - 1)));
   return box;
 }
 
@@ -1036,7 +1171,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     h("thead", null, h("tr", null, ["condition, as the rules write it", "this user's value", "holds?", "in fired rules"].map((c) => h("th", null, c)))),
     h("tbody", null, d.literals.map((l) => h("tr", { class: (l.holds ? "rx-holds" : "rx-fails") + (l.in_fired.length ? " rx-in-fired" : ""),
       data: { literal: l.literal, negated: String(!!l.negated) } },
-    h("td", { title: l.notation || "" }, l.sentence || `${l.words} > ${l.threshold_text}`), h("td", { class: "rx-num" }, l.value === null ? "undefined" : fmt(l.value)),
+    h("td", { title: l.notation || "" }, l.sentence || `${l.words} > ${l.threshold_text}`), h("td", { class: "rx-num" }, l.value_text ?? (l.value === null ? "undefined" : fmt(l.value))),
     h("td", null, l.holds ? "✓ yes" : "✗ no"), h("td", null, l.in_fired.map((k) => `rule ${k + 1}`).join(", ")))))));
   // Events, with a marker column per statistic output behind the fired rules.
   const feedSets = feeds.map((f) => new Set(f.rows));
@@ -1046,7 +1181,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
   feeds.map((f, j) => h("button", { type: "button", class: "rx-feed-key" + (active === j ? " rx-active" : ""), title: f.text,
     style: `border-color:${feedColor(j)}`, data: { feed: j, key: `feed-${j}` }, "aria-pressed": String(active === j),
     on: { click: () => { ui.feed = active === j ? null : j; redraw(); } } },
-  feedMark(j), ` ${f.words} = ${fmt(f.value)} (${f.rows.length} rows)`)));
+  feedMark(j), ` ${f.words} = ${f.value_text ?? fmt(f.value)} (${f.rows.length} rows)`)));
   // The attribution strip, once asked for: one signed bar per row, beside the feed markers.
   const a = ui.attr && ui.attr.id === d.id && ui.attr.state && ui.attr.state.available ? ui.attr.state : null;
   const table = h("table", { class: "rx-table rx-events" + (a ? " rx-with-attr" : "") },
@@ -1066,6 +1201,7 @@ function userDetail(d, results, ui, redraw, audit, nav) {
     h("div", { class: "rx-user-grid" },
       h("div", null, h("h4", null, "Score, rule by rule"), chartBox(waterfall(d)), chartBox(percentileStrip(d))),
       h("div", null, h("h4", null, "Rules that fire"), d.contributions.length ? fired : h("p", null, "No rule fires: the score is the intercept."))),
+    d.scorecard ? [h("h4", null, "On the scorecard: this user's band on each card"), userScorecard(d.scorecard)] : null,
     h("h4", null, "Conditions of the rules: does each hold for this user?"), lits,
     nav ? h("div", { class: "rx-to-hist" }, h("button", { class: "rx-button rx-user-histograms", type: "button", data: { key: "user-histograms" },
       on: { click: () => nav.toHistograms() } }, `Mark user ${d.id}'s values on the histograms`)) : null,
@@ -1244,7 +1380,7 @@ function whatIfResult(th, st, results) {
         ` (${diff >= 0 ? "+" : "-"}${fmt(Math.abs(diff), 2)})`),
       h("span", { class: "rx-whatif-train" }, ` · training ${fmt(w.fidelity_train, 3)} → ${fmt(w.fidelity_train_moved, 3)}`),
       st.loading ? h("span", { class: "rx-muted" }, " · computing…") : null),
-    h("div", { class: "rx-whatif-line" }, `At more than ${w.value_text}: users above ${pct(w.share_above.train)} → ${pct(w.share_above.train_moved)} (training); `,
+    h("div", { class: "rx-whatif-line" }, `At more than ${w.value_shown ?? w.value_text}: users above ${pct(w.share_above.train)} → ${pct(w.share_above.train_moved)} (training); `,
       `rule scores change for ${fmt(w.n_changed)} users.`),
     h("ul", { class: "rx-whatif-rules" }, w.rules.map((r) => h("li", { data: { ruleIndex: r.index } },
       h("span", { class: "rx-weight " + (r.weight >= 0 ? "rx-up-text" : "rx-down-text") }, signed(r.weight)),
@@ -1281,19 +1417,22 @@ function whatIfControl(t, ui, results, audit, redraw) {
     else if (e.key === "Escape") { swallow(e); audit.whatIfReset(i, th.threshold_text); }
     else stop(e);
   };
-  const label = `new threshold for: ${th.name}`;
+  const label = `new threshold for: ${literalWords(t, th)}`;
   const which = inRules.length > 1
     ? h("select", { class: "rx-whatif-pick", "aria-label": `the threshold of ${t.words} to move`, data: { key: `whatif-pick-${t.column}` },
       on: { change: (e) => { (ui.whatIfPick ||= {})[t.column] = Number(e.target.value); redraw(); }, keydown: stop } },
-    inRules.map((x) => h("option", { value: String(x.literal), selected: x.literal === i }, `> ${x.threshold_text}`)))
-    : h("span", { class: "rx-whatif-words" }, `> ${th.threshold_text}`);
+    inRules.map((x) => h("option", { value: String(x.literal), selected: x.literal === i }, `> ${x.value_text ?? x.threshold_text}`)))
+    : h("span", { class: "rx-whatif-words" }, `> ${th.value_text ?? th.threshold_text}`);
   return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i, column: t.column }, "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "rx-whatif-controls" },
-      h("span", { class: "rx-whatif-label", title: th.name }, "What if ", which, " were more than"),
+      h("span", { class: "rx-whatif-label", title: literalWords(t, th) }, "What if ", which, " were more than"),
       h("input", { class: "rx-whatif-input", type: "number", step: "any", value: text, "aria-label": label,
         data: { key: `whatif-${i}`, literal: i }, on: { input: (e) => audit.whatIfTyped(i, e.target.value, false), keydown: onKey } }),
+      // the box takes the number exp.with_threshold takes: for a share, the fraction (the reply writes it as a percent)
+      t.kind === "share" ? h("span", { class: "rx-whatif-unit rx-muted" }, "as a fraction (0.25 is 25%)")
+        : t.unit ? h("span", { class: "rx-whatif-unit rx-muted" }, t.unit) : null,
       hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: Number(text),
-        "aria-label": `${label} (slider from ${fmt(lo)} to ${fmt(hi)})`, data: { key: `whatif-range-${i}`, literal: i },
+        "aria-label": `${label} (slider from ${t.min_text ?? fmt(lo)} to ${t.max_text ?? fmt(hi)})`, data: { key: `whatif-range-${i}`, literal: i },
         on: { input: (e) => audit.whatIfTyped(i, String(Number(Number(e.target.value).toFixed(decimals))), false, true), keydown: onKey } }) : null,
       h("button", { class: "rx-button rx-whatif-reset", type: "button", data: { key: `whatif-reset-${i}` },
         on: { click: () => audit.whatIfReset(i, th.threshold_text) } }, "Reset")),
@@ -1402,7 +1541,7 @@ function linkFullValues(root, full) {
 
 function render({ model, el }) {
   hideStaticCopy(el);
-  const ui = { tab: "rules", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
+  const ui = { tab: "scorecard", openRule: null, query: "", userId: "", user: null, userError: "", loading: false,
     ruleSort: "weight", ruleFilter: "", compact: false, statTarget: null, fromRule: null, markUser: false, printAll: false,
     exportNote: "", reportRequest: 0,
     request: 0, feed: null, cancelling: false, allThresholds: false,
@@ -1564,6 +1703,7 @@ function render({ model, el }) {
   }
 
   function panelOf(k, results) {
+    if (k === "scorecard") return scorecardView(results);
     if (k === "rules") return rulesView(results, ui, openUser, draw, nav);
     if (k === "effects") return effectsView(results, openUser);
     if (k === "thresholds") return thresholdsView(results, ui, draw, audit, nav);
@@ -1587,7 +1727,11 @@ function render({ model, el }) {
       if (pruning) parts.push(pruning);  // replaceChildren would write a null as the text "null"
       parts.push(importanceView(results.importance));
       if (!ui.standalone) parts.push(agreementPanel(ui, audit));
-      const tabs = [["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      const tabs = [["scorecard", "Scorecard"], ["rules", `Rules (${results.rules.length})`], ["effects", "Faithfulness"], ["thresholds", "Thresholds"], ["user", "User"], ["statistics", `Statistics (${results.statistics.length})`]];
+      if (!results.scorecard) {  // a rule list (or a payload saved before the scorecard): no Scorecard tab
+        tabs.shift();
+        if (ui.tab === "scorecard") ui.tab = "rules";
+      }
       parts.push(exportBar());
       parts.push(tabBar(tabs, ui, ids, select));
       if (ui.printAll) {  // printing: every tab's contents, one after the other, each under its name

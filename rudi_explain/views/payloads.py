@@ -37,6 +37,7 @@ from rudi_explain.exceptions import UnknownUserError
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.reads import output_events
+from rudi_explain.views.scorecard_view import output_kind, scorecard_state, user_scorecard, value_text
 from rudi_explain.views.slices import fidelity_slices
 from rudi_explain.views.text import CELL_LIMIT, FULL_VALUES_KEY, FullValues, shorten, shorten_payload
 
@@ -277,6 +278,7 @@ def thresholds(exp: Explanation) -> list[dict]:
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
             "unit": _unit(L, c),
+            "kind": output_kind(L, c),
             "name": L.output_names[c],
             "importance": _num(weight.get(c, 0.0)),
             "n_undefined": int((~defined).sum()),
@@ -291,14 +293,19 @@ def thresholds(exp: Explanation) -> list[dict]:
                 means = sums / counts
             entry.update({
                 "edges": [_num(e) for e in edges],
+                # every value a reader sees, written the one way (a share as a percent, with the unit)
+                "edges_text": [value_text(L, c, e) for e in edges],
                 "discrete": discrete,
                 "min": _num(v.min()),
                 "max": _num(v.max()),
+                "min_text": value_text(L, c, v.min()),
+                "max_text": value_text(L, c, v.max()),
                 "counts": counts.astype(int).tolist(),
                 "mean_teacher": [_num(m, 4) for m in means],
             })
         else:
-            entry.update({"edges": [], "discrete": False, "counts": [], "mean_teacher": [], "min": None, "max": None})
+            entry.update({"edges": [], "edges_text": [], "discrete": False, "counts": [], "mean_teacher": [],
+                          "min": None, "max": None, "min_text": None, "max_text": None})
         lits = np.flatnonzero(L.column == c)
         lits = lits[np.argsort(L.thresholds[lits], kind="stable")]  # by value: refined ones come after the deciles
         above = _counts_above(v, L.thresholds[lits])
@@ -306,7 +313,8 @@ def thresholds(exp: Explanation) -> list[dict]:
             "literal": int(i),
             "name": L.names[i],
             "threshold": _num(L.thresholds[i], 17),
-            "threshold_text": L.threshold_text[i],
+            "threshold_text": L.threshold_text[i],  # the number as code takes it (exp.with_threshold)
+            "value_text": value_text(L, c, L.thresholds[i], exact=True),  # as a reader reads it
             "share_above": _num(a / len(values), 4),  # undefined values are never above
             "in_rules": int(i) in used,
         } for i, a in zip(lits, above)]
@@ -518,6 +526,7 @@ def results_state(exp: Explanation) -> dict:
     return shorten_payload({"summary": summary(exp), "rules": rule_cards(exp), "thresholds": thresholds(exp),
             "statistics": statistics_table(exp), "top_users": top_users(exp), "curve": fidelity_curve(exp),
             "effects": net_effects(exp), "faithful": faithfulness(exp), "audit": audit(exp),
+            "scorecard": scorecard_state(exp),
             "importance": global_importance(exp), "slices": fidelity_slices(exp), "user_picks": user_picks(exp)})
 
 
@@ -577,7 +586,10 @@ def net_effects(exp: Explanation) -> list[dict]:
     ``>`` literal is false for them). Beneath: the users' distribution.
     """
     rules = exp.rules
-    if rules.linear or not len(rules):
+    # a set may hold rules and linear terms together: the steps are those of its rules (a linear term is
+    # a line, shown on its own card), so a set of linear terms alone has none
+    formula_rules = [r for r in rules if not isinstance(r, LinearTerm)]
+    if not formula_rules:
         return []
     L = exp.literals
     state = exp.result
@@ -585,9 +597,7 @@ def net_effects(exp: Explanation) -> list[dict]:
     mode = Z.mean(axis=0) >= 0.5
     by_column: dict[int, set[int]] = {}
     weight_of: dict[int, float] = {}
-    for rule in rules:
-        if isinstance(rule, LinearTerm):
-            continue
+    for rule in formula_rules:
         for lit in formula_literals(rule.formula):
             c = int(L.column[lit.index])
             by_column.setdefault(c, set()).add(lit.index)
@@ -599,7 +609,7 @@ def net_effects(exp: Explanation) -> list[dict]:
         B = np.repeat(mode[None, :], m + 1, axis=0)
         for b in range(m + 1):
             B[b, idx] = np.arange(m) < b
-        score = rules.score(B)
+        score = sum((r.weight * r.fires(B) for r in formula_rules), np.zeros(m + 1))
         band_of = Z[:, idx].sum(axis=1)  # nested literals: how many hold is the band
         n_band = np.bincount(band_of, minlength=m + 1)
         base = int(np.argmax(n_band))
@@ -614,7 +624,7 @@ def net_effects(exp: Explanation) -> list[dict]:
             "notation": L.pipeline_text(c) if hasattr(L, "pipeline_text") else L.output_names[c],
             "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
             "thresholds": [_num(L.thresholds[i], 17) for i in idx],
-            "threshold_text": [L.threshold_text[i] for i in idx],
+            "threshold_text": [value_text(L, c, L.thresholds[i], exact=True) for i in idx],
             "effect": [_num(e) for e in score - score[base]],
             "n_band": n_band.astype(int).tolist(),
             "base_band": base,
@@ -624,11 +634,14 @@ def net_effects(exp: Explanation) -> list[dict]:
         if len(v):
             edges, discrete = _bins(v)
             which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
-            entry.update({"edges": [_num(e) for e in edges], "discrete": discrete,
+            entry.update({"edges": [_num(e) for e in edges], "edges_text": [value_text(L, c, e) for e in edges],
+                          "discrete": discrete,
                           "counts": np.bincount(which, minlength=len(edges) - 1).astype(int).tolist(),
-                          "min": _num(v.min()), "max": _num(v.max())})
+                          "min": _num(v.min()), "max": _num(v.max()),
+                          "min_text": value_text(L, c, v.min()), "max_text": value_text(L, c, v.max())})
         else:
-            entry.update({"edges": [], "discrete": False, "counts": [], "min": None, "max": None})
+            entry.update({"edges": [], "edges_text": [], "discrete": False, "counts": [], "min": None, "max": None,
+                          "min_text": None, "max_text": None})
         out.append(entry)
     return out
 
@@ -755,6 +768,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "name": L.names[j],
         "words": L.output_descriptions[int(L.column[j])],
         "value": _num(values[j]),
+        "value_text": value_text(L, int(L.column[j]), values[j]),
         "threshold": _num(L.thresholds[j], 17),
         "threshold_text": L.threshold_text[j],
         "holds": bool(holds[j]) != neg,
@@ -767,6 +781,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         s = int(L.output_statistic[c])
         feeds.append({"column": c, "statistic": s, "words": L.output_descriptions[c],
                       "text": str(exp.statistics[s]), "value": _num(exp.result.values[i, c]),
+                      "value_text": value_text(L, c, exp.result.values[i, c]),
                       "rows": [r for r in feeding_rows(exp, i, s, int(L.output_index[c])) if r < max_events]})
 
     events = u.events
@@ -784,6 +799,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "held_out": u.is_held_out,
         "intercept": _num(u.intercept),
         "fired": [int(k) for k in u.fired],
+        "scorecard": user_scorecard(exp, i),
         "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(rules[k].weight)}
                           for k in fired],
         "literals": literal_rows,

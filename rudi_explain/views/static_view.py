@@ -3,10 +3,12 @@
 A saved notebook opened without its kernel (nbconvert, GitHub, nbviewer, or
 JupyterLab before the cell is re-run) cannot draw the widget: it shows the
 ``text/html`` the display carried instead. :func:`static_html` writes that
-fallback: the summary, what fidelity means, the rules in words and the
-fidelity-against-rules curve; every text from the data is escaped, and long
-ones shortened (:func:`rudi_explain.views.text.shorten_words`: a long category
-value is cut with ``…`` in the middle).
+fallback: the summary, what fidelity means, the scorecard (each card's bands
+and points with a small step chart, then the interaction rules: the text
+form's own strings), the rules in words and the fidelity-against-rules curve;
+every text from the data is escaped, and long ones shortened
+(:func:`rudi_explain.views.text.shorten_words`: a long category value is cut
+with ``…`` in the middle).
 :meth:`Explanation._ipython_display_` sends it beside the widget and replaces
 it when a background job ends, so the saved notebook holds the final one.
 """
@@ -19,6 +21,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from rudi_explain.rules.values import points_text
+from rudi_explain.views.scorecard_view import scorecard_state
 from rudi_explain.views.text import shorten_words
 
 if TYPE_CHECKING:
@@ -67,8 +70,11 @@ def static_html(exp: Explanation) -> str:
         f"on {r['n_test']:,} held-out users (95% interval {low:.3f} to {high:.3f}).</p>",
         f"<p style=\"opacity: 0.8\">{escape(r['fidelity_meaning'].rstrip('.'))}. Score unit: "
         f"{escape(str(r['score_unit']))}.</p>",
-        _rules_table(exp),
     ]
+    scorecard = _scorecard_html(exp)
+    if scorecard:
+        parts.append(scorecard)
+    parts.append(_rules_table(exp))
     curve = _curve_table(exp)
     if curve:
         parts.append(curve)
@@ -127,6 +133,81 @@ def _why(exp: Explanation) -> str:
 
 def _box(inner: str) -> str:
     return f'<div class="rudi-explain-static" style="{_STYLE}">{inner}</div>'
+
+
+#: the static step chart's size (px): small, its text never under 10 px
+_CHART_W, _CHART_H, _CHART_L = 300, 70, 40
+_TD = '<td style="text-align: {}; white-space: nowrap">{}</td>'
+
+
+def _step_svg(card: dict) -> str:
+    """A card's points per band as an inline SVG step chart (equal widths, the undefined band first)."""
+    vals = [r["value"] or 0.0 for r in card["rows"]]
+    if card["linear"]:
+        line = card["line"]
+        vals = [v for r, v in zip(card["rows"], vals) if r["band"] < 0] + [line["points_lo"] or 0.0,
+                                                                           line["points_hi"] or 0.0]
+    lo, hi = min(0.0, *vals), max(0.0, *vals)
+    top, height = 6, _CHART_H - 20
+
+    def y(v: float) -> float:
+        return top + height * (1 - (v - lo) / ((hi - lo) or 1))
+
+    width = (_CHART_W - _CHART_L - 4) / max(1, len(vals) - (1 if card["linear"] else 0))
+    marks = [f'<line x1="{_CHART_L}" x2="{_CHART_W - 4}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#888" '
+             'stroke-dasharray="3 2"/>']
+    if card["linear"]:
+        n_und = len(vals) - 2
+        for k in range(n_und):
+            a = _CHART_L + k * width
+            marks.append(f'<line x1="{a + 2:.1f}" x2="{a + width - 2:.1f}" y1="{y(vals[k]):.1f}" y2="{y(vals[k]):.1f}" '
+                         'stroke="currentColor" stroke-width="2"/>')
+        a = _CHART_L + n_und * width
+        marks.append(f'<line x1="{a + 2:.1f}" x2="{_CHART_W - 6:.1f}" y1="{y(vals[-2]):.1f}" y2="{y(vals[-1]):.1f}" '
+                     'stroke="currentColor" stroke-width="2"/>')
+    else:
+        for k, v in enumerate(vals):
+            a = _CHART_L + k * width
+            marks.append(f'<line x1="{a + 2:.1f}" x2="{a + width - 2:.1f}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+                         'stroke="currentColor" stroke-width="2"/>')
+    text = 'font-size="10" fill="currentColor" text-anchor="end"'
+    marks.append(f'<text x="{_CHART_L - 4}" y="{y(hi) + 8:.1f}" {text}>{escape(points_text(hi))}</text>')
+    marks.append(f'<text x="{_CHART_L - 4}" y="{y(lo):.1f}" {text}>{escape(points_text(lo))}</text>')
+    marks.append(f'<text x="{_CHART_W - 4}" y="{_CHART_H - 3}" {text}>bands, low to high</text>')
+    return (f'<svg width="{_CHART_W}" height="{_CHART_H}" viewBox="0 0 {_CHART_W} {_CHART_H}" role="img" '
+            f'aria-label="points per band of {escape(shorten_words(card["name"]), quote=True)}">'
+            + "".join(marks) + "</svg>")
+
+
+def _scorecard_html(exp: Explanation) -> str:
+    """The scorecard first: the headline, each card's rows (the text form's strings) and chart, the interaction
+    rules; "" for a rule list."""
+    try:
+        sc = scorecard_state(exp)
+    except Exception:  # a stand-in or an older result without a scorecard: the rules table still shows
+        return ""
+    if sc is None:
+        return ""
+    parts = [f"<p><b>Scorecard</b>: <code>{escape(shorten_words(sc['headline']))}</code></p>"]
+    for card in sc["cards"]:
+        rows = "".join("<tr>" + _TD.format("left", escape(shorten_words(r["label"])))
+                       + "".join(_TD.format("right", escape(r[k])) for k in ("points", "users", "teacher")) + "</tr>"
+                       for r in card["rows"])
+        notes = "".join(f"<p style='opacity: 0.8; margin: 2px 0'>note on '{escape(shorten_words(r['label']))}': "
+                        f"{escape(shorten_words(r['note']))}</p>" for r in card["rows"] if r["note"])
+        parts.append(f"<div class='rudi-explain-card' style='margin: 6px 0'><b>{escape(shorten_words(card['name']))}"
+                     "</b><div style='display: flex; flex-wrap: wrap; gap: 4px 16px; align-items: center'>"
+                     "<table><thead><tr><th style='text-align: left'>band</th><th>points</th><th>users</th>"
+                     f"<th>teacher</th></tr></thead><tbody>{rows}</tbody></table>{_step_svg(card)}</div>{notes}</div>")
+    inter = sc["interactions"]
+    if inter:
+        # (nowrap first: the rules table's weight cells, which tests/views/test_number_style.py reads, stay its own)
+        rows = "".join(f"<tr><td style='white-space: nowrap; text-align: right'>{escape(r['weight_text'])}</td>"
+                       + f"<td style='text-align: left'>{escape(shorten_words(r['text']))}</td>"
+                       + _TD.format("right", escape(r["users"])) + "</tr>" for r in inter)
+        parts.append("<table><thead><tr><th>points</th><th style='text-align: left'>interaction rule (fires when "
+                     f"it holds)</th><th>users</th></tr></thead><tbody>{rows}</tbody></table>")
+    return "<div class='rudi-explain-scorecard'>" + "".join(parts) + "</div>"
 
 
 def _rules_table(exp: Explanation) -> str:

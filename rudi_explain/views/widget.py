@@ -53,6 +53,7 @@ from rudi_explain.validation import check_whole
 from rudi_explain.views import payloads as ws
 from rudi_explain.views.kernel_messages import widget_messages
 from rudi_explain.views.report import front_end, front_end_dir, report_html
+from rudi_explain.views.scorecard_view import value_text
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
@@ -340,9 +341,13 @@ class ExplanationWidget(anywidget.AnyWidget):
         if (late := self._not_ready(reply)) is not None:
             return late
         try:
-            return reply | {"ok": True, "state": ws.what_if(self._exp, literal, value)}
+            state = ws.what_if(self._exp, literal, value)
         except (ValueError, TypeError) as err:  # not a number, no such literal: the message says which
             return reply | {"ok": False, "error": str(err)}
+        # the moved threshold as a reader reads it (a share as a percent, with the unit); value_text stays the code's
+        L = self._exp.literals
+        state["value_shown"] = value_text(L, int(L.column[int(state["literal"])]), state["value"], exact=True)
+        return reply | {"ok": True, "state": state}
 
     def answer_agreement(self, request: Any = None, n_users: Any = None) -> dict:
         """The reply to "Rule-model agreement on held-out users": its distribution, or why there is none.

@@ -36,6 +36,7 @@ def test_an_agreement_over_rules_reading_every_event_is_not_shown_as_a_pass(jupy
     (root / "uid.txt").unlink(missing_ok=True)
     with notebook_page(chromium, jupyter_lab, f"uninformative-{app}.ipynb", [SETUP], app, height=1100) as (page, errors):
         view = page.locator(".rx-root").first
+        view.locator(".rx-tab[data-tab='rules']").first.click(timeout=120_000)  # it opens on the Scorecard
         view.locator(".rx-card").first.wait_for(timeout=120_000)
         panel = view.locator(".rx-agree-panel")
         panel.locator(".rx-agree-button").click()

@@ -37,6 +37,7 @@ def test_the_counterfactual_takes_a_target_and_a_budget(jupyter_lab, chromium, s
     with notebook_page(chromium, jupyter_lab, f"cf-controls-{app}.ipynb", [SETUP], app, height=1100) as (page, errors):
         want = wait_file(root / "cf.json", 120)
         view = page.locator(".rx-root").first
+        view.locator(".rx-tab[data-tab='rules']").first.click(timeout=120_000)  # it opens on the Scorecard
         view.locator(".rx-card").first.wait_for(timeout=120_000)
         view.locator(".rx-tab[data-tab='user']").click()
         box = view.locator(".rx-user-input")

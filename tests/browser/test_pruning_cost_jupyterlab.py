@@ -36,6 +36,7 @@ def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, ap
     with notebook_page(chromium, jupyter_lab, f"pruning-{app}.ipynb", [SETUP], app, height=1000) as (page, errors):
         want = wait_file(root / "pruning.json", 180)
         view = page.locator(".rx-root").first
+        view.locator(".rx-tab[data-tab='rules']").first.click(timeout=120_000)  # it opens on the Scorecard
         view.locator(".rx-card").first.wait_for(timeout=120_000)
         line = view.locator(".rx-pruning").inner_text()
         assert line.startswith(f"Pruning from {want['m']} rules to {want['units']} "), line

@@ -64,6 +64,7 @@ def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
                            .all_inner_texts())
         assert "exp.rules: waiting for the explanation to finish" in errors
         assert "Error" not in errors and "Traceback" not in errors
+        page.locator(".rx-tab[data-tab='rules']").first.click(timeout=60_000)  # it opens on the Scorecard
         page.locator(".rx-card").first.wait_for(timeout=60_000)
         assert page.locator(".rx-status").inner_text() == "done"
         # the static copy is there for kernel-less viewers, and hidden under the live widget
@@ -87,6 +88,7 @@ def test_readme_quickstart_pasted_as_one_cell(jupyter_lab, chromium, shots):
     try:
         open_notebook(page, jupyter_lab, name, "nb7")
         widget = page.locator(".rx-root")
+        widget.locator(".rx-tab[data-tab='rules']").first.click(timeout=60_000)  # it opens on the Scorecard
         widget.locator(".rx-card").first.wait_for(timeout=60_000)
         assert widget.locator(".rx-status").inner_text() == "done"
         assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 0  # drawn by the live kernel

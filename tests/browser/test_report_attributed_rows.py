@@ -53,7 +53,8 @@ def test_the_table_scrolls_to_the_first_attributed_row(chromium, report, shots):
     page.set_default_timeout(10_000)
     try:
         page.goto(report.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         page.locator(".rx-tab[data-tab='user']").click()
         page.locator(".rx-top-users .rx-user-link").first.click()  # the top-scored users have 100 rows shown
         page.locator(".rx-user .rx-events").wait_for()

@@ -41,7 +41,8 @@ def test_a_shortened_value_opens_whole(chromium, shots, report):
     page.set_default_timeout(10_000)
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         _open_whole(page, ".rx-card")  # a rule card's text; the click stays on the value, the card stays as it was
         assert page.locator(".rx-card").first.get_attribute("aria-expanded") != "true"
         page.locator(".rx-tab[data-tab='thresholds']").click()

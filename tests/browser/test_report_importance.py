@@ -30,7 +30,8 @@ def test_the_importance_chart_comes_first(chromium, report, shots, width):
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         chart = page.locator(".rx-importance-chart")
         # before the tabs: the global picture first
         assert chart.evaluate("c => !!(c.compareDocumentPosition(document.querySelector('.rx-tabs')) & 4)")

@@ -44,7 +44,8 @@ def test_every_link_in_the_report_opens_its_user(chromium, shots, report, width)
     page.set_default_timeout(10_000)
     try:
         page.goto(report.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         embedded = set(json.loads(page.locator("#rx-users").text_content()))
         listed = page.locator(".rx-report-users p").text_content()  # inside a closed <details>
         assert all(uid in listed for uid in embedded)

@@ -60,6 +60,10 @@ def report(tmp_path_factory):
 def _views(page):
     """Every tab, the compact rule table, and a user opened: yields each view's name once drawn."""
     app = page.locator("#rx-app")
+    app.locator(".rx-tab[data-tab='scorecard']").click()
+    app.locator(".rx-scorecard .rx-sc-chart").first.wait_for()
+    yield "scorecard"
+    app.locator(".rx-tab[data-tab='rules']").click()
     yield "rules"
     app.locator(".rx-rule-compact").click()
     app.locator(".rx-rule-table").wait_for()
@@ -83,7 +87,8 @@ def test_chart_text_stays_readable_and_tables_are_not_cut(chromium, report, shot
         page.goto(report.as_uri())
         if app_width:  # the widget as narrow as JupyterLab leaves it at 640 px with its file browser open
             page.add_style_tag(content=f"#rx-app {{ width: {app_width}px; }}")
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         root = page.locator("#rx-app .rx-root")
         small, cut, charts = [], [], set()
         for view in _views(page):

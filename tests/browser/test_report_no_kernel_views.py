@@ -30,7 +30,8 @@ def _open(chromium, tmp_path, html: str):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.set_default_timeout(10_000)
     page.goto(path.as_uri())
-    page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+    page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+    page.locator(".rx-card").first.wait_for(timeout=15_000)
     return page, errors
 
 

@@ -51,7 +51,8 @@ def test_weights_and_points_read_alike_everywhere(chromium, reports, shots):
     try:
         for path in reports:
             page.goto(path.as_uri())
-            page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+            page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+            page.locator(".rx-card").first.wait_for(timeout=15_000)
             state = json.loads(page.locator("#rx-state").text_content())
             users = json.loads(page.locator("#rx-users").text_content())
             cards = state["results"]["rules"]
@@ -78,7 +79,8 @@ def test_weights_and_points_read_alike_everywhere(chromium, reports, shots):
         shots(page, "number-style-user", top=page.locator(".rx-user"))
         # a tiny weight (the page's payload edited): no exponent, as the static copy writes it
         page.goto(tiny.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         card = page.locator(".rx-card").filter(has=page.locator(".rx-weight", has_text="-0.001"))
         assert card.count() == 1
         assert "lowers the score by 0.001" in card.inner_text()

@@ -35,7 +35,8 @@ def test_the_fidelity_of_each_slice_of_a_picked_column(chromium, report, shots):
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         page.locator(".rx-tab[data-tab='effects']").click()
         pick = page.locator(".rx-slices-column")
         columns = pick.locator("option").evaluate_all("os => os.map(o => o.value)")
@@ -64,7 +65,8 @@ def test_no_stray_null_in_the_page(chromium, report):
     page = chromium.new_page(viewport={"width": 1100, "height": 900})
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         for tab in ("rules", "effects", "thresholds", "user", "statistics"):
             page.locator(f".rx-tab[data-tab='{tab}']").click()
             texts = page.locator(".rx-root").evaluate(

@@ -37,7 +37,8 @@ def test_literals_by_value_and_one_what_if_per_statistic(chromium, report, shots
     page.set_default_timeout(10_000)
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         page.locator(".rx-tab[data-tab='thresholds']").click()
         blocks = page.locator(".rx-threshold-block")
         assert blocks.count() >= 2
@@ -46,9 +47,12 @@ def test_literals_by_value_and_one_what_if_per_statistic(chromium, report, shots
             block = blocks.nth(k)
             column = int(block.get_attribute("data-column"))
             t = next(x for x in payload if x["column"] == column)
-            values = [float(c.removeprefix("> ")) for c in
-                      block.locator(".rx-threshold-table tbody tr td:first-child").all_inner_texts()]
-            assert values == sorted(values) and len(values) == len(t["thresholds"]), (t["words"], values)
+            # by value, each written the one way (a share as a percent, with the unit: issue 26, item 5)
+            shown = block.locator(".rx-threshold-table tbody tr td:first-child").all_inner_texts()
+            by_value = sorted(t["thresholds"], key=lambda x: x["threshold"])
+            assert shown == [f"> {x['value_text']}" for x in by_value], (t["words"], shown)
+            if t["kind"] == "share":
+                assert all(c.endswith("%") for c in shown), shown
             in_rules = [x for x in t["thresholds"] if x["in_rules"]]
             assert block.locator(".rx-whatif").count() == min(1, len(in_rules)), t["words"]
             if len(in_rules) > 1:
@@ -56,7 +60,7 @@ def test_literals_by_value_and_one_what_if_per_statistic(chromium, report, shots
         assert many is not None, "no statistic read at two thresholds"
         block, in_rules = many
         picker = block.locator("select.rx-whatif-pick")
-        assert picker.locator("option").all_inner_texts() == [f"> {x['threshold_text']}" for x in in_rules]
+        assert picker.locator("option").all_inner_texts() == [f"> {x['value_text']}" for x in in_rules]
         assert block.locator(".rx-whatif").get_attribute("data-literal") == str(in_rules[0]["literal"])
         picker.select_option(str(in_rules[-1]["literal"]))
         control = block.locator(".rx-whatif")

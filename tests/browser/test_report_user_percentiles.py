@@ -31,7 +31,8 @@ def test_the_teacher_percentile_sits_on_a_strip_beside_the_rule_percentile(chrom
     page.set_default_timeout(10_000)
     try:
         page.goto(report.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         users = json.loads(page.locator("#rx-users").text_content())
         page.locator(".rx-tab[data-tab='user']").click()
         links = page.locator(".rx-top-users .rx-user-link")

@@ -33,7 +33,8 @@ def test_lowest_percentile_and_random_users_open_from_the_user_tab(chromium, rep
     page.set_default_timeout(10_000)
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
         embedded = set(json.loads(page.locator("#rx-users").text_content()))
         page.locator(".rx-tab[data-tab='user']").click()
 

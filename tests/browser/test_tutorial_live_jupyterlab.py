@@ -47,7 +47,7 @@ PROGRESS = """cell => {
   const status = root.querySelector('.rx-status');
   return { status: status ? status.textContent : null, now: bar ? Number(bar.getAttribute('aria-valuenow')) : null,
            stage: (root.querySelector('.rx-stage-active') || {}).dataset?.stage ?? null,
-           cards: root.querySelectorAll('.rx-card').length };
+           cards: root.querySelectorAll('.rx-tab').length };
 }"""
 
 # Width and text contrast of the running view, read in one synchronous call so the view cannot swap

@@ -202,6 +202,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         open_notebook(page, jupyter_lab, "audit.ipynb")
         run_cell(page, 0)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        good.locator(".rx-tab[data-tab='rules']").first.click(timeout=240_000)  # it opens on the Scorecard
         good.locator(".rx-card").first.wait_for(timeout=240_000)
         run_cell(page, 1)
         want = wait_file(root / "audit.json", 120)

@@ -78,11 +78,12 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
         assert page.locator(".rx-cancel").count() == 1  # the job can be cancelled from here
         shots(page, "1-progress")
         # Best effort: the live training chart shows for a few seconds only, before the cards.
-        page.locator(".rx-progress path.rx-line-loss, .rx-card").first.wait_for(timeout=180_000)
+        page.locator(".rx-progress path.rx-line-loss, .rx-tab").first.wait_for(timeout=180_000)
         if page.locator(".rx-progress path.rx-line-loss").count():
             shots(page, "1b-progress-training")
 
         # 2. The rule cards once the job is done; the kernel answers the next cell meanwhile.
+        page.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         page.locator(".rx-card").first.wait_for(timeout=180_000)
         run_cell(page, 1)
         expected = wait_file(root / "expected.json", 120)
@@ -178,7 +179,8 @@ def test_widget_in_jupyterlab(jupyter_lab, chromium, shots):
     report.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     try:
         report.goto((root / "report.html").as_uri())
-        report.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for(timeout=15_000)
+        report.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)  # it opens on the Scorecard
+        report.locator(".rx-card").first.wait_for(timeout=15_000)
         assert report.locator(".rx-card").count() == expected["n_rules"]
         assert report.locator(".rx-card .rx-rule-text").all_inner_texts() == lab_texts
         assert report.evaluate("() => document.querySelectorAll('img').length") == 0

@@ -342,7 +342,7 @@ def _time_left(page, index: int, label: str, shots=None) -> None:
 
     cell = page.locator(".jp-Cell").nth(index)
     # the finished view has no progress bar: then only its cards count
-    sample = f"cell => ({{...(({PROGRESS})(cell) || {{}}), cards: cell.querySelectorAll('.rx-card').length}})"
+    sample = f"cell => ({{...(({PROGRESS})(cell) || {{}}), cards: cell.querySelectorAll('.rx-tab').length}})"
     samples, first = [], None
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -400,6 +400,7 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
         _theme(page, "JupyterLab Light", light=True)
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         assert "fails on purpose" in bad.locator(".rx-error").inner_text()
+        good.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         good.locator(".rx-card").first.wait_for(timeout=180_000)
         kernel = _kernel_cards(page, jupyter_lab.root, "layout_cards.json")
         cards = kernel["cards"]
@@ -425,7 +426,7 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
             page.wait_for_timeout(400)
             width = good.bounding_box()["width"]
             assert (width < 330) if sidebar else (450 < width < 640), width
-            for tab in ("rules", "effects", "thresholds", "user", "statistics"):
+            for tab in TABS:
                 good.locator(f".rx-tab[data-tab='{tab}']").click()
                 good.locator(f".rx-panel[data-tab='{tab}']").wait_for()
                 if tab == "rules" and good.locator(".rx-card.rx-open").count() == 0:
@@ -454,7 +455,7 @@ def test_themes_layout_keyboard(jupyter_lab, chromium, shots):
         close_light(page)
 
 
-TABS = ("rules", "effects", "thresholds", "user", "statistics")
+TABS = ("scorecard", "rules", "effects", "thresholds", "user", "statistics")
 
 
 def _every_tab(page, good, shots, prefix: str) -> None:
@@ -494,6 +495,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         _time_left(page, 0, "nb7-dark-640", shots)
         page.set_viewport_size({"width": 1280, "height": 1200})
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
+        good.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         good.locator(".rx-card").first.wait_for(timeout=180_000)
         kernel = _kernel_cards(page, jupyter_lab.root, "layout7_cards.json")
         cards = kernel["cards"]

@@ -106,6 +106,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         open_notebook(page, jupyter_lab, name, app)
         run_cell(page, 0)
         live = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        live.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         live.locator(".rx-card").first.wait_for(timeout=180_000)
         n_cards = live.locator(".rx-card").count()
         run_cell(page, 1)
@@ -135,6 +136,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         # 2. Reopened: the widget comes back from the saved state, with no kernel behind it.
         open_notebook(page, jupyter_lab, name, app)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        good.locator(".rx-tab[data-tab='rules']").first.click(timeout=60_000)  # it opens on the Scorecard
         good.locator(".rx-card").first.wait_for(timeout=60_000)
         assert good.locator(".rx-card").count() == n_cards and good.locator(".rx-status").inner_text() == "done"
         assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 1
@@ -172,6 +174,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         page.wait_for_function("() => !document.querySelector('.jupyter-widgets-disconnected .rx-root')",
                                timeout=60_000)  # the saved view is gone with the cell's old output
         fresh = page.locator(".jp-Cell").nth(0).locator(".rx-root")
+        fresh.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         fresh.locator(".rx-card").first.wait_for(timeout=180_000)
         fresh.locator(".rx-card").first.click()
         fresh.locator(".rx-card.rx-open .rx-user-link").first.click()

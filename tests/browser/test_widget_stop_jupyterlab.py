@@ -88,6 +88,7 @@ def test_cancel_and_retry_in_jupyterlab(jupyter_lab, chromium, shots, app):
         finally:
             _theme(page, "JupyterLab Light", light=True)
         second.locator(".rx-retry").click()
+        second.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         second.locator(".rx-card").first.wait_for(timeout=180_000)
         assert second.locator(".rx-status").inner_text() == "done" and second.locator(".rx-error").count() == 0
         shots(page, f"11-retried{tag}", top=second)

@@ -398,12 +398,13 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
         page.locator(".rx-progress").wait_for(timeout=90_000)
         samples = []
         deadline = time.monotonic() + 240
-        while page.locator(".rx-card").count() == 0 and time.monotonic() < deadline:
+        while page.locator(".rx-tab").count() == 0 and time.monotonic() < deadline:
             samples.append(page.evaluate(f"() => ({PROGRESS})(document)"))
             page.wait_for_timeout(150)
         shown = check_time_left(samples)
         print("progress samples:", len(samples), "with the time left:", shown)
         assert shown, "the time left was never said"
+        page.locator(".rx-tab[data-tab='rules']").first.click(timeout=240_000)  # it opens on the Scorecard
         page.locator(".rx-card").first.wait_for(timeout=240_000)
         run_cell(page, 1)
         exp = wait_file(root / "views_expected.json", 120)
@@ -553,7 +554,8 @@ def test_report_downloads_itself_and_its_rules_offline(chromium, shots, report_f
     page.set_default_timeout(15_000)
     try:
         page.goto(path.as_uri())
-        page.locator("#rx-app[data-ready='1'] .rx-card").first.wait_for()
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click()  # it opens on the Scorecard
+        page.locator(".rx-card").first.wait_for()
         # the audit header: the seed and the version, as text
         head = dict(zip(page.locator(".rx-audit-head th").all_inner_texts(), page.locator(".rx-audit-head td").all_inner_texts()))
         assert head["Seed"] == "5" and head["rudi-explain"] == __import__("rudi_explain").__version__

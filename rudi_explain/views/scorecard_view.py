@@ -1,0 +1,175 @@
+"""The scorecard as the front end shows it: cards, interaction rules, and one user's band on each card.
+
+Pure functions from an :class:`~rudi_explain.explanation.Explanation` to plain
+dicts (SEMANTICS.md, "The scorecard"). Every text a reader sees is written
+here, the one way: a card's rows are :meth:`Card.rows
+<rudi_explain.rules.scorecard_cards.Card.rows>` (the text form's own labels and
+points), values go through :func:`rudi_explain.rules.values.format_value`; the
+raw numbers travel beside them only to draw the charts. Nothing here escapes
+HTML: the front end puts every string into the page as text, the static copy
+escapes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rudi_explain.audit.jsonable import json_float
+from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
+from rudi_explain.rules.values import format_value, points_text
+
+if TYPE_CHECKING:
+    from rudi_explain.explanation import Explanation
+    from rudi_explain.rules.scorecard import Scorecard
+
+__all__ = ["scorecard_state", "user_scorecard", "value_text", "output_kind", "output_unit", "weight_text"]
+
+_num = json_float
+
+
+def output_kind(literals: Any, column: int) -> str:
+    """How output ``column``'s values are written ('share', 'count', 'binary' or 'value')."""
+    kinds = getattr(literals, "output_kind", None)
+    return str(kinds[column]) if kinds is not None else "value"
+
+
+def output_unit(literals: Any, column: int) -> str:
+    """Output ``column``'s unit ("" without one, or for tables saved before units)."""
+    units = getattr(literals, "output_unit", None)
+    return str(units[column]) if units is not None else ""
+
+
+def value_text(literals: Any, column: int, value: Any, exact: bool = False) -> str:
+    """A value of output ``column`` for a reader: :func:`format_value` with the output's kind and unit.
+
+    ``exact`` writes the very number (a threshold) instead of 3 significant digits.
+    None and NaN read "undefined".
+    """
+    x = np.nan if value is None else float(value)
+    return format_value(x, output_kind(literals, column), output_unit(literals, column), exact=exact)
+
+
+def weight_text(weight: float) -> str:
+    """An interaction rule's weight as the scorecard's text form writes it (``print(exp.scorecard)``)."""
+    return f"{weight:+.2f}"
+
+
+def _base_text(sc: Scorecard) -> str:
+    return f"{sc.base:.2f}"
+
+
+def _share_text(share: float) -> str:
+    """Share of users as the card rows write it ("<1%" for a few)."""
+    return "<1%" if 0 < share < 0.005 else f"{share * 100:.0f}%"
+
+
+def _exact(card: Card, x: float) -> str:
+    """A band edge as the card's labels write it (the exact number)."""
+    return format_value(x, card.kind, card.unit, exact=True)
+
+
+def _card_state(exp: Explanation, k: int, card: Card) -> dict:
+    L = exp.literals
+    rows = card.rows()
+    bands: list[int] = ([UNDEFINED] if card.undefined is not None else []) + list(range(card.n_bands))
+    raw = ([card.undefined.points] if card.undefined is not None else []) + \
+        ([card.linear.offset] if card.linear is not None else [b.points for b in card.bands])
+    out: dict[str, Any] = {
+        "index": k,
+        "column": int(card.column),
+        "statistic": int(L.output_statistic[card.column]) if card.column < len(L.output_statistic) else None,
+        "name": card.name,
+        "kind": card.kind,
+        "unit": card.unit,
+        "linear": card.linear is not None,
+        "monotone": bool(card.monotone),
+        "rows": [{"band": b, "label": label, "points": pts, "users": users, "teacher": teacher, "note": note,
+                  "value": _num(p)} for b, p, (label, pts, users, teacher, note) in zip(bands, raw, rows)],
+        # the band edges between the value bands, for the step chart's axis (exact, as the labels write them)
+        "edges_text": [_exact(card, e) for e in card.edges],
+    }
+    if card.linear is not None:
+        lin = card.linear
+        out["line"] = {"lo": _num(lin.lo), "hi": _num(lin.hi),
+                       "lo_text": _exact(card, lin.lo), "hi_text": _exact(card, lin.hi),
+                       "points_lo": _num(lin.offset), "points_hi": _num(lin.offset + lin.slope * (lin.hi - lin.lo)),
+                       "text": card.linear_text()}
+    return out
+
+
+def scorecard_state(exp: Explanation) -> dict | None:
+    """The Scorecard view: the base, one card per statistic output, then the interaction rules.
+
+    Each card's ``rows`` are :meth:`Card.rows` value for value (``label``,
+    ``points``, ``users``, ``teacher``, ``note``: the text form's strings),
+    each with its ``band`` (-1 for undefined) and raw points ``value`` for the
+    chart. ``interactions`` hold each rule's text, weight (raw and as the text
+    form writes it) and the share of users it fires for. None where the
+    explanation has no scorecard (a rule list).
+    """
+    sc = getattr(exp, "scorecard", None)
+    if sc is None:
+        return None
+    values = exp.result.values
+    fires = sc.fires(values) if sc.interactions else np.zeros((len(values), 0), dtype=bool)
+    share = fires.mean(axis=0) if len(values) else np.zeros(fires.shape[1])
+    return {
+        "headline": sc.text().partition("\n")[0],
+        "base": _num(sc.base),
+        "base_text": _base_text(sc),
+        "cards": [_card_state(exp, k, c) for k, c in enumerate(sc.cards)],
+        "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight),
+                          "weight_text": weight_text(r.weight), "users": _share_text(float(share[j]))}
+                         for j, r in enumerate(sc.interactions)],
+    }
+
+
+def user_scorecard(exp: Explanation, index: int) -> dict | None:
+    """One user on the scorecard: their value, band and points on each card, the interaction rules that fire,
+    and the sum check (base + card points + fired interaction weights against the rules' score).
+
+    Parameters
+    ----------
+    exp : Explanation
+    index : int
+        The user's position among the explained users.
+
+    Returns
+    -------
+    dict or None
+        None where the explanation has no scorecard.
+    """
+    sc = getattr(exp, "scorecard", None)
+    if sc is None:
+        return None
+    V = exp.result.values[index:index + 1]
+    band = sc.band_index(V)[0]
+    pts = sc.points(V)[0]
+    fired = sc.fires(V)[0]
+    cards = []
+    for k, card in enumerate(sc.cards):
+        b = int(band[k])
+        labels = {row_band: row for row_band, row in zip(
+            ([UNDEFINED] if card.undefined is not None else []) + list(range(card.n_bands)), card.rows())}
+        label, card_points, _, _, _ = labels[b]
+        v = V[0, card.column]
+        cards.append({"index": k, "name": card.name, "band": b, "label": label,
+                      # a band's points as its card row writes them; a linear card's are the user's own
+                      "points_text": card_points if card.linear is None or b == UNDEFINED
+                      else points_text(float(pts[k])),
+                      "points": _num(pts[k]), "value": _num(v),
+                      "value_text": format_value(v, card.kind, card.unit)})
+    total = sc.base + float(pts.sum()) + float(sum(r.weight for r, f in zip(sc.interactions, fired) if f))
+    score = float(exp.student_scores.iloc[index])
+    return {
+        "base": _num(sc.base), "base_text": _base_text(sc),
+        "cards": cards,
+        "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight),
+                          "weight_text": weight_text(r.weight)}
+                         for j, (r, f) in enumerate(zip(sc.interactions, fired)) if f],
+        "total": _num(total), "total_text": points_text(total, sign=False),
+        "score": _num(score), "score_text": points_text(score, sign=False),
+        "adds_up": bool(np.isclose(total, score, rtol=1e-9, atol=1e-9)),
+    }
