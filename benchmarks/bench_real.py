@@ -1,0 +1,354 @@
+"""explain() against the peers on public real data and the planted family, and its stability (issue 26).
+
+One run of the benchmark environment's python, for each case:
+
+* cases: ``benchmarks/planted.py``'s family (``make_scenario`` seeds, their
+  planted score as the teacher), ``rx.datasets.make_payments`` and
+  ``make_edits`` (their planted risk), and two public real data sets
+  (``real_data.py``: CDNOW's customers, will they buy again; the wage
+  panel, next year's log wage), each with a real teacher: a scikit-learn
+  HistGradientBoosting pipeline fitted on *other* users than those
+  explained, its scores given as ``scores=``;
+* on explain()'s own split (``exp.result.is_test``), held-out fidelity
+  (``rudi_explain.metrics.fidelity``) of: explain() at its defaults;
+  featuretools DFS + FIGS and DFS + RuleFit (imodels, linear terms on; 20
+  rules each, ``peers.py``); hand-made per-user aggregates (counts, sums,
+  means, extremes, last values, recency, per-category shares:
+  ``real_data.hand_aggregates``) + RuleFit; and, where ``explain()`` takes
+  ``statistics=``, explain() given the hand-made aggregates as statistics
+  (column ``given``).
+
+Printed: one line per case, then the share of cases in which explain() is at
+least as faithful as the best peer (ties within :data:`TIE`) and its cards +
+interaction rules (target: >= the best peer in 90% of cases, <= 10 units).
+
+Stability (``--stability``, on by default): for payments and each real data
+set, explain() with ``random_state`` 0, 1, 2 on the same users. Pairwise over
+the seeds: the share of one run's statistics the other also has (by
+equivalence key and output), for the searched statistics and for those the
+scorecard uses; and for every band on a card both runs have with the same
+edges, how far its points move relative to the card's spread (its largest
+minus its smallest points). Targets: >= 80% in common, points within 20%.
+
+    make peers-env                                              # once: .venv-peers
+    .venv-peers/bin/python benchmarks/bench_real.py --quick     # a minute or two
+    .venv-peers/bin/python benchmarks/bench_real.py             # ~15-20 minutes on 2 cores
+
+Results also go to ``out/bench_real.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from planted import make_scenario  # noqa: E402
+from real_data import hand_aggregates, load_cdnow, load_wage_panel, real_case  # noqa: E402
+
+import rudi_explain as rx  # noqa: E402
+from rudi_explain.metrics import fidelity  # noqa: E402
+from rudi_explain.rules.formula import formula_literals  # noqa: E402
+
+#: explain() counts as at least as faithful as a peer within this
+TIE = 0.002
+#: the targets printed beside the figures
+TARGET_SHARE, TARGET_UNITS, TARGET_COMMON, TARGET_MOVE = 0.9, 10, 0.8, 0.2
+PEER_COLUMNS = ("dfs+figs", "dfs+rulefit", "hand+rulefit")
+
+
+@dataclass
+class Case:
+    """One benchmark case: sequences, the teacher's scores, and the raw events for the peers."""
+
+    name: str
+    seed: int
+    seqs: rx.Sequences
+    scores: pd.Series
+    events: pd.DataFrame
+    categorical: list[str]
+    numerical: list[str]
+    teacher: str = "planted"
+
+
+def planted_case(seed: int, users: int) -> Case:
+    sc = make_scenario(seed, n_users=users)
+    return Case("planted", seed, sc.sequences(), sc.scores, sc.events, sc.categorical, sc.numerical)
+
+
+def demo_case(name: str, seed: int, users: int) -> Case:
+    demo = {"payments": rx.datasets.make_payments, "edits": rx.datasets.make_edits}[name](users, random_state=seed)
+    return Case(name, seed, demo.sequences(), demo.risk, demo.events, demo.categorical, demo.numerical)
+
+
+_REAL: dict = {}
+
+
+def real(name: str, seed: int, users: int | None, teacher_users: int | None) -> Case:
+    """A real data set's case: ``seed`` draws the explained and teacher users (wage: the two halves)."""
+    if name not in _REAL:
+        _REAL[name] = {"cdnow": load_cdnow, "wage": load_wage_panel}[name]()
+    data = _REAL[name]
+    if name == "wage":  # 545 men: half explained, the other half teach; seed 1 swaps the halves
+        rc = real_case(data, None, None, seed=0, swap=bool(seed % 2))
+    else:
+        rc = real_case(data, users, teacher_users, seed=seed)
+    quality = f"teacher {'AUC' if data.classifier else 'r'} {rc.teacher_quality:.3f} on the real outcome"
+    return Case(name, seed, rc.sequences(), rc.scores, rc.events, data.categorical, data.numerical, quality)
+
+
+# ------------------------------------------------------------------ one case
+def _explain(case: Case, random_state: int, **options) -> rx.Explanation:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rx.explain(None, case.seqs, scores=case.scores, random_state=random_state, background=False,
+                          progress=False, **options)
+
+
+def given_statistics(case: Case) -> list[str]:
+    """The hand-made aggregates as statistic texts (for ``explain(..., statistics=)``): the event
+    count, sum, mean, max and min of each numerical column, recency, tenure and the mean gap, and
+    each categorical column's shares (``Mean`` of its one-hot columns)."""
+    first = (case.numerical or case.categorical)[0]
+    texts = [f"Select({first}) | Count", "Select(ts) | Recency", "Select(ts) | Tenure", "Select(ts) | MeanGap"]
+    for c in case.numerical:
+        texts += [f"Select({c}) | {op}" for op in ("Sum", "Mean", "Max", "Min")]
+    texts += [f"Select({c}) | Mean" for c in case.categorical]
+    return texts
+
+
+def run_case(case: Case, peers: bool = True) -> tuple[dict, rx.Explanation]:
+    t0 = time.perf_counter()
+    exp = _explain(case, 0)
+    seconds = time.perf_counter() - t0
+    res = exp.result
+    ids = res.teacher_scores.index.to_numpy()
+    y = res.teacher_scores.to_numpy(dtype=float)
+    test = np.asarray(res.is_test, dtype=bool)
+    row: dict = {"case": case.name, "seed": case.seed, "users": len(ids), "held_out": int(test.sum()),
+                 "teacher": case.teacher,
+                 "explain": fidelity(y[test], res.student_scores.to_numpy()[test]),
+                 "cards": len(exp.scorecard.cards), "interactions": len(exp.scorecard.interactions),
+                 "seconds_explain": seconds, "peers": {}, "peer_rules": {}}
+    if peers:
+        from peers import dfs_features, run_peers
+
+        t0 = time.perf_counter()
+        dfs, _ = dfs_features(case.events, case.categorical, case.numerical, ids, train_users=ids[~test])
+        for name, r in run_peers(dfs, y, test, peers=("figs", "rulefit")).items():
+            row["peers"]["dfs+" + name], row["peer_rules"]["dfs+" + name] = r.fidelity_test, r.n_rules
+        hand = hand_aggregates(case.events, case.categorical, case.numerical, ids, train_users=ids[~test])
+        r = run_peers(hand, y, test, peers=("rulefit",))["rulefit"]
+        row["peers"]["hand+rulefit"], row["peer_rules"]["hand+rulefit"] = r.fidelity_test, r.n_rules
+        row["seconds_peers"] = time.perf_counter() - t0
+    if "statistics" in inspect.signature(rx.explain).parameters:
+        try:
+            given = _explain(case, 0, statistics=given_statistics(case), search=False)
+            gres = given.result
+            row["given"] = fidelity(y[test], gres.student_scores.to_numpy()[np.asarray(gres.is_test)])
+        except Exception as err:  # noqa: BLE001 - an optional column: report, go on
+            row["given_error"] = f"{type(err).__name__}: {err}"[:200]
+    return row, exp
+
+
+# ------------------------------------------------------------------ stability
+def output_keys(exp: rx.Explanation, used: bool) -> dict:
+    """Equivalence key (statistic key, output) -> value-matrix column, of the searched statistics'
+    outputs (``used=False``) or of those the scorecard reads (cards and interaction rules)."""
+    card = exp.scorecard
+    lits = card.literals
+
+    def key(c: int) -> tuple:
+        stat = lits.statistics[int(lits.output_statistic[c])] if lits.statistics is not None else lits.output_names[c]
+        return (getattr(stat, "key", str(stat)), lits.output_names[c] if lits.output_index[c] else "")
+
+    if not used:
+        return {key(c): c for c in range(lits.n_outputs)}
+    cols = {c.column for c in card.cards}
+    cols |= {int(lits.column[lit.index]) for r in card.interactions for lit in formula_literals(r.formula)}
+    return {key(c): c for c in sorted(cols)}
+
+
+def _common(a: set, b: set) -> float:
+    """Mean over both directions of the share of one run's statistics the other also has."""
+    if not a and not b:
+        return 1.0
+    return 0.5 * ((len(a & b) / len(a) if a else 0.0) + (len(a & b) / len(b) if b else 0.0))
+
+
+def band_moves(e1: rx.Explanation, e2: rx.Explanation) -> tuple[list[float], int, int, list[float]]:
+    """|points difference| / card spread of every band on cards both have with the same edges.
+
+    Returns the moves, the cards in common, how many of those have the same
+    edges, and per card in common (any edges) the median over the users of
+    how far the points each user gets move, relative to the card's spread
+    (the same users in the same order in both runs).
+    """
+    k1, k2 = output_keys(e1, True), output_keys(e2, True)
+    by1 = {c.column: c for c in e1.scorecard.cards}
+    by2 = {c.column: c for c in e2.scorecard.cards}
+    moves, common, same, user_moves = [], 0, 0, []
+    for key, c1 in k1.items():
+        if key not in k2 or c1 not in by1 or k2[key] not in by2:
+            continue
+        a, b = by1[c1], by2[k2[key]]
+        common += 1
+        ua, ub = a.points(e1.result.values[:, a.column]), b.points(e2.result.values[:, b.column])
+        user_spread = 0.5 * (np.ptp(ua) + np.ptp(ub))
+        if user_spread > 0:
+            user_moves.append(float(np.median(np.abs(ua - ub)) / user_spread))
+        if a.linear is not None or b.linear is not None or a.edges != b.edges \
+                or (a.undefined is None) != (b.undefined is None):
+            continue
+        same += 1
+        pa = [x.points for x in a.bands] + ([a.undefined.points] if a.undefined is not None else [])
+        pb = [x.points for x in b.bands] + ([b.undefined.points] if b.undefined is not None else [])
+        spread = 0.5 * (np.ptp(pa) + np.ptp(pb))
+        if spread > 0:
+            moves += [abs(x - z) / spread for x, z in zip(pa, pb)]
+    return moves, common, same, user_moves
+
+
+def stability(case: Case, first: rx.Explanation, seeds: int) -> dict:
+    runs = [first] + [_explain(case, s) for s in range(1, seeds)]
+    if any(not np.array_equal(r.result.teacher_scores.index, first.result.teacher_scores.index) for r in runs):
+        raise RuntimeError("the seeds' runs do not list the same users in the same order")
+    searched, used, moves, common, same, user_moves = [], [], [], 0, 0, []
+    for a, b in combinations(runs, 2):
+        searched.append(_common(set(output_keys(a, False)), set(output_keys(b, False))))
+        used.append(_common(set(output_keys(a, True)), set(output_keys(b, True))))
+        m, c, s, u = band_moves(a, b)
+        moves += m
+        user_moves += u
+        common, same = common + c, same + s
+    return {"case": case.name, "seeds": seeds, "common_searched": float(np.mean(searched)),
+            "common_used": float(np.mean(used)), "cards_in_common": common, "same_edges": same,
+            "bands": len(moves), "bands_within": float(np.mean(np.asarray(moves) <= TARGET_MOVE)) if moves else None,
+            "median_move": float(np.median(moves)) if moves else None,
+            "cards_users_within": float(np.mean(np.asarray(user_moves) <= TARGET_MOVE)) if user_moves else None,
+            "units": [len(r.scorecard.cards) + len(r.scorecard.interactions) for r in runs]}
+
+
+# ------------------------------------------------------------------ printing
+def line(r: dict) -> str:
+    peers = " ".join(f"{r['peers'].get(p, float('nan')):8.3f}" for p in PEER_COLUMNS)
+    given = f" {r['given']:7.3f}" if "given" in r else ("   error" if "given_error" in r else "       -")
+    best = max(r["peers"].values()) if r["peers"] else float("nan")
+    mark = "ok" if r["explain"] >= best - TIE else "--"
+    return (f"{r['case']:9} {r['seed']:4d} {r['users']:6d} {r['explain']:7.3f} {r['cards']:2d}+{r['interactions']:<2d} "
+            f"{peers}{given}  {mark} {r['seconds_explain']:5.0f}s {r.get('seconds_peers', 0):5.0f}s")
+
+
+HEADER = (f"{'case':9} {'seed':>4} {'users':>6} {'explain':>7} {'c+i':5} " + " ".join(f"{p:>8}"[-8:] for p in
+          ("dfs+figs", "dfs+rf", "hand+rf")) + f" {'given':>7}  >=  {'explain':>6} {'peers':>6}")
+
+
+def summary(rows: list[dict], stab: list[dict]) -> list[str]:
+    out = []
+    with_peers = [r for r in rows if r["peers"]]
+    if with_peers:
+        wins = [r["explain"] >= max(r["peers"].values()) - TIE for r in with_peers]
+        units = np.array([r["cards"] + r["interactions"] for r in rows])
+        out.append(f"explain() >= the best peer (within {TIE}) in {sum(wins)} of {len(wins)} cases "
+                   f"({np.mean(wins):.0%}; target >= {TARGET_SHARE:.0%}), with {units.min()}-{units.max()} cards + "
+                   f"interaction rules (mean {units.mean():.1f}; target <= {TARGET_UNITS})")
+        for group in sorted({r["case"] for r in with_peers}):
+            g = [r for r in with_peers if r["case"] == group]
+            means = {p: np.mean([r["peers"][p] for r in g]) for p in PEER_COLUMNS}
+            out.append(f"  {group:9} {len(g)} cases: explain {np.mean([r['explain'] for r in g]):.3f}, "
+                       + ", ".join(f"{p} {v:.3f}" for p, v in means.items())
+                       + (f", given {np.mean([r['given'] for r in g if 'given' in r]):.3f}"
+                          if any("given" in r for r in g) else ""))
+        rules = {p: int(np.median([r["peer_rules"][p] for r in with_peers])) for p in PEER_COLUMNS}
+        out.append("peers' rules (median; RuleFit counts linear terms): "
+                   + ", ".join(f"{p} {v}" for p, v in rules.items()))
+    for s in stab:
+        within = "-" if s["bands_within"] is None else f"{s['bands_within']:.0%}"
+        med = "-" if s["median_move"] is None else f"{s['median_move']:.0%}"
+        users = "-" if s["cards_users_within"] is None else f"{s['cards_users_within']:.0%}"
+        out.append(f"stability {s['case']:9} over {s['seeds']} seeds: statistics in common {s['common_searched']:.0%} "
+                   f"(searched), {s['common_used']:.0%} (in the scorecard); cards in common {s['cards_in_common']}, "
+                   f"{s['same_edges']} with the same edges: {within} of {s['bands']} bands move <= "
+                   f"{TARGET_MOVE:.0%} of the card's spread (median {med}); on {users} of the cards in common "
+                   f"the median user's points move <= {TARGET_MOVE:.0%}; units {s['units']}")
+    if stab:
+        out.append(f"stability targets: >= {TARGET_COMMON:.0%} in common, points within {TARGET_MOVE:.0%}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one small case of each kind, stability on 2 seeds")
+    ap.add_argument("--users", type=int, default=2000, help="users per synthetic case")
+    ap.add_argument("--seeds", type=int, default=3, help="payments and edits seeds")
+    ap.add_argument("--planted", type=int, default=8, help="planted scenarios (seeds 0..n-1)")
+    ap.add_argument("--cdnow", type=int, default=3, help="CDNOW cases (disjoint draws of explained users)")
+    ap.add_argument("--cdnow-users", type=int, default=2000)
+    ap.add_argument("--cdnow-teacher", type=int, default=5000, help="CDNOW users the teacher is fitted on")
+    ap.add_argument("--stability-seeds", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated case kinds: planted,payments,edits,cdnow,wage")
+    ap.add_argument("--skip", default="", help="comma-separated: peers, stability")
+    ap.add_argument("--out", default="out/bench_real.json")
+    args = ap.parse_args(argv)
+    skip = {s for s in args.skip.split(",") if s}
+    if args.quick:
+        args.users, args.seeds, args.planted, args.cdnow = 800, 1, 1, 1
+        args.cdnow_users, args.cdnow_teacher, args.stability_seeds = 800, 2000, 2
+    peers = "peers" not in skip
+    if peers:
+        try:
+            import featuretools  # noqa: F401
+            import imodels  # noqa: F401
+        except ImportError:
+            raise SystemExit("bench_real needs featuretools and imodels: `make peers-env`, then "
+                             ".venv-peers/bin/python benchmarks/bench_real.py") from None
+    plan: list[tuple[str, int]] = [("wage", s) for s in range(1 if args.quick else 2)]
+    plan += [("cdnow", s) for s in range(args.cdnow)]
+    plan += [(n, s) for n in ("payments", "edits") for s in range(args.seeds)]
+    plan += [("planted", s) for s in range(args.planted)]
+    if args.only:
+        plan = [p for p in plan if p[0] in args.only.split(",")]
+    stable = {"wage", "cdnow", "payments"} if "stability" not in skip else set()
+
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    stab: list[dict] = []
+    t_all = time.perf_counter()
+    print(f"rudi_explain {rx.__version__}; {len(plan)} cases; explain() at its defaults; peers: "
+          f"DFS + FIGS, DFS + RuleFit, hand-made aggregates + RuleFit (20 rules each)")
+    print(HEADER)
+    for name, seed in plan:
+        if name == "planted":
+            case = planted_case(seed, args.users)
+        elif name in ("payments", "edits"):
+            case = demo_case(name, seed, args.users)
+        else:
+            case = real(name, seed, args.cdnow_users, args.cdnow_teacher)
+        row, exp = run_case(case, peers)
+        rows.append(row)
+        print(line(row) + ("" if case.teacher == "planted" else f"  ({case.teacher})"), flush=True)
+        if name in stable and seed == 0:
+            stab.append(stability(case, exp, args.stability_seeds))
+            print("  " + summary([], stab[-1:])[0], flush=True)
+        path.write_text(json.dumps({"cases": rows, "stability": stab}, indent=1, default=float))
+    print()
+    for text in summary(rows, stab):
+        print(text)
+    print(f"total {time.perf_counter() - t_all:.0f} s; results: {path}")
+    return {"cases": rows, "stability": stab}
+
+
+if __name__ == "__main__":
+    main()
