@@ -64,11 +64,16 @@ def _interacting(L: Literals, values, y):
     return formulas, weights, 0.25
 
 
+def interacting_explanation(seed: int, n_users: int = 180) -> Explanation:
+    """A small explanation whose scorecard has interaction rules and a card with an undefined band."""
+    demo = rx.datasets.make_payments(n_users, random_state=seed)
+    base = tiny_explanation(demo.sequences(), demo.risk, statistics=STATS, random_state=seed)
+    return _with_rules(base, _interacting)
+
+
 @pytest.fixture(scope="module", params=[0, 1, 2])
 def exp(request):
-    demo = rx.datasets.make_payments(180, random_state=request.param)
-    base = tiny_explanation(demo.sequences(), demo.risk, statistics=STATS, random_state=request.param)
-    return _with_rules(base, _interacting)
+    return interacting_explanation(request.param)
 
 
 def _text_lines(text: str) -> list[str]:
