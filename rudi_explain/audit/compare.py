@@ -14,27 +14,35 @@
 * **users** scored by both (by user id) whose set of fired rules changed,
   with matched rules counted as one rule (a rule whose threshold moved and
   that fires for the user in both has not changed for them);
-* the held-out **fidelity** of each.
+* the held-out **fidelity** of each;
+* where both are scorecards, **cards** by their statistic output (the same
+  equivalence key and output): kept, changed, gained or lost; and of a
+  matched card its **bands**: kept, moved (an edge moved from x to y, the
+  edges paired in order, equal ones first), points changed (by more than
+  ``points_tolerance``), gained (a band split off) or lost (bands merged).
+  The rules over one output are the cards' bands; the summary lists the
+  rules over two or more, the interaction rules, matched as above.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from rudi_explain.rules.formula import Const, Lit
+from rudi_explain.rules.formula import Const, Lit, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, points_text
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
-__all__ = ["compare", "Comparison", "RULE_STATUSES"]
+__all__ = ["compare", "Comparison", "RULE_STATUSES", "CARD_STATUSES", "BAND_STATUSES", "align_edges"]
 
 #: How a rule of A relates to B, in the order the summary lists them.
 RULE_STATUSES = ("threshold moved", "weight changed", "gained", "lost", "kept")
@@ -76,6 +84,23 @@ class Comparison:
         Users scored by both.
     n_users : tuple of int
         Users of A and of B.
+    cards : DataFrame
+        Where both explanations are scorecards (else empty), one row per card of
+        either, matched by statistic output: ``status`` (see
+        :data:`CARD_STATUSES`), ``card`` (its output in words), ``card_a``,
+        ``card_b`` (indices into each scorecard's cards, or -1), ``form_a``,
+        ``form_b`` ("bands" or "linear"), ``n_bands_a``, ``n_bands_b``,
+        ``bands_gained``, ``bands_lost``, ``bands_moved``, ``points_changed``
+        (counts of bands) and ``edges_moved`` ("edge moved from 60 EUR to 50 EUR").
+    bands : DataFrame
+        One row per band of those cards: ``card``, ``status`` (see
+        :data:`BAND_STATUSES`), ``band_a``, ``band_b`` (in words), ``moved``,
+        ``points_a``, ``points_b``, ``points_changed``, ``share_a``, ``share_b``
+        (the training users' share, a fraction) and ``users_a``, ``users_b``
+        (the same as percents), ``card_a``, ``card_b``, ``index_a``,
+        ``index_b`` (band indices: -1 undefined, -2 absent).
+    points_tolerance : float
+        Points closer than this are the same points.
     """
 
     names: tuple
@@ -86,19 +111,34 @@ class Comparison:
     fidelity: dict
     n_common: int
     n_users: tuple
+    cards: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_CARD_COLUMNS))
+    bands: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_BAND_COLUMNS))
+    points_tolerance: float = 0.0
+
+    @property
+    def by_card(self) -> bool:
+        """Whether both explanations are scorecards, compared card by card."""
+        return "part" in self.rules and bool((self.rules["part"] != "rule").any() or len(self.cards))
 
     @property
     def unchanged(self) -> bool:
         """Whether B says exactly what A says: same statistics and rules, and no user's firing changed."""
         return bool((self.statistics["status"] == "kept").all() and (self.rules["status"] == "kept").all()
-                    and self.users.empty)
+                    and self.users.empty and (self.cards["status"] == "kept").all()
+                    and (self.bands["status"] == "kept").all())
 
     def counts(self) -> dict:
-        """Statistics and rules by status, and the users whose firing changed."""
+        """Statistics, rules, interaction rules, cards and bands by status, and the users whose firing changed."""
         st = self.statistics["status"].value_counts()
         ru = self.rules["status"].value_counts()
+        inter = self.rules.loc[self.rules["part"] == "interaction", "status"].value_counts() \
+            if "part" in self.rules else ru.iloc[:0]
+        ca, ba = self.cards["status"].value_counts(), self.bands["status"].value_counts()
         return {"statistics": {k: int(st.get(k, 0)) for k in ("kept", "gained", "lost")},
                 "rules": {k: int(ru.get(k, 0)) for k in RULE_STATUSES},
+                "interactions": {k: int(inter.get(k, 0)) for k in RULE_STATUSES},
+                "cards": {k: int(ca.get(k, 0)) for k in CARD_STATUSES},
+                "bands": {k: int(ba.get(k, 0)) for k in BAND_STATUSES},
                 "users_changed": int(len(self.users)), "users_common": int(self.n_common)}
 
     def summary(self) -> str:
@@ -111,9 +151,17 @@ class Comparison:
         for status, sign, col in (("gained", "+", "statistic_b"), ("lost", "-", "statistic_a")):
             for text in self.statistics.loc[self.statistics["status"] == status, col]:
                 lines.append(f"  {sign} {text}")
-        ru = c["rules"]
-        lines.append("rules: " + ", ".join(f"{ru[k]} {k}" for k in RULE_STATUSES))
+        by_card = self.by_card
+        if by_card:
+            ca = c["cards"]
+            lines.append("cards: " + ", ".join(f"{ca[k]} {k}" for k in CARD_STATUSES))
+            lines.extend(self._card_lines())
+        ru = c["interactions"] if by_card else c["rules"]
+        lines.append(("interaction rules: " if by_card else "rules: ")
+                     + ", ".join(f"{ru[k]} {k}" for k in RULE_STATUSES))
         for r in self.rules.itertuples():
+            if by_card and r.part != "interaction":
+                continue
             if r.status == "threshold moved":
                 weight = "" if _same_weight(r.weight_a, r.weight_b) else \
                     f"; weight {_w(r.weight_a)} -> {_w(r.weight_b)}"
@@ -124,11 +172,38 @@ class Comparison:
                 lines.append(f"  + {_w(r.weight_b)}  {r.text_b}")
             elif r.status == "lost":
                 lines.append(f"  - {_w(r.weight_a)}  {r.text_a}")
-        share = f" ({len(self.users) / self.n_common:.0%})" if self.n_common else ""
+        share = f" ({format_value(len(self.users) / self.n_common, 'share')})" if self.n_common else ""
         lines.append(f"users whose fired rules changed: {len(self.users):,} of {self.n_common:,}{share}")
         fa, fb = self.fidelity["a"], self.fidelity["b"]
         lines.append(f"held-out fidelity: {a} {fa:.3f}, {b} {fb:.3f} ({fb - fa:+.3f})")
         return "\n".join(lines)
+
+    def _card_lines(self) -> list[str]:
+        """A line per card gained, lost or changed, and per band that changed."""
+        lines = []
+        for r in self.cards.itertuples():
+            if r.status == "gained":
+                lines.append(f"  + card: {r.card}")
+            elif r.status == "lost":
+                lines.append(f"  - card: {r.card}")
+            elif r.status == "changed":
+                form = f" ({r.form_a} -> {r.form_b})" if r.form_a != r.form_b else ""
+                lines.append(f"  ~ card: {r.card}{form}")
+                bands = self.bands[(self.bands["card_a"] == r.card_a) & (self.bands["card_b"] == r.card_b)]
+                for b in bands.itertuples():
+                    if b.status == "gained":
+                        lines.append(f"      + band {b.band_b} ({points_text(b.points_b)} points, {b.users_b} of "
+                                     "users)")
+                    elif b.status == "lost":
+                        lines.append(f"      - band {b.band_a} ({points_text(b.points_a)} points, {b.users_a} of "
+                                     "users)")
+                    elif b.status in ("moved", "points changed"):
+                        what = [b.moved] if b.moved else []
+                        if b.points_changed:
+                            what.append(f"points {points_text(b.points_a)} -> {points_text(b.points_b)}")
+                        lines.append(f"      ~ band {b.band_a}" + (f" -> {b.band_b}" if b.band_b != b.band_a else "")
+                                     + f": {'; '.join(what)}")
+        return lines
 
     def __repr__(self) -> str:
         return self.summary()
@@ -153,18 +228,42 @@ class Comparison:
             notation=self.statistics["statistic_b"].where(self.statistics["statistic_b"].notna(),
                                                           self.statistics["statistic_a"]))
         fa, fb = self.fidelity["a"], self.fidelity["b"]
+        by_card = self.by_card
+        if by_card:  # the cards, then the interaction rules; the rules over one output are the cards' bands
+            rules = rules[rules["part"] == "interaction"]
+        ru = c["interactions"] if by_card else c["rules"]
+        cards_head = ("cards: " + (", ".join(f'{c["cards"][k]} {_pill(k)}' for k in CARD_STATUSES if c["cards"][k])
+                                   or "none") + "; ") if by_card else ""
         head = (f'<div class="rudi-compare-head"><strong>{a}</strong> &rarr; <strong>{b}</strong>: '
-                f'held-out fidelity {fa:.3f} &rarr; {fb:.3f} ({fb - fa:+.3f}); rules: '
-                + ", ".join(f'{c["rules"][k]} {_pill(k)}' for k in RULE_STATUSES if c["rules"][k]) + "; statistics: "
+                f'held-out fidelity {fa:.3f} &rarr; {fb:.3f} ({fb - fa:+.3f}); {cards_head}'
+                + ("interaction rules: " if by_card else "rules: ")
+                + (", ".join(f'{ru[k]} {_pill(k)}' for k in RULE_STATUSES if ru[k]) or "none") + "; statistics: "
                 + ", ".join(f'{c["statistics"][k]} {_pill(k)}' for k in ("gained", "lost", "kept")
                             if c["statistics"][k])
                 + f'; users whose fired rules changed: {c["users_changed"]:,} of {c["users_common"]:,}</div>')
         parts = [f"<style>{_CSS}</style>", head,
                  f'<details class="rudi-compare-details"><summary>summary as text</summary>'
                  f'<pre class="rudi-compare-summary">{html.escape(self.summary())}</pre></details>']
-        tables = (
+        border = {k: i for i, k in enumerate(BAND_STATUSES)}
+        bands = self.bands.sort_values("status", key=lambda s: s.map(border), kind="stable")
+        bands = bands.assign(band=bands["band_b"].where(bands["band_b"].notna(), bands["band_a"]))
+        corder = {k: i for i, k in enumerate(CARD_STATUSES)}
+        cards = self.cards.sort_values("status", key=lambda s: s.map(corder), kind="stable")
+        card_tables = (
+            ("cards", cards, [("status", "status", "pill"), ("card", "card", "text"),
+                              ("bands_gained", "bands gained", "int"), ("bands_lost", "bands lost", "int"),
+                              ("bands_moved", "bands moved", "int"), ("points_changed", "points changed", "int"),
+                              ("edges_moved", f"edges moved ({self.names[0]} -> {self.names[1]})", "text")]),
+            ("bands", bands, [("status", "status", "pill"), ("card", "card", "text"), ("band", "band", "text"),
+                              ("points_a", f"points {self.names[0]}", "pts"),
+                              ("points_b", f"points {self.names[1]}", "pts"),
+                              ("users_a", f"users {self.names[0]}", "text"),
+                              ("users_b", f"users {self.names[1]}", "text"), ("moved", "moved", "text")]),
+        ) if by_card else ()
+        tables = card_tables + (
             # the figures before the moves: at 640 px the weights show without scrolling
-            ("rules", rules, [("status", "status", "pill"), ("text", "rule", "text"),
+            ("interaction rules" if by_card else "rules", rules,
+             [("status", "status", "pill"), ("text", "rule", "text"),
                               ("weight_a", f"weight {self.names[0]}", "w"),
                               ("weight_b", f"weight {self.names[1]}", "w"),
                               ("coverage_a", f"coverage {self.names[0]}", "pct"),
@@ -179,7 +278,7 @@ class Comparison:
               ("n_no_longer_fire", "no longer fire", "int"), ("score_a", f"rule score {self.names[0]}", "num"),
               ("score_b", f"rule score {self.names[1]}", "num")]),
         )
-        for title, frame, columns in tables:
+        for title, frame, columns in tables:  # type: ignore[assignment]
             shown = frame.head(HTML_ROWS)
             more = f" (first {HTML_ROWS} of {len(frame):,})" if len(frame) > HTML_ROWS else f" ({len(frame):,})"
             parts.append(f'<h4 class="rudi-compare-title">{html.escape(title)}{more}</h4>')
@@ -224,7 +323,7 @@ body[data-jp-theme-light="false"] .rudi-compare .rc-kept { color: #dee2e6; backg
 """  # noqa: E501  (one CSS rule a line, as the test of its colours reads them)
 
 _PILL_CLASS = {"gained": "rc-gained", "lost": "rc-lost", "threshold moved": "rc-moved", "weight changed": "rc-changed",
-               "kept": "rc-kept"}
+               "kept": "rc-kept", "moved": "rc-moved", "points changed": "rc-changed", "changed": "rc-changed"}
 
 
 def _pill(status: str) -> str:
@@ -240,8 +339,8 @@ def _cell(value: Any, kind: str) -> str:
         return f'<td class="rc-{kind}">{"" if missing else html.escape(str(value))}</td>'
     if missing:
         return '<td class="rc-num"></td>'
-    text = {"w": lambda x: f"{x:+.4g}", "pct": lambda x: f"{100 * x:.1f}%", "int": lambda x: f"{int(x):,}",
-            "num": lambda x: f"{x:.4g}"}[kind](value)
+    text = {"w": points_text, "pts": points_text, "pct": lambda x: format_value(x, "share"),
+            "int": lambda x: f"{int(x):,}", "num": lambda x: points_text(x, sign=False)}[kind](value)
     return f'<td class="rc-num">{html.escape(text)}</td>'
 
 
@@ -257,7 +356,7 @@ def _html_table(frame: pd.DataFrame, columns: list[tuple[str, str, str]]) -> str
 
 
 def _w(x: float) -> str:
-    return f"{x:+.4g}"
+    return points_text(x)
 
 
 # ------------------------------------------------------------------ keys
@@ -354,8 +453,234 @@ def _rule_keys_one(exp: Explanation, k: int) -> list:
     return _canon(rule.formula, exp.literals, _output_keys(exp.literals))[1]
 
 
+# ------------------------------------------------------------------ cards
+#: How a card of A relates to B, in the order the summary lists them.
+CARD_STATUSES = ("changed", "gained", "lost", "kept")
+#: How a band of a matched card relates to B: "moved" (an edge moved; its points may have changed too).
+BAND_STATUSES = ("moved", "points changed", "gained", "lost", "kept")
+#: Points closer than this share of the teacher scores' standard deviation are the same points.
+POINTS_TOLERANCE = 0.01
+#: Edges this close (relative) are the same edge.
+EDGE_TOLERANCE = 1e-9
+
+_CARD_COLUMNS = ["status", "card", "card_a", "card_b", "form_a", "form_b", "n_bands_a", "n_bands_b", "bands_gained",
+                 "bands_lost", "bands_moved", "points_changed", "edges_moved"]
+_BAND_COLUMNS = ["card", "status", "band_a", "band_b", "moved", "points_a", "points_b", "points_changed", "share_a",
+                 "share_b", "users_a", "users_b", "card_a", "card_b", "index_a", "index_b"]
+
+
+def _same_edge(x: float, y: float) -> bool:
+    return bool(np.isclose(x, y, rtol=EDGE_TOLERANCE, atol=0.0))
+
+
+def align_edges(ea: Any, eb: Any) -> list[tuple[int, int]]:
+    """Pairs ``(i, j)`` of edges of A and B that are one edge: the same value, or one moved (order kept).
+
+    Equal edges pair first; between two consecutive equal pairs, the remaining edges pair in order, as many
+    as the fewer side has, nearest first (a small dynamic programme: a card has at most a handful of edges).
+    An edge of A left unpaired was lost (two bands merged), one of B gained (a band split).
+    """
+    ea, eb = [float(x) for x in ea], [float(y) for y in eb]
+    same: list[tuple[int, int]] = []
+    j = 0
+    for i, x in enumerate(ea):  # both sorted: a merge
+        while j < len(eb) and eb[j] < x and not _same_edge(eb[j], x):
+            j += 1
+        if j < len(eb) and _same_edge(eb[j], x):
+            same.append((i, j))
+            j += 1
+    pairs = list(same)
+    bounds = [(-1, -1), *same, (len(ea), len(eb))]
+    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+        xs, ys = list(range(i0 + 1, i1)), list(range(j0 + 1, j1))
+        pairs.extend(_pair_in_order(xs, ys, ea, eb))
+    return sorted(pairs)
+
+
+def _pair_in_order(xs: list[int], ys: list[int], ea: list[float], eb: list[float]) -> list[tuple[int, int]]:
+    """min(len(xs), len(ys)) order-keeping pairs of smallest total distance."""
+    n, m = len(xs), len(ys)
+    if not n or not m:
+        return []
+    k = min(n, m)
+    # best[a][b][c]: least distance pairing c edges among xs[:a] and ys[:b]
+    inf = math.inf
+    best = [[[inf] * (k + 1) for _ in range(m + 1)] for _ in range(n + 1)]
+    for a in range(n + 1):
+        for b in range(m + 1):
+            best[a][b][0] = 0.0
+    for a in range(1, n + 1):
+        for b in range(1, m + 1):
+            for c in range(1, k + 1):
+                best[a][b][c] = min(best[a - 1][b][c], best[a][b - 1][c],
+                                    best[a - 1][b - 1][c - 1] + abs(ea[xs[a - 1]] - eb[ys[b - 1]]))
+    out = []
+    a, b, c = n, m, k
+    while c > 0:
+        if best[a][b][c] == best[a - 1][b][c]:
+            a -= 1
+        elif best[a][b][c] == best[a][b - 1][c]:
+            b -= 1
+        else:
+            out.append((xs[a - 1], ys[b - 1]))
+            a, b, c = a - 1, b - 1, c - 1
+    return out[::-1]
+
+
+def _points_tolerance(exp: Explanation, tolerance: float | None) -> float:
+    if tolerance is not None:
+        return float(tolerance)
+    y = exp.teacher_scores.to_numpy(dtype=np.float64)
+    sd = float(np.std(y)) if len(y) else 0.0
+    return POINTS_TOLERANCE * sd if sd > 0 else 1e-12
+
+
+def _card_keys(sc: Any) -> list:
+    keys = _output_keys(sc.literals)
+    return [keys[c.column] for c in sc.cards]
+
+
+def _band_parts(card: Any) -> list[tuple[int, str, Any]]:
+    """(band index, label, Band or Linear) for every band, the undefined one first (index -1)."""
+    out: list[tuple[int, str, Any]] = []
+    if card.undefined is not None:
+        out.append((-1, card.undefined_label(), card.undefined))
+    if card.linear is not None:
+        out.append((0, card.linear_text(), card.linear))
+    else:
+        out.extend((k, label, b) for k, (label, b) in enumerate(zip(card.band_labels(), card.bands)))
+    return out
+
+
+def _part_points(part: Any) -> tuple[float, ...]:
+    """A band's points; a linear card's points at both ends of its range."""
+    if hasattr(part, "slope"):
+        return (part.offset, part.offset + part.slope * (part.hi - part.lo))
+    return (part.points,)
+
+
+def _compare_card(ca: Any, cb: Any, tol: float) -> list[dict]:
+    """One row per band of two matched cards: kept, moved, points changed, gained or lost."""
+    def text(card: Any, x: float) -> str:
+        return format_value(x, card.kind, card.unit, exact=True)
+
+    pa, pb = _band_parts(ca), _band_parts(cb)
+    matched: list[tuple[int, int, str]] = []  # (position in pa, position in pb, moved text)
+    if ca.linear is None and cb.linear is None:
+        pairs = align_edges(ca.edges, cb.edges)
+        to_b = {i: j for i, j in pairs}
+        first_a = 1 if ca.undefined is not None else 0
+        first_b = 1 if cb.undefined is not None else 0
+        n_a = len(ca.edges)
+        for k in range(n_a + 1):  # band k of A runs from edge k-1 to edge k (the ends: +-inf)
+            lo = -1 if k == 0 else to_b.get(k - 1)
+            hi = len(cb.edges) if k == n_a else to_b.get(k)
+            if lo is None or hi is None or hi != lo + 1:
+                continue
+            moved = []
+            if k > 0 and not _same_edge(ca.edges[k - 1], cb.edges[lo]):
+                moved.append(f"edge moved from {text(ca, ca.edges[k - 1])} to {text(cb, cb.edges[lo])}")
+            if k < n_a and not _same_edge(ca.edges[k], cb.edges[hi]):
+                moved.append(f"edge moved from {text(ca, ca.edges[k])} to {text(cb, cb.edges[hi])}")
+            matched.append((first_a + k, first_b + hi, "; ".join(moved)))
+    elif ca.linear is not None and cb.linear is not None:
+        la, lb = ca.linear, cb.linear
+        moved = "" if _same_edge(la.lo, lb.lo) and _same_edge(la.hi, lb.hi) else (
+            f"range moved from {text(ca, la.lo)}-{text(ca, la.hi)} to {text(cb, lb.lo)}-{text(cb, lb.hi)}")
+        matched.append((len(pa) - 1, len(pb) - 1, moved))
+    if ca.undefined is not None and cb.undefined is not None:
+        matched.append((0, 0, ""))
+    rows = []
+    seen_a, seen_b = set(), set()
+    for x, y, moved in sorted(matched):
+        seen_a.add(x)
+        seen_b.add(y)
+        (ia, label_a, ba), (ib, label_b, bb) = pa[x], pb[y]
+        changed = any(abs(u - v) > tol for u, v in zip(_part_points(ba), _part_points(bb)))
+        status = "moved" if moved else "points changed" if changed else "kept"
+        rows.append(_band_row(cb.name, status, (ia, label_a, ba), (ib, label_b, bb), moved, changed))
+    rows += [_band_row(ca.name, "lost", p, None, "", False) for x, p in enumerate(pa) if x not in seen_a]
+    rows += [_band_row(cb.name, "gained", None, p, "", False) for y, p in enumerate(pb) if y not in seen_b]
+    return rows
+
+
+def _band_row(card: str, status: str, a: Any, b: Any, moved: str, changed: bool) -> dict:
+    def side(p: Any, k: int) -> Any:
+        if p is None:
+            return (None, np.nan, np.nan, None, -2)[k]
+        index, label, part = p
+        points = _part_points(part)[0]
+        return (label, float(points), float(part.share), format_value(part.share, "share"), int(index))[k]
+
+    return {"card": card, "status": status, "band_a": side(a, 0), "band_b": side(b, 0), "moved": moved,
+            "points_a": side(a, 1), "points_b": side(b, 1), "points_changed": bool(changed),
+            "share_a": side(a, 2), "share_b": side(b, 2), "users_a": side(a, 3), "users_b": side(b, 3),
+            "index_a": side(a, 4), "index_b": side(b, 4)}
+
+
+def _compare_cards(exp_a: Explanation, exp_b: Explanation, tol: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cards matched by statistic output (equivalence key and output), and their bands."""
+    sa, sb = exp_a.scorecard, exp_b.scorecard
+    ka, kb = _card_keys(sa), _card_keys(sb)
+    where_b = {k: j for j, k in enumerate(kb)}
+    card_rows, band_rows = [], []
+
+    def form(card: Any) -> str:
+        return "linear" if card.linear is not None else "bands"
+
+    for i, key in enumerate(ka):
+        ca = sa.cards[i]
+        j = where_b.get(key)
+        if j is None:
+            card_rows.append({"status": "lost", "card": ca.name, "card_a": i, "card_b": -1, "form_a": form(ca),
+                              "form_b": None, "n_bands_a": len(_band_parts(ca)), "n_bands_b": 0})
+            band_rows += [dict(_band_row(ca.name, "lost", p, None, "", False), card_a=i, card_b=-1)
+                          for p in _band_parts(ca)]
+            continue
+        cb = sb.cards[j]
+        rows = [dict(r, card_a=i, card_b=j) for r in _compare_card(ca, cb, tol)]
+        band_rows += rows
+        st = [r["status"] for r in rows]
+        moved = sorted({m for r in rows for m in r["moved"].split("; ") if m})
+        n = {s: st.count(s) for s in BAND_STATUSES}
+        card_rows.append({
+            "status": "kept" if n["kept"] == len(st) and form(ca) == form(cb) else "changed", "card": cb.name,
+            "card_a": i, "card_b": j, "form_a": form(ca), "form_b": form(cb), "n_bands_a": len(_band_parts(ca)),
+            "n_bands_b": len(_band_parts(cb)), "bands_gained": n["gained"], "bands_lost": n["lost"],
+            "bands_moved": n["moved"], "points_changed": sum(bool(r["points_changed"]) for r in rows),
+            "edges_moved": "; ".join(moved)})
+    for j, key in enumerate(kb):
+        if key not in set(ka):
+            cb = sb.cards[j]
+            card_rows.append({"status": "gained", "card": cb.name, "card_a": -1, "card_b": j, "form_a": None,
+                              "form_b": form(cb), "n_bands_a": 0, "n_bands_b": len(_band_parts(cb))})
+            band_rows += [dict(_band_row(cb.name, "gained", None, p, "", False), card_a=-1, card_b=j)
+                          for p in _band_parts(cb)]
+    cards = pd.DataFrame(card_rows, columns=_CARD_COLUMNS)
+    for col in ("bands_gained", "bands_lost", "bands_moved", "points_changed"):
+        cards[col] = cards[col].fillna(0).astype(np.int64)
+    cards["edges_moved"] = cards["edges_moved"].fillna("")
+    return cards, pd.DataFrame(band_rows, columns=_BAND_COLUMNS)
+
+
+def _rule_parts(exp: Explanation) -> list[str]:
+    """Per rule: "card" (it reads one output: a band of a card), "interaction", or "rule" (no scorecard)."""
+    if exp.scorecard is None:
+        return ["rule"] * len(exp.rules)
+    L = exp.literals
+    out = []
+    for rule in exp.rules:
+        if isinstance(rule, LinearTerm):
+            out.append("card")
+            continue
+        cols = {int(L.column[x.index]) for x in formula_literals(rule.formula)}
+        out.append("interaction" if len(cols) > 1 else "card")
+    return out
+
+
 # ------------------------------------------------------------------ compare
-def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A", "B")) -> Comparison:
+def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A", "B"), *,
+            points_tolerance: float | None = None) -> Comparison:
     """What changed from explanation ``exp_a`` to ``exp_b``.
 
     Parameters
@@ -364,12 +689,16 @@ def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A
         E.g. the same job on two model versions, or with two seeds.
     names : tuple of str, default=("A", "B")
         What to call them in the summary.
+    points_tolerance : float, optional
+        A band's points changed when they differ by more than this; by default
+        :data:`POINTS_TOLERANCE` (1%) of the standard deviation of A's teacher scores.
 
     Returns
     -------
     Comparison
         ``summary()``, DataFrames ``statistics``, ``rules``, ``users``,
-        ``firing``, the ``fidelity`` of each; shown as HTML in a notebook.
+        ``firing``, ``cards`` and ``bands`` (where both are scorecards), the
+        ``fidelity`` of each; shown as HTML in a notebook.
     """
     fires_a = exp_a.ready_result("rx.compare()").fires
     fires_b = exp_b.ready_result("rx.compare()").fires
@@ -388,7 +717,10 @@ def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A
                          s.n_outputs(exp_b.sequences) == 1 else str(s)))
     statistics = pd.DataFrame(rows, columns=["status", "statistic_a", "statistic_b", "words"])
 
-    # rules
+    # rules; where both are scorecards, the rules over one output are the cards' bands
+    by_card = exp_a.scorecard is not None and exp_b.scorecard is not None
+    part_a = _rule_parts(exp_a) if by_card else ["rule"] * len(exp_a.rules)
+    part_b = _rule_parts(exp_b) if by_card else ["rule"] * len(exp_b.rules)
     pairs = _match_rules(exp_a, exp_b)
     cov_a = fires_a.mean(axis=0) if len(fires_a) else np.zeros(len(exp_a.rules))
     cov_b = fires_b.mean(axis=0) if len(fires_b) else np.zeros(len(exp_b.rules))
@@ -403,9 +735,15 @@ def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A
             "weight_b": float(rb.weight) if rb is not None else np.nan,
             "moved": _moved_text(exp_a, exp_b, i, j) if status == "threshold moved" else "",
             "coverage_a": float(cov_a[i]) if i >= 0 else np.nan, "coverage_b": float(cov_b[j]) if j >= 0 else np.nan,
+            "part": part_b[j] if j >= 0 else part_a[i],
         })
     rules = pd.DataFrame(rrows, columns=["status", "rule_a", "rule_b", "text_a", "text_b", "weight_a", "weight_b",
-                                         "moved", "coverage_a", "coverage_b"])
+                                         "moved", "coverage_a", "coverage_b", "part"])
+    tol = _points_tolerance(exp_a, points_tolerance)
+    if by_card:
+        cards, bands = _compare_cards(exp_a, exp_b, tol)
+    else:
+        cards, bands = pd.DataFrame(columns=_CARD_COLUMNS), pd.DataFrame(columns=_BAND_COLUMNS)
 
     # users scored by both, by id: their fired rules as sets of matched rules
     users_a = pd.Index(exp_a.sequences.users)
@@ -447,4 +785,5 @@ def compare(exp_a: Explanation, exp_b: Explanation, names: tuple[str, str] = ("A
     fidelity = {"a": float(exp_a.report()["fidelity_test"]), "b": float(exp_b.report()["fidelity_test"])}
     return Comparison(names=tuple(str(n) for n in names), statistics=statistics, rules=rules, users=users,
                       firing=firing, fidelity=fidelity, n_common=int(len(common)),
-                      n_users=(int(exp_a.sequences.n_users), int(exp_b.sequences.n_users)))
+                      n_users=(int(exp_a.sequences.n_users), int(exp_b.sequences.n_users)), cards=cards, bands=bands,
+                      points_tolerance=tol)

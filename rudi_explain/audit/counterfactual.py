@@ -187,7 +187,8 @@ class Counterfactual:
         for r in self.changes.itertuples():
             line = f"- {r.words}: {r.value_now_text} -> {r.value_needed_text} ({r.condition})"
             if isinstance(r.band_now, str) and isinstance(r.band_needed, str):
-                line += f"; on its card, from band \"{r.band_now}\" to \"{r.band_needed}\""
+                line += (f"; on its card, from band \"{r.band_now}\" to \"{r.band_needed}\""
+                         if r.band_now != r.band_needed else f"; on its card, still in band \"{r.band_now}\"")
             if isinstance(r.events, str):
                 line += f"; that is {r.events}"
             lines.append(line)

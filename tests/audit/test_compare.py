@@ -182,13 +182,16 @@ def test_html_view_tables_scroll_and_colours_follow_the_theme(seeds):
 
     p = Cells()
     p.feed(page)
-    assert p.tables == [True, True, True] and not p.stack  # three tables, all in scroll boxes; tags balanced
+    # scorecards: cards, bands, interaction rules, statistics, users; all in scroll boxes; tags balanced
+    assert cmp.by_card and p.tables == [True] * 5 and not p.stack
     text = "".join(p.text)
-    assert len(cmp.rules) <= 20  # all shown
-    for r in cmp.rules.itertuples():  # every rule of either, in words
+    interactions = cmp.rules[cmp.rules["part"] == "interaction"]
+    assert len(interactions) <= 20  # all shown
+    for r in interactions.itertuples():  # every interaction rule of either, in words
         assert (r.text_b if isinstance(r.text_b, str) else r.text_a) in text
-    for k, n in cmp.counts()["rules"].items():  # the head line: each status that occurs, with its count
-        assert (f"{n} {_pill_html(k)}" in page) == (n > 0)
+    head = page.split("</div>")[0]
+    for k, n in cmp.counts()["interactions"].items():  # the head line: each status that occurs, with its count
+        assert (f"{n} {_pill_html(k)}" in head) == (n > 0)
     css = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
     # Every theme variable has a fallback; no colour is fixed for the base text or background.
     assert re.findall(r"var\(--jp-[\w-]+\)", css) == []

@@ -55,15 +55,21 @@ def _lits(f):
 
 
 def moves(exp):
-    """(literal, new value) pairs: every literal the rules use, moved to two training quantiles of its output."""
+    """(literal, new value) pairs: every literal the rules use, moved to two training quantiles of its output.
+
+    A card's band edge stays between its neighbours (a move past one is refused: test_scorecard_audit.py).
+    """
+    from rudi_explain.audit.cards import edge_neighbours
+
     L = exp.literals
     out = []
     for i in used_literals(exp):
         v = exp.result.values[~exp.is_test, L.column[i]]
         v = v[~np.isnan(v)]
+        edge = edge_neighbours(exp, i)
         for q in (25, 70):
             x = float(np.percentile(v, q))
-            if x != L.thresholds[i]:
+            if x != L.thresholds[i] and (edge is None or edge[1] < x < edge[2]):
                 out.append((i, x))
     return out
 
