@@ -9,7 +9,8 @@ training users alike, or moves at most 0.5% of them (SEMANTICS.md). An output
 whose training values are all 0 or 1 stays one literal, ``value > 0``. A
 literal is false where the value is undefined (NaN), so its negation is true
 there. Literals that split the training users exactly as another one does (or
-as its complement) are dropped.
+as its complement) are dropped, and so are vacuous ones: true, or false, for
+99% of the training users or more (:data:`VACUOUS_SHARE`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from rudi_explain.rules.formula import LiteralInfo, format_threshold
 from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
 from rudi_explain.validation import check_whole
 
-__all__ = ["Literals"]
+__all__ = ["Literals", "VACUOUS_SHARE", "is_vacuous"]
 
 #: Percentiles of equation 10 (the paper's deciles).
 PERCENTILES = tuple(range(0, 101, 10))
@@ -42,10 +43,35 @@ MOVE_TOLERANCE = 0.005
 MAX_DIGITS = 3
 #: Kinds of statistic output, which decide how thresholds round and read.
 OUTPUT_KINDS = ("binary", "count", "share", "value")
+#: A literal true for this share of the training users or more, or false for this share or more, tells a
+#: reader nothing ("average ln_wage is more than 0", true for 99.95%): it is never made, moved to, nor used as
+#: a card's band edge (where the share is of the users whose value is defined; SEMANTICS.md, "The scorecard").
+VACUOUS_SHARE = 0.99
 
 # Aggregations whose value is defined for every user (0 when no event is left).
 _ALWAYS_DEFINED = frozenset({"Sum", "Count"})
 
+
+def is_vacuous(n_true: ArrayLike, n: int | ArrayLike) -> np.ndarray:
+    """Whether a split that holds for ``n_true`` of ``n`` users is vacuous (:data:`VACUOUS_SHARE`).
+
+    Parameters
+    ----------
+    n_true : array-like of int
+        Users on one side of each split (those for whom the literal is true).
+    n : int or array-like of int
+        Users counted (the training users; for a band edge, those whose value is defined).
+
+    Returns
+    -------
+    ndarray of bool
+        True where either side holds :data:`VACUOUS_SHARE` of the users or more (an empty split too).
+    """
+    n_true = np.asarray(n_true, dtype=np.float64)
+    n_all = np.asarray(n, dtype=np.float64)
+    # a share of exactly 1 - VACUOUS_SHARE on one side is vacuous: the margin only absorbs rounding
+    small = (1.0 - VACUOUS_SHARE) * n_all * (1.0 + 1e-9)
+    return (np.minimum(n_true, n_all - n_true) <= small) | (n_all <= 0)
 
 
 def _check_stop(should_stop: Callable[[], bool] | None, k: int, n: int) -> None:
@@ -64,8 +90,9 @@ class Literals:
     moved to the roundest number (fewest significant digits, at most 3 where
     possible; whole numbers for counts; whole percents for shares) that puts
     the same training users on each side, or moves at most
-    ``move_tolerance`` of them. Literals that are constant on the training
-    users are dropped, and so are thresholds that split the training users
+    ``move_tolerance`` of them. Vacuous literals, true or false for
+    :data:`VACUOUS_SHARE` (99%) of the training users or more, are dropped
+    (constant ones among them), and so are thresholds that split the training users
     as a lower one does. An output whose training values are all 0 or 1
     gives the single literal ``value > 0``. Of literals whose truth columns
     on the training users are equal (or complements), only the first is
@@ -632,7 +659,7 @@ def _binarize(
         t = np.array([_round_threshold(v, x, n, kinds[j], move_tolerance) for x in t])
         # users strictly above each threshold (NaN counts as not above)
         above = v.size - np.searchsorted(v, t, side="right")
-        keep = (above > 0) & (above < n)  # not constant on the training users
+        keep = ~is_vacuous(above, n)  # true (or false) for 99% of the training users or more: dropped
         t, above = t[keep], above[keep]
         # of thresholds that split the users alike, keep the lowest
         t = np.unique(t)

@@ -14,7 +14,11 @@ that change almost nothing. After the student is fitted, :func:`prune_rules`
 3. **prunes** backwards: drops the rule whose removal costs the least
    fidelity on the training users, refits the remaining weights by least squares on the
    fitting users when that helps on validation, and records every point, down
-   to one rule.
+   to one rule;
+4. writes every rule that fires for 90% of the training users or more
+   (:data:`COMMON_RULE_SHARE`) as its complement, which fires for the rest,
+   its weight moved into the intercept (:func:`complement_common`; the same
+   scores): a rule nearly everyone meets only says what the few others lose.
 
 Validation users are a split of the *training* users the student was not
 fitted on; held-out test users are never seen here. The default point is the
@@ -40,6 +44,7 @@ from rudi_explain.rules.formula import (
     Const,
     Formula,
     Lit,
+    Or,
     _sort_key,
     evaluate_formula,
     formula_from_json,
@@ -51,7 +56,8 @@ from rudi_explain.rules.formula import (
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.validation import check_whole
 
-__all__ = ["PruningPath", "prune_rules", "fold_bands", "MAX_RULES", "MAX_LITERALS", "TOLERANCE"]
+__all__ = ["PruningPath", "prune_rules", "fold_bands", "complement_common", "MAX_RULES", "MAX_LITERALS", "TOLERANCE",
+           "COMMON_RULE_SHARE"]
 
 #: Rules kept by default, at most.
 MAX_RULES = 10
@@ -60,6 +66,9 @@ MAX_LITERALS = 4
 #: Validation fidelity the default may lose against the unpruned rules. Small: on the
 #: demo, validation fidelity falls about half as fast as held-out fidelity when rules go.
 TOLERANCE = 0.002
+#: A rule that fires for this share of the training users or more is near constant ("rules covering 91-94% of
+#: users"): it is kept only as its complement, which fires for the others (:func:`complement_common`).
+COMMON_RULE_SHARE = 0.9
 #: Fidelities closer than this are a tie when choosing the rule to drop.
 NEAR_TIE = 1e-9
 #: Threads that score the candidate drops (at most two: each is independent, so the same figures
@@ -237,6 +246,67 @@ def fold_bands(rules: RuleSet, Z: np.ndarray) -> RuleSet:
             b = end + 1
     literals = rules.literals if rules.literals is not None else info
     return RuleSet.from_formulas(formulas, weights, intercept, literals=literals)
+
+
+# --------------------------------------------------------------------------
+# near-constant rules
+
+
+def _negation(f: Formula) -> Formula:
+    """The complement of ``f``, in negation normal form (De Morgan)."""
+    if isinstance(f, Lit):
+        return ~f
+    if isinstance(f, Const):
+        return FALSE if f.value else TRUE
+    children = tuple(_negation(c) for c in f.children)
+    return Or(children) if isinstance(f, And) else And(children)
+
+
+def complement_common(rules: RuleSet, Z: np.ndarray) -> RuleSet:
+    """``rules`` with every rule that fires for :data:`COMMON_RULE_SHARE` of the users or more complemented.
+
+    A rule ``f`` with weight ``w`` that fires for 95% of the users becomes
+    ``NOT f`` with weight ``-w``, and ``w`` moves into the intercept: the same
+    scores, read as what the other 5% lose. A rule that fires for every user
+    is folded into the intercept.
+
+    Parameters
+    ----------
+    rules : RuleSet
+        Weighted rules over a literal table (linear terms and rule lists come
+        back as they are).
+    Z : ndarray of bool, shape (n_users, n_literals)
+        Literal matrix of the training users.
+
+    Returns
+    -------
+    RuleSet
+        ``rules`` itself where no rule is that common.
+    """
+    if type(rules) is not RuleSet or rules.linear or not len(rules):
+        return rules
+    Z = np.asarray(Z, dtype=bool)
+    if Z.shape[0] == 0:
+        return rules
+    rule_list = rules.formula_rules()
+    common = [float(r.fires(Z).mean()) >= COMMON_RULE_SHARE for r in rule_list]
+    if not any(common):
+        return rules
+    intercept = rules.intercept
+    formulas: list[Formula] = []
+    weights: list[float] = []
+    for r, flip in zip(rule_list, common):
+        if flip:
+            intercept += r.weight
+            formulas.append(_negation(r.formula))  # fires for nobody here where r fired for all: dropped below
+            weights.append(-r.weight)
+        else:
+            formulas.append(r.formula)
+            weights.append(r.weight)
+    keep = [k for k, f in enumerate(formulas) if not common[k] or evaluate_formula(f, Z).any()]
+    literals = rules.literals if rules.literals is not None else rules.info
+    return RuleSet.from_formulas([formulas[k] for k in keep], [weights[k] for k in keep], intercept,
+                                 literals=literals)
 
 
 # --------------------------------------------------------------------------
@@ -454,6 +524,8 @@ def prune_rules(
     # constant or repeated formulas after trimming: back through from_formulas
     merged = RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals)
     state = _State(merged.formulas, merged.weights, merged.intercept, Z)
+    # the points as a reader sees them: a rule nearly every training user meets reads as its complement
+    merged = complement_common(merged, Z)
 
     points = [merged]
     fid_list = [valid_fid(state.scores())]
@@ -476,7 +548,8 @@ def prune_rules(
         refit = valid_agreement(_sum_scores(b, state.F[is_valid], w))
         if refit > without:
             state.intercept, state.weights = b, w
-        points.append(RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals))
+        points.append(complement_common(
+            RuleSet.from_formulas(state.formulas, state.weights, state.intercept, literals=literals), Z))
         fid_list.append(max(refit, without))
     n_rules = np.array([len(p) for p in points])
     fids = np.array(fid_list)

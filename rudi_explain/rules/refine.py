@@ -7,7 +7,8 @@ tries, for every literal of every rule, the thresholds between that literal's
 neighbours on the grid (``n_candidates`` quantiles of the training values
 there) and a coarser grid over the whole range (``n_global`` quantiles, so a
 threshold placed far off can jump), each rounded as every threshold is
-(SEMANTICS.md, "Round thresholds"). It
+(SEMANTICS.md, "Round thresholds"), never one true or false for 99% of the
+training users or more (:data:`~rudi_explain.rules.literals.VACUOUS_SHARE`). It
 keeps the one that fits the teacher best on the fitting users (the rule's
 weight and the intercept re-fitted for each candidate, the other rules held),
 and refits all weights by least squares after each pass. The result is kept
@@ -33,8 +34,8 @@ from threadpoolctl import threadpool_limits
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import And, Const, Formula, Lit, evaluate_formula, formula_literals
-from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold
-from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, prune_rules
+from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold, is_vacuous
+from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, complement_common, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import swap_path
 from rudi_explain.validation import check_whole
@@ -205,7 +206,9 @@ class _Grid:
         rounded = np.array([self.rounding.rounded(c, float(x), kind) for x in raw])
         out = np.unique(np.concatenate([rounded, [t]]))
         above = v.size - np.searchsorted(v, out, side="right")
-        out, above = out[(above > 0) & (above < self.n)], above[(above > 0) & (above < self.n)]
+        # never a vacuous threshold: true (or false) for 99% of the training users or more
+        solid = ~is_vacuous(above, self.n)
+        out, above = out[solid], above[solid]
         # of thresholds that split the training users alike, one is enough (the student's own first)
         order = np.argsort(out != t, kind="stable")
         _, first = np.unique(above[order], return_index=True)
@@ -424,7 +427,9 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     most ``max_rules`` rules, a rule is swapped for a better one- or
     two-literal rule where the validation users agree
     (:func:`rudi_explain.rules.swap.swap_path`): pruning only removes rules, and
-    the few that remain were chosen beside many others.
+    the few that remain were chosen beside many others. A rule that then fires
+    for 90% of the training users or more is written as its complement
+    (:func:`rudi_explain.rules.pruning.complement_common`, the same scores).
 
     Parameters
     ----------
@@ -475,11 +480,31 @@ def _prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np
                          should_stop=should_stop)
 
     if not refine or not isinstance(literals, Literals):
-        return swapped(path_of(rules))
+        return _uncommon(swapped(path_of(rules)), V)
     refined = _refine(rules, V, y, is_valid, should_stop=should_stop, rounding=rounding)
     best = refine_default(path_of(refined), V, y, is_valid, should_stop=should_stop, rounding=rounding)
     if refined is not rules:
         other = refine_default(path_of(rules), V, y, is_valid, should_stop=should_stop, rounding=rounding)
         if other.fidelity_valid[other.default] > best.fidelity_valid[best.default]:  # a tie keeps the refined
             best = other
-    return swapped(best)
+    return _uncommon(swapped(best), V)
+
+
+def _uncommon(path: PruningPath, V: np.ndarray) -> PruningPath:
+    """``path`` with every rule that fires for 90% of the training users or more complemented, in place.
+
+    Moved thresholds and swapped rules can fire for nearly everyone where the pruned rules did not:
+    :func:`~rudi_explain.rules.pruning.complement_common` (the same scores) on every point.
+    """
+    tables: dict[int, np.ndarray] = {}  # the points share one table, usually: one literal matrix
+
+    def uncommon(rs: RuleSet) -> RuleSet:
+        if not isinstance(rs.literals, Literals):
+            return rs
+        if id(rs.literals) not in tables:
+            tables[id(rs.literals)] = rs.literals.transform_values(V)
+        return complement_common(rs, tables[id(rs.literals)])
+
+    path.rule_sets = [uncommon(rs) for rs in path.rule_sets]
+    path.n_rules = np.array([len(rs) for rs in path.rule_sets])
+    return path

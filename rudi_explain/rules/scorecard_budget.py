@@ -6,7 +6,9 @@ set (exactly its scores), refits it jointly on the training users
 and, while it has more units (cards and interaction rules) than the budget,
 drops the unit whose removal costs least on the validation users and
 refits. A statistic output used alone is one card however many bands it
-has: one unit of the budget.
+has: one unit of the budget. An interaction rule that fires for 90% of the
+training users or more is read as its complement
+(:func:`~rudi_explain.rules.pruning.complement_common`: the same scores).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from numpy.typing import ArrayLike
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_fit import MAX_BANDS
@@ -61,7 +64,10 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     Returns
     -------
     Scorecard
-        ``len(result) <= max_rules``.
+        ``len(result) <= max_rules``; no interaction rule fires for 90% of these users or more
+        (:data:`~rudi_explain.rules.pruning.COMMON_RULE_SHARE`), and no band edge leaves 1% of the users
+        whose value is defined or fewer on one side
+        (:data:`~rudi_explain.rules.literals.VACUOUS_SHARE`).
     """
     if isinstance(max_rules, bool) or not isinstance(max_rules, (int, np.integer)) or max_rules < 1:
         raise InputError(f"max_rules must be a whole number of at least 1, got {max_rules!r}")
@@ -71,6 +77,8 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     if valid.size != t.size:
         raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
     options: dict[str, Any] = {"max_bands": max_bands, "monotone": monotone, "linear": linear}
+    if is_additive(rules):  # no interaction rule that nearly every training user meets
+        rules = complement_common(rules, rules.literal_table().transform_values(V))
     card = Scorecard.from_rules(rules, V, t).refit(V, t, is_valid=valid, **options)
     fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
     check = valid if valid.any() else fit

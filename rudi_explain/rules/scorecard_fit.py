@@ -12,10 +12,13 @@ stays small:
 * :func:`describe`: centre every card's points on the training users (the
   base absorbs the shift), give every band its share of users and mean
   teacher score, and a note where its points and its own gap differ in sign.
-* :func:`refit`: merge adjacent bands (smallest change in training error
-  first) to at most ``max_bands``, then fit all points jointly by least
-  squares (a small ridge), monotone where the teacher's mean is, linear
-  where that fits validation users at least as well.
+* :func:`refit`: drop every band edge that leaves 1% of the users whose
+  value is defined or fewer on one side (:data:`VACUOUS_SHARE`), merge
+  adjacent bands (smallest change in training error first) to at most
+  ``max_bands``, then fit all points jointly by least squares (a small
+  ridge), monotone where the teacher's mean is, linear where that fits
+  validation users at least as well. A card left with one value band and
+  no undefined band adds nothing and goes.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from scipy.optimize import lsq_linear
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import formula_literals
-from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.literals import Literals, is_vacuous
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 
@@ -282,6 +285,26 @@ class _Form:
     linear: tuple[float, float] | None = None  # (lo, hi) when fitted linear
 
 
+def _solid_edges(card: Card, v: np.ndarray) -> Card:
+    """The card without the band edges that leave too few of the users whose value is defined on one side.
+
+    An edge with 99% of them or more on one side (:func:`~rudi_explain.rules.literals.is_vacuous`) makes a
+    band a reader cannot use: it merges with its neighbour. So does an edge whose literal ``value > edge``
+    is vacuous on all the users (the rules written back read it). The undefined band is no value band and
+    stays, however few users it has.
+    """
+    if not card.edges:
+        return card
+    d = np.sort(v[~np.isnan(v)])
+    below = np.searchsorted(d, np.asarray(card.edges, dtype=np.float64), side="right")  # at most the edge
+    # and the literal "more than the edge" (false where undefined) is no vacuous literal on all users either
+    keep = ~is_vacuous(below, d.size) & ~is_vacuous(d.size - below, v.size)
+    if keep.all():
+        return card
+    edges = tuple(e for e, k in zip(card.edges, keep) if k)
+    return card.with_(edges=edges, bands=tuple(Band(0.0) for _ in range(len(edges) + 1)))
+
+
 def _merge(card: Card, v: np.ndarray, target: np.ndarray, max_bands: int) -> Card:
     """The card with adjacent value bands merged: empty ones first, then to at most ``max_bands``.
 
@@ -405,7 +428,8 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
         if card.linear is not None:
             forms.append(_Form(card, linear=(card.linear.lo, card.linear.hi)))
             continue
-        merged = _merge(card, v[fit], (t - total + pts)[fit], max_bands)
+        # vacuous edges judged on every user given (the training users), the cheapest merges on the fitting ones
+        merged = _merge(_solid_edges(card, v), v[fit], (t - total + pts)[fit], max_bands)
         forms.append(_Form(merged, _direction(merged, v, t) if monotone else 0))
 
     def evaluate(fs: list[_Form]) -> float:
@@ -430,7 +454,9 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
                     forms, err = trial, e
     A, lb, ub = _design(forms, fires, V)
     x = _solve(A, t, lb, ub, ridge)
-    return _unpack(forms, interactions, x)
+    base, fitted, rules = _unpack(forms, interactions, x)
+    # a card with one value band and no undefined band gives every user 0 points (uncentred): no card
+    return base, [c for c in fitted if c.edges or c.linear is not None or c.undefined is not None], rules
 
 
 def _unpack(forms: SequenceT[_Form], interactions: SequenceT[Rule],

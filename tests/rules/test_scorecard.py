@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rudi_explain.exceptions import InputError, StateError
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import And, Lit, Or, formula_literals
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import RuleSet
@@ -232,13 +232,29 @@ def _dummy_lstsq_error(sc, V, y):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_refit_is_the_joint_least_squares_fit(seed):
-    """Free bands, no ridge: the refit's training error is the one-hot least squares optimum (<= the read-off's)."""
+    """Free bands, no ridge: the refit's training error is the one-hot least squares optimum over the read-off's
+    bands less those cut off by a vacuous edge (1% of the defined users or fewer on one side)."""
     rng, V, lits, y, rules = _case(seed)
     sc = Scorecard.from_rules(rules, V, y)
     ref = sc.refit(V, y, monotone=False, linear=False, ridge=0.0, max_bands=100)
     err = np.mean((ref.predict(V) - y) ** 2)
-    assert err == pytest.approx(_dummy_lstsq_error(sc, V, y), rel=1e-9)
-    assert err <= np.mean((sc.predict(V) - y) ** 2) + 1e-12
+    solid = Scorecard([c.with_(edges=_solid(c, V), bands=tuple(Band(0.0) for _ in range(len(_solid(c, V)) + 1)))
+                       for c in sc.cards], sc.interactions, sc.base, sc.literals)
+    assert err == pytest.approx(_dummy_lstsq_error(solid, V, y), rel=1e-9)
+    if all(_solid(c, V) == c.edges for c in sc.cards):
+        assert err <= np.mean((sc.predict(V) - y) ** 2) + 1e-12
+
+
+def _solid(card, V):
+    """The card's edges with more than 1% of the defined users on each side (and whose literal is no vacuous one)."""
+    v = V[:, card.column]
+    d = v[~np.isnan(v)]
+    keep = []
+    for e in card.edges:
+        below, above = int((d <= e).sum()), int((d > e).sum())
+        if min(below, above) > 0.01 * d.size and 0.01 * v.size < above < 0.99 * v.size:
+            keep.append(e)
+    return tuple(keep)
 
 
 def _monotone_direction(card):
@@ -295,7 +311,8 @@ def test_validation_users_may_free_a_card_from_monotony():
                 noted += any(b.note for b in card1.bands)
             else:
                 kept += card1.monotone and _is_monotone(card1, 1)
-    assert freed >= 0.9 * len(SEEDS) and noted >= 0.75 * len(SEEDS)
+    # notes: 32 of 40 seeds (36 before bands of 1% of users or fewer went: a one-user band often contradicted)
+    assert freed >= 0.9 * len(SEEDS) and noted >= 0.6 * len(SEEDS)
     assert kept >= 0.9 * len(SEEDS)
 
 
@@ -376,11 +393,15 @@ def test_the_rule_form_reads_back_as_the_same_scorecard(seed):
                    for r in back)
 
 
-def test_a_linear_card_has_no_rule_form():
-    card = Card(0, "x", edges=(), bands=(), linear=Linear(0.1, 0.0, 10.0))
+def test_a_linear_card_has_a_rule_form_with_its_scores():
+    # more cases, undefined values and several seeds: tests/rules/test_linear_cards.py
+    card = Card(0, "x", edges=(), bands=(), linear=Linear(0.1, 2.0, 10.0, offset=-0.3))
     lits = Literals.from_values(np.arange(20.0)[:, None])
-    with pytest.raises(StateError, match="card 'x' is linear"):
-        Scorecard([card], base=0.0, literals=lits).to_rules()
+    sc = Scorecard([card], base=1.0, literals=lits)
+    rules = sc.to_rules()
+    V = np.arange(-5.0, 25.0)[:, None]
+    np.testing.assert_allclose(rules.score(rules.matrix(V)), 1.0 - 0.3 + 0.1 * (np.clip(V[:, 0], 2, 10) - 2))
+    np.testing.assert_allclose(rules.score(rules.matrix(V)), sc.predict(V))
 
 
 @pytest.mark.parametrize("seed", range(6))
