@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from rudi_explain.exceptions import InputTypeError
+import numpy as np
+
+from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.rules.pruning import MAX_LITERALS, MAX_RULES
+from rudi_explain.search.given import read_statistics
+from rudi_explain.statistics import Statistic
 from rudi_explain.statistics.readable import GRAMMARS
 from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
 
@@ -28,7 +32,7 @@ BACKGROUNDS = (True, False, "thread")
 #: The settings written into a saved explanation (``"params"``), in the order they are written.
 SAVED = ("n_stats", "max_depth", "n_rules", "student", "random_state", "test_size", "n_simulations", "batch_size",
          "grammar", "search_params", "student_params", "in_users_order", "prune", "max_rules", "max_literals",
-         "validation_size", "n_quantiles", "refine")
+         "validation_size", "n_quantiles", "refine", "statistics", "search")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -51,6 +55,10 @@ class ExplainConfig:
     :data:`SAVED` are written into a saved explanation (:meth:`to_params`); ``user``, ``time``,
     ``categorical``, ``numerical``, ``background`` and ``teacher_params`` say how the data is
     read and the job run, and are not.
+
+    ``statistics`` is held as a tuple of statistic texts (None: none given), each read and
+    bounded here (:func:`rudi_explain.search.given.read_statistics`); :attr:`given_statistics`
+    gives them back as :class:`Statistic` objects. A saved file records them as a list of texts.
 
     Raises
     ------
@@ -76,6 +84,8 @@ class ExplainConfig:
     validation_size: float = 0.2
     n_quantiles: int = 10
     refine: bool = True
+    statistics: Any = None
+    search: bool = True
     user: str = "user_id"
     time: str | None = "ts"
     categorical: list[str] | None = None
@@ -102,6 +112,19 @@ class ExplainConfig:
             put(name, _frozen_mapping(getattr(self, name), name))
         for name in ("in_users_order", "prune", "refine"):
             put(name, bool(getattr(self, name)))
+        if not isinstance(self.search, (bool, np.bool_)):
+            raise InputTypeError(f"search must be True or False, got {self.search!r}")
+        put("search", bool(self.search))
+        given = read_statistics(self.statistics)
+        put("statistics", tuple(str(st) for st in given) or None)
+        if not self.search and not given:
+            raise InputError("search=False uses only the statistics given, and none were: pass statistics=[...] "
+                             "(statistic texts or Statistics), or leave search=True")
+
+    @property
+    def given_statistics(self) -> tuple[Statistic, ...]:
+        """The statistics given (``statistics``), as :class:`Statistic` objects in their order; empty if none."""
+        return tuple(Statistic.parse(text) for text in self.statistics or ())
 
     @property
     def student_name(self) -> str:
@@ -113,7 +136,8 @@ class ExplainConfig:
         out = {}
         for name in SAVED:
             value = getattr(self, name)
-            out[name] = dict(value) if isinstance(value, Mapping) else value
+            out[name] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) \
+                else value
         return out
 
     def replace(self, **changes: Any) -> ExplainConfig:

@@ -35,8 +35,10 @@ from rudi_explain.explanation.result import FittedState
 from rudi_explain.explanation.scorecard_step import prune_to_scorecard
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.search.given import check_statistics
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
 from rudi_explain.sql.spark import as_table, is_table_source, within_sample
+from rudi_explain.statistics import Statistic
 from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
@@ -200,6 +202,53 @@ def _raise_on_cancel(job: Job) -> Callable[[], bool]:
     return should_stop
 
 
+def _held_out_users(n: int, config: ExplainConfig) -> tuple[np.ndarray, np.random.Generator]:
+    """``(is_test, rng)``: which users are held out for the figures, and the generator that drew them
+    (the job draws the validation users from it next)."""
+    rng = np.random.default_rng(config.random_state)
+    n_test = int(round(n * config.test_size))
+    if n - n_test < 10 or n_test < 2:
+        raise InputError(f"{n} users are too few to train on and hold out (test_size={config.test_size})")
+    is_test = np.zeros(n, dtype=bool)
+    is_test[rng.permutation(n)[:n_test]] = True
+    return is_test, rng
+
+
+def _check_given(seqs: Sequences, config: ExplainConfig) -> None:
+    """Check the statistics given against the data and the training users now: before the teacher."""
+    if not config.statistics:
+        return
+    try:
+        is_test, _ = _held_out_users(seqs.n_users, config)
+    except InputError:
+        return  # too few users: the job says so
+    check_statistics(config.given_statistics, seqs, np.flatnonzero(~is_test))
+
+
+def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
+            given: tuple[Statistic, ...]) -> list[Statistic]:
+    """Stage 1: the statistics search on the training users, the given statistics among its candidates."""
+    p = config
+    K = p.n_stats
+
+    def on_search(event: SearchProgress) -> bool:
+        job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
+                 statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
+                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
+                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
+        return not job.stopping()
+
+    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
+                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
+                              **{"given_statistics": given, **(p.search_params or {})})
+    statistics = search.fit(train, y_train, progress=on_search).statistics_
+    job.found = list(statistics)
+    if not statistics:
+        job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
+        raise _no_statistic_error(train.n_users, search.min_gain)
+    return statistics
+
+
 # ------------------------------------------------------------------ the stages
 def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> FittedState:
     """Run the stages in order (teacher, search, literals, student, evaluate) and return what they computed.
@@ -219,13 +268,8 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     FittedState
     """
     p = config
-    rng = np.random.default_rng(p.random_state)
     n = seqs.n_users
-    n_test = int(round(n * p.test_size))
-    if n - n_test < 10 or n_test < 2:
-        raise InputError(f"{n} users are too few to train on and hold out (test_size={p.test_size})")
-    is_test = np.zeros(n, dtype=bool)
-    is_test[rng.permutation(n)[:n_test]] = True
+    is_test, rng = _held_out_users(n, p)
     labels = _labels_array(inputs.labels, seqs, p.in_users_order)
     seconds = job.seconds
 
@@ -255,25 +299,22 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
 
     t = time.perf_counter()
     K = p.n_stats
-
-    def on_search(event: SearchProgress) -> bool:
-        job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
-                 statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
-                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
-                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
-        return not job.stopping()
-
-    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
-                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
-                              **(p.search_params or {}))
-    statistics = search.fit(train, y_train, progress=on_search).statistics_
-    job.found = list(statistics)
-    if not statistics:
-        job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
-        raise _no_statistic_error(train_idx.size, search.min_gain)
-    seconds["search"] = time.perf_counter() - t
-    job.emit("search", K, K, f"{len(statistics)} statistics found")
-    job.check_cancel()
+    given = config.given_statistics
+    if not p.search:
+        # Only the statistics given: no search runs, and the stage says so.
+        statistics = list(given)
+        job.found = list(statistics)
+        job.emit("search", 1, 1, f"no search (search=False): the {len(given)} statistic"
+                 f"{'s' if len(given) > 1 else ''} given", given=len(given), skipped=True,
+                 found=[str(st) for st in statistics])
+        job.check_cancel()
+    else:
+        statistics = _search(train, y_train, config, job, given)
+        seconds["search"] = time.perf_counter() - t
+        n_given = sum(st in given for st in statistics)
+        job.emit("search", K, K, f"{len(statistics)} statistics found" +
+                 (f" ({n_given} of them given)" if given else ""), given=n_given)
+        job.check_cancel()
 
     t = time.perf_counter()
     job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")
@@ -367,7 +408,8 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
             in_users_order: bool = DEFAULTS.in_users_order, prune: bool = DEFAULTS.prune,
             max_rules: int = DEFAULTS.max_rules, max_literals: int = DEFAULTS.max_literals,
             validation_size: float = DEFAULTS.validation_size, n_quantiles: int = DEFAULTS.n_quantiles,
-            refine: bool = DEFAULTS.refine) -> Explanation:
+            refine: bool = DEFAULTS.refine, statistics: list | None = DEFAULTS.statistics,
+            search: bool = DEFAULTS.search) -> Explanation:
     """Distil a model over behaviour sequences into a few weighted rules.
 
     Every parameter after ``data`` is keyword-only; the defaults are those of
@@ -457,6 +499,23 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         both the refined and the fitted rules, refines each default point
         again, and keeps the path whose default fits the validation users
         better. ``unpruned_rules`` is the start of that path.
+    statistics : list of str or Statistic, optional
+        Statistics of your own, as texts (``"Select(amount) |
+        RetainBy(merchant_category=gambling) | Sum"``, the text form of
+        SEMANTICS.md) or :class:`~rudi_explain.statistics.Statistic` objects.
+        Each is checked against the data before the teacher is asked: an
+        unknown column or category, a text that does not parse, or a
+        statistic with one value (or none) for every training user is an
+        ``InputError`` naming it. With ``search=True`` they are candidates
+        beside the search's own: its forward selection keeps one only where
+        it explains measurably more on users it was not chosen on (as any
+        statistic), prefers it among those that explain about as much, and
+        never edits it; one kept counts toward ``n_stats``. ``exp.params``
+        records them (``"statistics"``), and a saved file too.
+    search : bool, default=True
+        False: use only the statistics given, as given (no search at all;
+        ``n_stats`` is then unused). The job's search stage says it was
+        skipped.
 
     Returns
     -------
@@ -467,7 +526,8 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         test_size=test_size, n_simulations=n_simulations, batch_size=batch_size, grammar=grammar,
         search_params=search_params, student_params=student_params, in_users_order=in_users_order, prune=prune,
         max_rules=max_rules, max_literals=max_literals, validation_size=validation_size, n_quantiles=n_quantiles,
-        refine=refine, user=user, time=time, categorical=categorical, numerical=numerical, background=background,
+        refine=refine, statistics=statistics, search=search, user=user, time=time, categorical=categorical,
+        numerical=numerical, background=background,
         teacher_params=teacher_params)
     if model is not None and scores is not None:
         raise InputError("pass either a model or its scores (scores=...), not both")
@@ -481,6 +541,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
     if scores is not None:
         given_scores(scores, seqs, in_users_order=config.in_users_order)  # likewise
     _check_student(config)  # fail now, not after the search
+    _check_given(seqs, config)  # likewise, and before the teacher is asked
     inputs = JobInputs(teacher, scores, labels)
     if not (progress is None or isinstance(progress, bool) or callable(progress)):
         raise InputTypeError(f"progress must be a callable, True, False or None, got {type(progress).__name__}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -48,6 +48,8 @@ from rudi_explain.search.catalog import (
     simpler_forms,
     single_aggregations,
 )
+from rudi_explain.search.filters import drop_idle_filters
+from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.statistics import (
     Aggregation,
@@ -73,6 +75,8 @@ __all__ = [
 ]
 
 METHODS = ("mcts", "random", "lasso", "gbm")
+#: Fewer held-out users than this and idle filters are not judged (too few to tell).
+MIN_HELD = 200
 
 
 class _Node:
@@ -164,6 +168,23 @@ class StatisticsSearch:
     beam : int, default=3
         How many of the best catalog statistics are deepened by single
         edits at each step; the best result is kept.
+    given_statistics : sequence of str or Statistic, default=()
+        Statistics the user brings (texts or :class:`Statistic`), checked
+        against the data (:func:`rudi_explain.search.given.check_statistics`).
+        With the catalog they are candidates beside it: forward selection
+        picks them by the same criterion as the catalog's (explaining at
+        least ``min_gain`` more on the checking users), preferring a given
+        one among those that explain about as much, and never edits them
+        (no deepening, no simpler form, no filter dropped). A given statistic
+        chosen counts toward ``n_stats``. Without the catalog (the paper's
+        algorithm, the baselines) they are all taken first, and the search
+        explains what they leave.
+    drop_idle_filters : bool, default=True
+        With the catalog: once the statistics are chosen, each searched one
+        with ``RetainBy``/``FilterBy`` steps loses a filter where the
+        statistic without it explains the target at least as well (within
+        ``min_gain``) on training users the search did not choose on
+        (:func:`rudi_explain.search.filters.drop_idle_filters`).
 
     Attributes
     ----------
@@ -191,6 +212,10 @@ class StatisticsSearch:
     check_r2_ : float
         With the catalog: R^2 of the additive model of the kept statistics on
         the checking users.
+    given_ : list of Statistic
+        The statistics of ``statistics_`` that were given, in their order there.
+    dropped_filters_ : list of (Statistic, Statistic)
+        Each filter dropped as idle: (the statistic chosen, its form kept).
     """
 
     def __init__(self, *, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
@@ -198,7 +223,8 @@ class StatisticsSearch:
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
                  grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
-                 min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000) -> None:
+                 min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000,
+                 given_statistics: Sequence[Statistic | str] = (), drop_idle_filters: bool = True) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -218,6 +244,8 @@ class StatisticsSearch:
         self.min_gain = min_gain
         self.beam = beam
         self.screen_columns = screen_columns
+        self.given_statistics = given_statistics
+        self.drop_idle_filters = drop_idle_filters
 
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
@@ -243,6 +271,8 @@ class StatisticsSearch:
         y = _target_array(target, seqs)
         if np.ptp(y) == 0:
             raise InputError("the target is constant: there is nothing to explain")
+        self._given = read_statistics(self.given_statistics)
+        check_statistics(self._given, seqs)
         return y
 
     # ------------------------------------------------------------------ fit
@@ -275,10 +305,15 @@ class StatisticsSearch:
         self.tree_seconds_ = 0.0
         self._values: list[np.ndarray] = []
         self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
+        self.dropped_filters_: list[tuple[Statistic, Statistic]] = []
         use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
         # One BLAS thread: the search's products are small, and a second thread waking for each
         # costs more than it saves (twice the time on 2 busy cores); the same results either way.
         with threadpool_limits(limits=1, user_api="blas"):
+            if not (self.method == "mcts" and use_catalog):
+                # No selection to compete in: the given statistics first, the search for what they leave.
+                for stat in self._given:
+                    self._accept(stat, float("nan"), self._y)
             if self.method == "mcts" and use_catalog:
                 self._fit_screened()
             elif self.method == "mcts":
@@ -287,6 +322,8 @@ class StatisticsSearch:
                 self._fit_random()
             else:
                 self._fit_flat_selection()
+        given = {st.key for st in self._given}
+        self.given_ = [st for st in self.statistics_ if st.key in given]
         self.seconds_ = time.perf_counter() - self._start
         return self
 
@@ -459,6 +496,9 @@ class StatisticsSearch:
         seqs, y = self._seqs, self._y
         n = seqs.n_users
         users = np.sort(self._rng.choice(n, self.screen_size, replace=False)) if n > self.screen_size else np.arange(n)
+        held_out = self._held_users(users)
+        if len(held_out) and n <= self.screen_size:
+            users = np.setdiff1d(users, held_out)  # all users were in the sample: the held-out part leaves it
         order = self._rng.permutation(len(users))
         fit_rows, check_rows = np.sort(order[: len(users) // 2]), np.sort(order[len(users) // 2:])
         ys = y[users]
@@ -479,12 +519,25 @@ class StatisticsSearch:
             self._phase = ("catalog", min(next(evaluated), len(catalog)), len(catalog))
             tick()
 
+        # The given statistics first: a catalog output with the same values is then dropped as
+        # seen, so the user's form is the one that competes.
+        given_keys = {st.key for st in self._given}
+        given = ColumnScreen.build(self._given, sample, seen, cancel=None, frames=frames)
+        given_outputs = len(seen)
         screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=self.screen_columns,
                                     target=ys, rows=fit_rows, frames=frames)
         self._phase = ("select", 0, 0)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
-        self.catalog_outputs_ = len(seen)  # distinct varying outputs found, before any limit
+        self.catalog_outputs_ = len(seen) - given_outputs  # distinct varying outputs found, before any limit
+        screen = ColumnScreen.join([given, screen], len(users))
+
+        def is_given(column: ColumnScreen, i: int = 0) -> bool:
+            return column.owners[i][0].key in given_keys
+
+        def preference(stat: Statistic) -> tuple:
+            """Of columns that explain about as much, the given one first, then the simplest."""
+            return (stat.key not in given_keys, *complexity(stat))
         self.stage_seconds_ = {"catalog": time.perf_counter() - started, "select": 0.0, "mcts": 0.0}
         cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
         chosen = ColumnScreen.join([], len(users))  # the kept outputs
@@ -571,7 +624,7 @@ class StatisticsSearch:
             top = max(gains[i] for i in ok)
             # Of those that explain about as much as the best, the simplest wins.
             near = [i for i in ok if gains[i] >= top - (0.05 * top + 0.0005)]
-            pick = min(near, key=lambda i: (complexity(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
+            pick = min(near, key=lambda i: (preference(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
             return float(gains[pick]), pick
 
         def swap(j: int, new_column: ColumnScreen | None) -> None:
@@ -611,6 +664,8 @@ class StatisticsSearch:
             changed = False
             for j in range(len(chosen)):
                 tick()
+                if is_given(chosen, j):
+                    continue  # kept as the user gave it
                 rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
                 model = StepModel(rest.bins[fit_rows], rest.values[fit_rows], ys[fit_rows])
                 residual = ys[fit_rows] - model.predict(rest.bins[fit_rows], rest.values[fit_rows])
@@ -654,6 +709,9 @@ class StatisticsSearch:
             reference = None  # the check score of column j as selection left it
             while j < len(chosen):
                 tick()
+                if is_given(chosen, j):
+                    j, reference = j + 1, None  # kept as the user gave it
+                    continue
                 rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
                 column = chosen.take(j)
                 if reference is None:
@@ -687,7 +745,9 @@ class StatisticsSearch:
                 found = best_of(screen, residual)
                 candidate = None
                 if found is not None and found[0] >= self.min_gain:
-                    finals = [deepen(scalar(screen.take(i)), gain, residual)
+                    # A given statistic competes as it is: it is neither deepened nor recast.
+                    finals = [(screen.take(i), gain) if is_given(screen, i) else
+                              deepen(scalar(screen.take(i)), gain, residual)
                               for gain, i in [found] + runners_up(screen, residual, found[1])]
                     # The best after deepening; of about equals, the simplest.
                     top = max(g for _, g in finals)
@@ -702,7 +762,7 @@ class StatisticsSearch:
                         best_held = max(held)
                         tolerance = 0.01 * abs(best_held) + self.min_gain
                         near = [cg for cg, h in zip(near, held) if h >= best_held - tolerance]
-                    candidate = min(near, key=lambda cg: (complexity(cg[0].owners[0][0]), -cg[1]))
+                    candidate = min(near, key=lambda cg: (preference(cg[0].owners[0][0]), -cg[1]))
                 elif mcts_left:
                     # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
                     target = self._residual()
@@ -740,10 +800,57 @@ class StatisticsSearch:
 
         self.check_r2_ = check_r2(chosen)
         self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
+        if len(held_out) and self.drop_idle_filters:
+            self._drop_idle_filters(users[fit_rows], held_out, given_keys, tick)
+
+    def _held_users(self, sample: np.ndarray) -> np.ndarray:
+        """Training users the selection never sees, on which idle filters are judged (sorted positions).
+
+        Users outside the screened sample where there are enough (at most ``screen_size`` of
+        them); otherwise a fifth of the users, taken out of the sample before it is split.
+        """
+        if not self.drop_idle_filters:
+            return np.zeros(0, dtype=np.int64)
+        n = self._seqs.n_users
+        # A generator of its own: the search's draws are the same whether or not users are held out.
+        rng = np.random.default_rng(None if self.random_state is None else [self.random_state, 26])
+        outside = np.setdiff1d(np.arange(n), sample)
+        if len(outside) >= MIN_HELD:
+            return np.sort(rng.choice(outside, min(len(outside), self.screen_size), replace=False))
+        n_held = n // 5
+        if n_held < MIN_HELD:
+            return np.zeros(0, dtype=np.int64)
+        return np.sort(rng.choice(n, n_held, replace=False))
+
+    def _drop_idle_filters(self, fit_users: np.ndarray, held: np.ndarray, keep: set[tuple],
+                           tick: Callable[[], None]) -> None:
+        """Replace each chosen statistic by its form without a filter that changes nothing it explains on
+        the held-out users (:func:`rudi_explain.search.filters.drop_idle_filters`)."""
+        both = np.union1d(fit_users, held)  # sorted, as subset() orders its users
+        local = self._seqs.subset(both)
+        kept, dropped = drop_idle_filters(self.statistics_, local, self._y[both], np.searchsorted(both, fit_users),
+                                          np.searchsorted(both, held), tolerance=self.min_gain,
+                                          keep=keep, grammar=self.grammar, tick=tick)
+        if not dropped:
+            return
+        self.dropped_filters_ = dropped
+        keep_at = [i for i, st in enumerate(kept) if st is not None]
+        for i in keep_at:
+            new = kept[i]
+            assert new is not None
+            if new != self.statistics_[i]:
+                self._values[i] = new.evaluate(self._seqs)
+                self.partial_r_[i] = batch_reward(self._values[i], self._y, "paper")
+                self.rewards_[i] = float("nan")
+                self._marked.add(new.key)
+        self.statistics_ = [kept[i] for i in keep_at]  # type: ignore[misc]
+        self._values = [self._values[i] for i in keep_at]
+        self.rewards_ = [self.rewards_[i] for i in keep_at]
+        self.partial_r_ = [self.partial_r_[i] for i in keep_at]
 
     # ----------------------------------------------------------------- MCTS
     def _fit_mcts(self) -> None:
-        for k in range(1, self.n_stats + 1):
+        for k in range(len(self.statistics_) + 1, self.n_stats + 1):
             target = self._residual()
             found = self._mcts_one(k, target)
             if found is None:
@@ -823,7 +930,7 @@ class StatisticsSearch:
     # ------------------------------------------------------------ baselines
     def _fit_random(self) -> None:
         empty = Pipeline((), schema=self._schema)
-        for k in range(1, self.n_stats + 1):
+        for k in range(len(self.statistics_) + 1, self.n_stats + 1):
             stat = self._rollout(empty, attempts=200)
             if stat is None:
                 return
@@ -832,10 +939,14 @@ class StatisticsSearch:
 
     def _fit_flat_selection(self) -> None:
         """'lasso' / 'gbm': select among every single aggregation of every column."""
-        candidates = [s for s in single_aggregations(self._schema, self.grammar) if s.depth <= self.max_depth]
+        candidates = [s for s in single_aggregations(self._schema, self.grammar)
+                      if s.depth <= self.max_depth and s.key not in self._marked]
+        left = self.n_stats - len(self.statistics_)
+        if left <= 0 or not candidates:
+            return
         values = [s.evaluate(self._seqs) for s in candidates]
-        chosen = flat_selection(values, self._y, self.method, self.n_stats, self._rng, self.random_state)
-        for k, i in enumerate(chosen, start=1):
+        chosen = flat_selection(values, self._y, self.method, left, self._rng, self.random_state)
+        for k, i in enumerate(chosen, start=len(self.statistics_) + 1):
             self._accept(candidates[i], float("nan"), self._y)
             self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
 
