@@ -63,6 +63,7 @@ from rudi_explain.exceptions import InputError, StateError
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
+from rudi_explain.rules.values import format_value
 from rudi_explain.statistics import reads
 from rudi_explain.teachers.adapters import GivenScores, Teacher, TorchTeacher, as_teacher
 from rudi_explain.validation import check_whole
@@ -156,7 +157,7 @@ class EventAttributions:
     def __repr__(self) -> str:
         n = int(self.events["attributed"].sum())
         return (f"EventAttributions({self.user_id!r}, {self.method}: {n} of {len(self.events)} events attributed, "
-                f"agreement {self.agreement:.2f} (events the rules read: {self.event_share:.2f} of them))"
+                f"agreement {_pct(self.agreement)} (events the rules read: {_pct(self.event_share)} of them))"
                 + (f"; {self.note}" if self.note else ""))
 
 
@@ -280,10 +281,15 @@ class AgreementSummary:
     def __repr__(self) -> str:
         d = self.describe()
         mean = "not informative" if d["agreement_mean"] is None else f"median lift {d['lift_median']:.2f}, " \
-            f"mean {d['agreement_mean']:.2f}, median {d['agreement_median']:.2f}"
+            f"mean {_pct(d['agreement_mean'])}, median {_pct(d['agreement_median'])}"
         return (f"AgreementSummary({self.method}: {d['n_users']} users, {d['n_informative']} with an informative "
                 f"agreement ({d['n_uninformative']} whose rules read nearly every event), {mean}; no rule fired "
                 f"for {self.n_no_rule})" + (f"; {self.note}" if self.note else ""))
+
+
+def _pct(x: float | None) -> str:
+    """A share (agreement, events read) as a percent, the one way (never as a fraction)."""
+    return "undefined" if x is None else format_value(x, "share")
 
 
 # ------------------------------------------------------------------ which events the rules read

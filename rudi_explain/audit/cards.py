@@ -123,8 +123,9 @@ def edge_literal(exp: Explanation, card: Any, edge: Any) -> int:
     InputError
         A linear card (no edges), or no edge at that value (the message lists the card's edges).
     """
-    sc = exp.scorecard
     k = resolve_card(exp, card)
+    sc = exp.scorecard
+    assert sc is not None  # resolve_card says so otherwise
     c = sc.cards[k]
     if c.linear is not None:
         raise InputError(f"card {c.name!r} is linear ({c.linear_text()}): it has no band edge to move")
@@ -135,7 +136,8 @@ def edge_literal(exp: Explanation, card: Any, edge: Any) -> int:
     except (TypeError, ValueError):
         raise InputError(f"a band edge is a number (the edge's value now), got {edge!r}") from None
     edges = np.asarray(c.edges, dtype=np.float64)
-    near = np.flatnonzero(np.isclose(edges, e, rtol=EDGE_MATCH, atol=0.0)) if math.isfinite(e) else []
+    near = np.flatnonzero(np.isclose(edges, e, rtol=EDGE_MATCH, atol=0.0)) if math.isfinite(e) \
+        else np.zeros(0, dtype=np.int64)
     if not len(near):
         listed = ", ".join(format_value(x, c.kind, c.unit, exact=True) for x in edges)
         raise InputError(f"card {c.name!r} has no band edge at {format_value(e, c.kind, c.unit, exact=True)}; "

@@ -278,7 +278,7 @@ class Comparison:
               ("n_no_longer_fire", "no longer fire", "int"), ("score_a", f"rule score {self.names[0]}", "num"),
               ("score_b", f"rule score {self.names[1]}", "num")]),
         )
-        for title, frame, columns in tables:  # type: ignore[assignment]
+        for title, frame, columns in tables:
             shown = frame.head(HTML_ROWS)
             more = f" (first {HTML_ROWS} of {len(frame):,})" if len(frame) > HTML_ROWS else f" ({len(frame):,})"
             parts.append(f'<h4 class="rudi-compare-title">{html.escape(title)}{more}</h4>')
@@ -463,10 +463,10 @@ POINTS_TOLERANCE = 0.01
 #: Edges this close (relative) are the same edge.
 EDGE_TOLERANCE = 1e-9
 
-_CARD_COLUMNS = ["status", "card", "card_a", "card_b", "form_a", "form_b", "n_bands_a", "n_bands_b", "bands_gained",
-                 "bands_lost", "bands_moved", "points_changed", "edges_moved"]
-_BAND_COLUMNS = ["card", "status", "band_a", "band_b", "moved", "points_a", "points_b", "points_changed", "share_a",
-                 "share_b", "users_a", "users_b", "card_a", "card_b", "index_a", "index_b"]
+_CARD_COLUMNS: list[str] = ["status", "card", "card_a", "card_b", "form_a", "form_b", "n_bands_a", "n_bands_b",
+                             "bands_gained", "bands_lost", "bands_moved", "points_changed", "edges_moved"]
+_BAND_COLUMNS: list[str] = ["card", "status", "band_a", "band_b", "moved", "points_a", "points_b", "points_changed",
+                             "share_a", "share_b", "users_a", "users_b", "card_a", "card_b", "index_a", "index_b"]
 
 
 def _same_edge(x: float, y: float) -> bool:
@@ -577,12 +577,12 @@ def _compare_card(ca: Any, cb: Any, tol: float) -> list[dict]:
             hi = len(cb.edges) if k == n_a else to_b.get(k)
             if lo is None or hi is None or hi != lo + 1:
                 continue
-            moved = []
+            ends = []
             if k > 0 and not _same_edge(ca.edges[k - 1], cb.edges[lo]):
-                moved.append(f"edge moved from {text(ca, ca.edges[k - 1])} to {text(cb, cb.edges[lo])}")
+                ends.append(f"edge moved from {text(ca, ca.edges[k - 1])} to {text(cb, cb.edges[lo])}")
             if k < n_a and not _same_edge(ca.edges[k], cb.edges[hi]):
-                moved.append(f"edge moved from {text(ca, ca.edges[k])} to {text(cb, cb.edges[hi])}")
-            matched.append((first_a + k, first_b + hi, "; ".join(moved)))
+                ends.append(f"edge moved from {text(ca, ca.edges[k])} to {text(cb, cb.edges[hi])}")
+            matched.append((first_a + k, first_b + hi, "; ".join(ends)))
     elif ca.linear is not None and cb.linear is not None:
         la, lb = ca.linear, cb.linear
         moved = "" if _same_edge(la.lo, lb.lo) and _same_edge(la.hi, lb.hi) else (
@@ -621,6 +621,7 @@ def _band_row(card: str, status: str, a: Any, b: Any, moved: str, changed: bool)
 def _compare_cards(exp_a: Explanation, exp_b: Explanation, tol: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Cards matched by statistic output (equivalence key and output), and their bands."""
     sa, sb = exp_a.scorecard, exp_b.scorecard
+    assert sa is not None and sb is not None  # compare() asks only then
     ka, kb = _card_keys(sa), _card_keys(sb)
     where_b = {k: j for j, k in enumerate(kb)}
     card_rows, band_rows = [], []
