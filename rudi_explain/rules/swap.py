@@ -9,6 +9,10 @@ sign combinations), and swaps it in when it explains clearly more than the
 rule it replaces. All weights are refitted by least squares after each swap.
 The swapped rules are kept only if the validation users (a split of the
 training users the student was not fitted on) are fitted at least as well.
+A literal true or false for 99% of the training users or more is never
+swapped in (:data:`~rudi_explain.rules.literals.VACUOUS_SHARE`), and a rule
+that fires for 90% of them or more is written as its complement
+(:func:`~rudi_explain.rules.pruning.complement_common`, the same scores).
 
 The search is exact for its candidates and costs two matrix products per
 rule: for a centred residual ``r`` and a 0/1 column ``f`` that fires for
@@ -26,7 +30,8 @@ import numpy as np
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import FALSE, TRUE, And, Lit, literal_info, simplify
-from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, fold_bands
+from rudi_explain.rules.literals import is_vacuous
+from rudi_explain.rules.pruning import PruningPath, _fires, _refit, _standard_units, complement_common, fold_bands
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.validation import check_whole
 
@@ -57,9 +62,11 @@ class _Pairs:
     figures).
     """
 
-    def __init__(self, Zf: np.ndarray) -> None:
+    def __init__(self, Zf: np.ndarray, allowed: np.ndarray | None = None) -> None:
         self.Zf = Zf
         self.counts = Zf.sum(axis=0)
+        # literals a condition may use: by default all; swaps pass those not vacuous on the training users
+        self.allowed = np.ones(Zf.shape[1], dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
         self._top: np.ndarray | None = None
         self._A = self._C = np.zeros((0, 0))
 
@@ -84,10 +91,10 @@ def _best_condition(r: np.ndarray, Zf: np.ndarray | _Pairs, n_pairs: int) -> tup
     n = r.size
     s = r @ Zf  # residual sum where each literal holds
     c = pairs.counts
-    single = _gain(s, c, n)
+    single = np.where(pairs.allowed, _gain(s, c, n), 0.0)
     best_single = int(np.argmax(single))
     best: tuple[float, tuple[Lit, ...]] = (float(single[best_single]), (Lit(best_single),))
-    usable = np.flatnonzero((c > 0) & (c < n))
+    usable = np.flatnonzero((c > 0) & (c < n) & pairs.allowed)
     if usable.size < 2:
         return best
     # the strongest literals alone, in a stable order (index breaks ties)
@@ -198,7 +205,8 @@ def _swap(rules: RuleSet, Z: np.ndarray, y: np.ndarray, is_valid: np.ndarray, n_
         if fit_rows.size > MAX_USERS:  # a fixed subsample: the same on every machine
             fit_rows = np.sort(np.random.default_rng(0).permutation(fit_rows)[:MAX_USERS])
         shared["fit_rows"], shared["Zb"] = fit_rows, Z[fit_rows]
-        shared["pairs"] = _Pairs(shared["Zb"].astype(np.float64))
+        # never a vacuous literal: true (or false) for 99% of the training users (all of them) or more
+        shared["pairs"] = _Pairs(shared["Zb"].astype(np.float64), ~is_vacuous(Z.sum(axis=0), Z.shape[0]))
     fit_rows, Zb, pairs = shared["fit_rows"], shared["Zb"], shared["pairs"]
     info = literal_info(rules.literals if rules.literals is not None else rules.info, Z.shape[1])
     # standard units: scores of any size must not overflow a sum of squares
@@ -236,6 +244,7 @@ def _swap(rules: RuleSet, Z: np.ndarray, y: np.ndarray, is_valid: np.ndarray, n_
     swapped = _as_bands(formulas, Z[rows], (y[rows] - center) / scale, len(rules), literals)
     swapped = RuleSet.from_formulas(swapped.formulas, swapped.weights * scale,
                                     swapped.intercept * scale + center, literals=literals)
+    swapped = complement_common(swapped, Z)  # no rule that nearly every training user meets
     valid = np.flatnonzero(is_valid)
     before = fidelity(y[valid], rules.score(Z[valid]))
     after = fidelity(y[valid], swapped.score(Z[valid]))

@@ -184,7 +184,8 @@ def test_a_path_builds_the_fitting_users_matrix_once(monkeypatch):
 
     built = []
     original = swap._Pairs.__init__
-    monkeypatch.setattr(swap._Pairs, "__init__", lambda self, Zf: built.append(Zf.shape) or original(self, Zf))
+    monkeypatch.setattr(swap._Pairs, "__init__",
+                        lambda self, Zf, *allowed: built.append(Zf.shape) or original(self, Zf, *allowed))
     Z, y, is_valid, _, rules = _planted_case(1)
     path = prune_rules(rules, Z, y, is_valid, max_rules=4)
     alone = [str(swap_rules(rs, Z, y, is_valid)) for rs in path.rule_sets]
