@@ -412,8 +412,15 @@ def _score_candidates(state: FittedState, index: int, moves: _Moves, cand: np.nd
             m = block[:, j]
             ok = m >= 0
             V[np.flatnonzero(ok), column[m[ok]]] = needed[m[ok]]
-        out[start:start + len(block)] = state.rules.score(L.transform_values(V))
+        out[start:start + len(block)] = score_values(state.rules, L, V)
     return out
+
+
+def score_values(rules: Any, literals: Any, V: np.ndarray) -> np.ndarray:
+    """Rule scores of a value matrix: a set with linear terms (a scorecard's linear cards) reads the values."""
+    if getattr(rules, "reads_values", False):
+        return rules.score(rules.matrix(V))
+    return rules.score(literals.transform_values(V))
 
 
 def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0, direction: str = "below",
@@ -436,7 +443,8 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
     max_literals = int(max_literals)
     state = exp.ready_result("the counterfactual")
     rules = state.rules
-    if rules.linear or any(isinstance(r, LinearTerm) for r in rules):
+    if all(isinstance(r, LinearTerm) for r in rules) and len(rules):
+        # a scorecard's linear cards beside rules are fine (their values stay); only linear terms are not
         raise InputError("these rules are linear terms of statistic values, not rules over literals: a "
                          "counterfactual is a change of literals (explain with a rule student)")
     L = state.literals
@@ -611,7 +619,7 @@ def _edit(exp: Explanation, state: FittedState, index: int, changes: pd.DataFram
     drop = np.unique(np.concatenate(parts))
     edited = without_events(seqs, index, drop)
     values = L.values(edited)
-    score = float(state.rules.score(L.transform_values(values))[0])
+    score = float(score_values(state.rules, L, values)[0])
     table = changes[["output", "words", "value_now", "value_needed"]].copy()
     table["value_after"] = values[0, changes["output"].to_numpy(dtype=np.int64)]
     dropped = seqs.events(seqs.users[index]).iloc[drop - seqs.offsets[index]].reset_index(drop=True)

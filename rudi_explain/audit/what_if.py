@@ -34,9 +34,9 @@ from rudi_explain import metrics
 from rudi_explain.audit.cards import edge_literal, edge_neighbours, resolve_card, value_text
 from rudi_explain.audit.jsonable import json_float as _num
 from rudi_explain.exceptions import InputError, InputTypeError
-from rudi_explain.explanation.result import FittedState
+from rudi_explain.explanation.result import FittedState, read_scorecard, score_series
 from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
-from rudi_explain.rules.ruleset import LinearTerm, RuleSet
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.values import format_value
 
 if TYPE_CHECKING:
@@ -244,10 +244,22 @@ def moved_threshold(exp: Explanation, literal: Any, value: Any) -> Explanation:
         pruning = dataclasses.replace(
             pruning, unpruned=_rebind(pruning.unpruned, new), rule_sets=[_rebind(rs, new) for rs in pruning.rule_sets],
             fidelity_valid=np.full(len(pruning.fidelity_valid), np.nan))
-    moved = state.with_rules(
-        _rebind(state.rules, new), literals=new, literal_matrix=Z, unpruned_rules=_rebind(state.unpruned_rules, new),
-        pruning=pruning, moved_thresholds=(*state.moved_thresholds, {"literal": i, "from": old, "to": v}))
+    moved = _with_rules(
+        state, _rebind(state.rules, new), literals=new, literal_matrix=Z,
+        unpruned_rules=_rebind(state.unpruned_rules, new), pruning=pruning,
+        moved_thresholds=(*state.moved_thresholds, {"literal": i, "from": old, "to": v}))
     return exp.with_result(moved)
+
+
+def _with_rules(state: FittedState, rules: Any, **changes: Any) -> FittedState:
+    """``state.with_rules``; a set with linear terms (a scorecard's linear cards) reads values, not literals."""
+    if not getattr(rules, "reads_values", False):
+        return state.with_rules(rules, **changes)
+    M = rules.matrix(state.values)
+    y = state.teacher_scores
+    return dataclasses.replace(
+        state, rules=rules, fires=rules.fires(M), student_scores=score_series(rules.score(M), y.index, "student"),
+        scorecard=read_scorecard(rules, state.values, y.to_numpy(), state.is_test), **changes)
 
 
 class _Swapped:
@@ -261,26 +273,27 @@ class _Swapped:
         return self.column if j == self.i else self.Z[:, j]
 
 
-def _rescore(state: FittedState, fires_new: dict, i: int, column: np.ndarray) -> np.ndarray:
+def _rescore(state: FittedState, fires_new: dict, i: int, column: np.ndarray, moved_rules: Any) -> np.ndarray:
     """Rule scores with the rules in ``fires_new`` firing anew; the others' firings are the cached ones.
 
-    A plain rule set adds weights in rule order, as :meth:`RuleSet.score` does, so the
-    scores equal a fresh computation to the bit; any other kind is scored afresh.
+    Only the users for whom one of those rules starts or stops firing are scored again, afresh (by the
+    moved rules themselves, so to the bit as a fresh computation: fidelity reads ties); the others keep
+    their score. A set with linear terms reads values; a rule list (the first rule that fires decides)
+    reads the literal matrix as a set does.
     """
-    rules = state.rules
-    if any(isinstance(r, LinearTerm) for r in rules):
-        # linear terms read values, not literals: only the rules that read the literal change their part
-        s = state.student_scores.to_numpy(dtype=np.float64).copy()
-        for k, now in fires_new.items():
-            s += rules[k].weight * (now.astype(np.float64) - state.fires[:, k].astype(np.float64))
+    s = state.student_scores.to_numpy(dtype=np.float64).copy()
+    changed = np.zeros(len(s), dtype=bool)
+    for k, now in fires_new.items():  # a loop over the rules that read the literal, vectorized over users
+        changed |= now != state.fires[:, k]
+    rows = np.flatnonzero(changed)
+    if not rows.size:
         return s
-    if type(rules) is not RuleSet:
-        Z = state.literal_matrix.copy()
-        Z[:, i] = column
-        return rules.score(Z)
-    s = np.full(len(column), rules.intercept, dtype=np.float64)
-    for k, rule in enumerate(rules):  # a loop over rules, vectorized over users
-        s[fires_new[k] if k in fires_new else state.fires[:, k]] += rule.weight
+    if getattr(moved_rules, "reads_values", False):
+        s[rows] = moved_rules.score(moved_rules.matrix(state.values[rows]))
+    else:
+        Z = state.literal_matrix[rows].copy()
+        Z[:, i] = column[rows]
+        s[rows] = moved_rules.score(Z)
     return s
 
 
@@ -342,11 +355,12 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     using = np.flatnonzero(rules_using(state.rules, L.n_literals)[i])
     thresholds = L.thresholds.copy()
     thresholds[i] = v
-    moved_info = _with_thresholds(L, thresholds).literal_info()
+    moved_table = _with_thresholds(L, thresholds)
+    moved_info = moved_table.literal_info()
     s_now = state.student_scores.to_numpy(dtype=np.float64)
     # a rule reads the literal matrix by column only: the swapped column stands in for a copy of it
     fires_new = {int(k): cast(Any, state.rules[int(k)]).fires(_Swapped(Z, i, new_column)) for k in using}
-    s_new = _rescore(state, fires_new, i, new_column)
+    s_new = _rescore(state, fires_new, i, new_column, _rebind(state.rules, moved_table))
     y = state.teacher_scores.to_numpy(dtype=np.float64)
     test, train = state.is_test, ~state.is_test
     n_of = {id(train): int(train.sum()), id(test): int(test.sum())}
