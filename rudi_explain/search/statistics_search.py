@@ -214,8 +214,9 @@ class StatisticsSearch:
         the checking users.
     given_ : list of Statistic
         The statistics of ``statistics_`` that were given, in their order there.
-    dropped_filters_ : list of (Statistic, Statistic)
-        Each filter dropped as idle: (the statistic chosen, its form kept).
+    dropped_filters_ : list of (Statistic, Statistic or None)
+        Each statistic that lost filters as idle: (the statistic chosen, its form kept; None
+        where that form was another statistic kept, so it went).
     """
 
     def __init__(self, *, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128, n_simulations: int = 500,
@@ -305,7 +306,7 @@ class StatisticsSearch:
         self.tree_seconds_ = 0.0
         self._values: list[np.ndarray] = []
         self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
-        self.dropped_filters_: list[tuple[Statistic, Statistic]] = []
+        self.dropped_filters_: list[tuple[Statistic, Statistic | None]] = []
         use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
         # One BLAS thread: the search's products are small, and a second thread waking for each
         # costs more than it saves (twice the time on 2 busy cores); the same results either way.
