@@ -1331,13 +1331,15 @@ function counterfactualView(d, ui) {
   if (cf.changes.length) {  // found, or (not found) the change that gets nearest
     if (!cf.found) parts.push(h("p", { class: "rx-cf-nearest" }, h("strong", null, "Nearest reachable: "),
       `${points(cf.new_score)} (${percentileWords(cf.new_percentile)}), not past the target; the change that gets there:`));
-    const inEvents = cf.changes.some((r) => r.events);
+    const inEvents = cf.changes.some((r) => r.events), onCards = cf.changes.some((r) => r.band_needed);
     parts.push(scrollBox("cf-changes", h("table", { class: "rx-table rx-cf-changes" },
-      h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", inEvents ? "in events" : null]
-        .filter(Boolean).map((x) => h("th", null, x)))),
+      h("thead", null, h("tr", null, ["statistic", "now", "needed", "the condition it must meet", onCards ? "band on its card" : null,
+        inEvents ? "in events" : null].filter(Boolean).map((x) => h("th", null, x)))),
+      // the values as the payload writes them (a share as a percent, with the unit); an older reply: its numbers
       h("tbody", null, cf.changes.map((r) => h("tr", { data: { output: r.output } },
-        h("td", { title: r.statistic }, r.words), h("td", { class: "rx-num" }, valueText(r.value_now)),
-        h("td", { class: "rx-num rx-cf-needed" }, `→ ${valueText(r.value_needed)}`), h("td", null, r.condition),
+        h("td", { title: r.statistic }, r.words), h("td", { class: "rx-num" }, r.value_now_text ?? valueText(r.value_now)),
+        h("td", { class: "rx-num rx-cf-needed" }, `→ ${r.value_needed_text ?? valueText(r.value_needed)}`), h("td", null, r.condition),
+        onCards ? h("td", { class: "rx-cf-band" }, r.band_needed ? `${r.band_now} → ${r.band_needed}` : "–") : null,
         inEvents ? h("td", { class: "rx-cf-events" }, r.events || "–") : null))))));
     parts.push(h("div", { class: "rx-cf-flipped-title" }, `Conditions that flip (${cf.flipped.length}):`),
       h("ul", { class: "rx-cf-flipped" }, cf.flipped.map((f) => h("li", { data: { literal: f.literal } },

@@ -290,7 +290,8 @@ def report_html(exp: Explanation, n_users: int = 40, max_events: int = 100, titl
         users, whole = _hoist_full_values(results, users)
         sm = results["summary"]
         title = title or f"rudi-explain: {sm['n_rules']} rules for {sm['n_users']:,} users"
-        subtitle = (f"Standalone report: summary, rule cards, thresholds and the drill-down of {len(users)} users: "
+        subtitle = ("Standalone report: summary, scorecard, rule cards, thresholds and the drill-down of "
+                    f"{len(users)} users: "
                     f"the {len(linked)} the views link to (top- and lowest-scored, rule-card examples, random "
                     "picks, every tenth percentile) and "
                     f"{len(users) - len(linked)} more (type an id or click one). Works offline. The views that ask "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from test_widget_progress_page import _with_state
 from tiny import tiny_payments
+from views.test_thresholds_order import moved_past_others
 
 from rudi_explain.views import payloads as ws
 from rudi_explain.views.report import report_html
@@ -19,9 +20,7 @@ from rudi_explain.views.report import report_html
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    exp = tiny_payments(200)
-    first = next(x for t in ws.thresholds(exp) for x in t["thresholds"] if x["in_rules"])
-    moved = exp.with_threshold(first["literal"], 50.5)
+    moved, _, _ = moved_past_others(tiny_payments(200))
     path = tmp_path_factory.mktemp("thresholds") / "report.html"
     # the what-if needs a kernel, so the report leaves it out (item 13): drawn here as the widget draws it
     page = _with_state(report_html(moved, n_users=2), lambda state: state.update(standalone=False))

@@ -64,7 +64,7 @@ def test_state_of_a_finished_explanation(exp):
     assert w.status == "done" and w.error == ""
     r = w.results
     assert set(r) == {"summary", "rules", "thresholds", "statistics", "top_users", "curve", "effects", "faithful",
-                      "audit", "full_values", "importance", "slices", "user_picks"}
+                      "audit", "full_values", "importance", "slices", "user_picks", "scorecard"}
     report = exp.report()
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
