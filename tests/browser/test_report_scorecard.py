@@ -13,10 +13,12 @@ import math
 import re
 
 import pytest
+from test_widget_progress_page import _with_state
 from tiny import tiny_explanation
-from views.test_scorecard_view import PROBE, interacting_explanation
+from views.test_scorecard_view import PROBE, interacting_explanation, linear_stand_in
 
 import rudi_explain as rx
+from rudi_explain.views import scorecard_view as sv
 from rudi_explain.views.report import report_html
 
 
@@ -115,5 +117,29 @@ def test_html_in_a_category_value_is_text(chromium, tmp_path):
         names = page.locator(".rx-sc-name").all_inner_texts()
         assert any(PROBE in n for n in names), names
         assert page.evaluate("() => document.querySelectorAll('#rx-app img').length") == 0 and not dialogs
+    finally:
+        page.close()
+
+
+def test_a_linear_card_draws_its_line(chromium, tmp_path):
+    """A linear card: its "+x per unit, from lo to hi" row and a line chart from lo to hi."""
+    exp = interacting_explanation(7, n_users=150)
+    state = sv.scorecard_state(linear_stand_in())
+    path = tmp_path / "linear.html"
+    path.write_text(_with_state(report_html(exp, n_users=2), lambda s: s["results"].update(scorecard=state)),
+                    encoding="utf-8")
+    page = chromium.new_page(viewport={"width": 1000, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-scorecard").wait_for(timeout=15_000)
+        card, line = page.locator(".rx-sc-card").first, state["cards"][0]["line"]
+        assert card.locator(".rx-sc-table tbody tr").last.locator("td").first.inner_text() == line["text"]
+        chart = card.locator("svg.rx-sc-line")
+        assert chart.count() == 1 and chart.locator("path.rx-sc-linear").count() == 1
+        labels = chart.locator("text").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert line["lo_text"] in labels and line["hi_text"] in labels, labels
+        assert not errors, errors
     finally:
         page.close()

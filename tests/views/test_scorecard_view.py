@@ -16,6 +16,7 @@ import re
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 from tiny import tiny_explanation, tiny_payments
 
@@ -24,7 +25,9 @@ from rudi_explain.explanation import Explanation, FittedState, JobProgress
 from rudi_explain.rules.formula import And, Lit, formula_literals
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_cards import Card, Linear
+from rudi_explain.rules.values import format_value, points_text
 from rudi_explain.views import payloads as ws
 from rudi_explain.views import scorecard_view as sv
 from rudi_explain.views.report import report_html
@@ -258,3 +261,38 @@ def test_net_effects_of_the_rules_alone_match_the_old_scoring():
         s = rules.score(B)
         assert e["effect"] == pytest.approx(list(s - s[e["base_band"]]), abs=1e-5)
 
+
+
+def linear_stand_in(seed: int = 7) -> SimpleNamespace:
+    """What the Scorecard view reads of an explanation whose scorecard has a linear card (built by hand: the
+    refit picks one only where users it was not chosen on agree) beside a banded one."""
+    exp = interacting_explanation(seed, n_users=150)
+    sc = exp.scorecard
+    L = exp.literals
+    V = exp.result.values
+    count = next(c for c in range(L.n_outputs) if L.output_kind[c] == "count")
+    v = V[:, count]
+    lo, hi = float(np.quantile(v, 0.1)), float(np.quantile(v, 0.9))
+    linear = Card(count, L.output_descriptions[count], "count", L.output_unit[count], (), (),
+                  linear=Linear(0.02, lo, hi, -0.3, share=1.0, teacher=0.1))
+    card = Scorecard([linear] + [c for c in sc.cards if c.column != count][:1], sc.interactions, sc.base, sc.literals)
+    return SimpleNamespace(scorecard=card, literals=L, result=SimpleNamespace(values=V),
+                           student_scores=pd.Series(card.predict(V)))
+
+
+def test_a_linear_card():
+    exp = linear_stand_in()
+    sc = exp.scorecard
+    card = sc.cards[0]
+    got = sv.scorecard_state(exp)["cards"][0]
+    assert got["linear"] and [(r["label"], r["points"], r["users"], r["teacher"], r["note"]) for r in got["rows"]] \
+        == card.rows()
+    assert got["line"]["text"] == card.linear_text() and got["rows"][-1]["label"] == card.linear_text()
+    assert got["line"]["lo_text"] == format_value(card.linear.lo, "count", card.unit, exact=True)
+    assert got["line"]["points_hi"] == pytest.approx(-0.3 + 0.02 * (card.linear.hi - card.linear.lo), abs=1e-6)
+    for i in range(0, len(exp.result.values), 7):
+        u = sv.user_scorecard(exp, i)
+        v = float(exp.result.values[i, card.column])
+        want = -0.3 + 0.02 * (min(max(v, card.linear.lo), card.linear.hi) - card.linear.lo)
+        assert u["cards"][0]["band"] == 0 and u["cards"][0]["points"] == pytest.approx(want, abs=1e-5)
+        assert u["cards"][0]["points_text"] == points_text(want) and u["adds_up"]
