@@ -223,6 +223,8 @@ class LiteralInfo:
         """
         i = lit.index
         words = self._base()[i]
+        if np.isnan(self.thresholds[i]):  # no value exceeds NaN (as numpy compares): a constant literal
+            return f"{words}: always holds" if lit.negated else f"{words} is more than undefined (never holds)"
         kind = self._kinds()[i]
         t = self._t(i)
         zero = self.thresholds[i] == 0

@@ -15,6 +15,7 @@ complement.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from collections.abc import Sequence as SequenceT
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from rudi_explain.rules.formula import (
     simplify,
 )
 from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.values import format_value
 
 __all__ = ["Rule", "LinearTerm", "RuleSet"]
 
@@ -107,10 +109,11 @@ class Rule:
 
 @dataclass(frozen=True)
 class LinearTerm:
-    """A linear term ``weight * value`` of one statistic output.
+    """A linear term ``weight * value`` of one statistic output, the value clipped to ``[lo, hi]``.
 
-    What a Lasso on raw statistics learns: not a rule, but shown and scored
-    beside rules. An undefined (NaN) value counts as ``fill``.
+    What a Lasso on raw statistics learns (no bounds), and the rule form of a
+    linear card of a scorecard (bounds: the range it was fitted on). Scored
+    beside rules. An undefined (NaN) value counts as ``fill`` (not clipped).
 
     Attributes
     ----------
@@ -122,6 +125,12 @@ class LinearTerm:
         Value used where the statistic is undefined.
     name : str
         Text of the statistic output.
+    can_be_undefined : bool, default=True
+        Whether the output can be undefined (the text then says what counts for it).
+    lo, hi : float or None, default=None
+        Values below ``lo`` count as ``lo``, above ``hi`` as ``hi``; None: no bound.
+    kind, unit : str
+        How the output's values are written (``Literals.output_kind``, ``output_unit``).
     """
 
     column: int
@@ -129,6 +138,22 @@ class LinearTerm:
     fill: float
     name: str
     can_be_undefined: bool = True
+    lo: float | None = None
+    hi: float | None = None
+    kind: str = "value"
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        for bound in (self.lo, self.hi):
+            if bound is not None and math.isnan(bound):
+                raise InputError(f"linear term {self.name!r}: a bound is NaN")
+        if self.lo is not None and self.hi is not None and not self.lo <= self.hi:
+            raise InputError(f"linear term {self.name!r}: lo {self.lo!r} is above hi {self.hi!r}")
+
+    @property
+    def clipped(self) -> bool:
+        """Whether the value is clipped (a bound is set)."""
+        return self.lo is not None or self.hi is not None
 
     @property
     def literals(self) -> tuple:
@@ -138,26 +163,77 @@ class LinearTerm:
     def n_literals(self) -> int:
         return 1
 
+    def _v(self, x: float) -> str:
+        return format_value(x, self.kind, self.unit, exact=True)
+
     @property
     def text(self) -> str:
+        text = f"× {self.name}"
+        if self.lo is not None and self.hi is not None:
+            text += f", from {self._v(self.lo)} to {self._v(self.hi)}"
+        elif self.lo is not None:
+            text += f", from {self._v(self.lo)}"
+        elif self.hi is not None:
+            text += f", up to {self._v(self.hi)}"
         if not self.can_be_undefined:
-            return f"× {self.name}"
-        return f"× {self.name} (undefined counts as {format_threshold(self.fill)})"
+            return text
+        fill = self._v(self.fill) if self.clipped else format_threshold(self.fill)
+        return f"{text} (undefined counts as {fill})"
 
     def value(self, V: np.ndarray) -> np.ndarray:
+        """The term's value per user: the column clipped to ``[lo, hi]``, ``fill`` where it is NaN."""
         v = V[:, self.column]
+        if self.clipped:
+            v = np.clip(v, -np.inf if self.lo is None else self.lo, np.inf if self.hi is None else self.hi)
         return np.where(np.isnan(v), self.fill, v)
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"linear": self.column, "weight": self.weight, "fill": self.fill, "name": self.name,
+                             "can_be_undefined": self.can_be_undefined}
+        if self.clipped:  # a Lasso's terms are saved as before
+            d.update(lo=self.lo, hi=self.hi, kind=self.kind, unit=self.unit)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LinearTerm:
+        """Read what :meth:`to_dict` wrote (a term without bounds: an older file's, or a Lasso's)."""
+        return cls(int(d["linear"]), _number(d["weight"], "weight"), _number(d["fill"], "fill"), str(d["name"]),
+                   bool(d.get("can_be_undefined", True)), _bound(d.get("lo")), _bound(d.get("hi")),
+                   str(d.get("kind", "value")), str(d.get("unit", "")))
 
     def __str__(self) -> str:
         return f"{format_weight(self.weight)}  {self.text}"
 
 
+def _number(x: Any, what: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise InputError(f"a linear term's {what} must be a number, got {type(x).__name__}")
+    try:
+        return float(x)
+    except OverflowError:
+        raise InputError(f"a linear term's {what} is too large") from None
+
+
+def _bound(x: Any) -> float | None:
+    return None if x is None else _number(x, "bound")
+
+
 class RuleSet:
-    """A weighted set of rules over literals, and an intercept.
+    """A weighted set of rules over literals (and linear terms of outputs), and an intercept.
 
     A user's score is ``intercept + sum of the weights of the rules that
-    fire``. Build one with :meth:`from_formulas` (which simplifies) or get it
-    from a student's ``rules(literals)``.
+    fire + sum of the linear terms``. Build one with :meth:`from_formulas`
+    (which simplifies) or get it from a student's ``rules(literals)``.
+
+    The sum is taken per statistic output, as a scorecard reads it: the
+    rules and linear terms that read one output only (its card) are added
+    up first, then every card in order of its first rule, then the other
+    rules (interaction rules) in order. The SQL export adds in the same
+    order, so that its scores equal these to the last bit.
+
+    A rule set with linear terms reads statistic values, not literals
+    (:attr:`reads_values`): :meth:`score` and :meth:`fires` then take the
+    value matrix (:meth:`matrix` gives what they read).
 
     Parameters
     ----------
@@ -183,9 +259,21 @@ class RuleSet:
         self.info = literal_info(literals, n_literals)
         self.rules = list(rules)
         self.intercept = float(intercept)
-        self.linear = any(isinstance(r, LinearTerm) for r in self.rules)
-        if self.linear and not all(isinstance(r, LinearTerm) for r in self.rules):
-            raise InputError("a RuleSet holds either rules or linear terms, not both")
+        #: Whether some term is linear: then :meth:`score` and :meth:`fires` read statistic values.
+        self.has_linear = any(isinstance(r, LinearTerm) for r in self.rules)
+        #: Whether every term is linear (a Lasso's): no formula over literals at all.
+        self.linear = self.has_linear and all(isinstance(r, LinearTerm) for r in self.rules)
+        for r in self.rules:
+            if not isinstance(r, (Rule, LinearTerm)):
+                raise InputError(f"a RuleSet holds Rules and LinearTerms, got {type(r).__name__}")
+            if isinstance(r, LinearTerm) and self.literals is not None and not 0 <= r.column < self.literals.n_outputs:
+                raise InputError(f"linear term {r.name!r} reads output {r.column}; the table has "
+                                 f"{self.literals.n_outputs}")
+
+    @property
+    def reads_values(self) -> bool:
+        """Whether :meth:`score` and :meth:`fires` read the value matrix (some term is linear), not literals."""
+        return self.has_linear
 
     # -- construction -------------------------------------------------------
 
@@ -295,10 +383,10 @@ class RuleSet:
         Raises
         ------
         InputError
-            A rule set of linear terms, which has no formulas.
+            A rule set with linear terms: what works on formulas alone would drop them.
         """
-        if self.linear:
-            raise InputError("a rule set of linear terms of statistics has no formulas over literals")
+        if self.has_linear:
+            raise InputError("this rule set has linear terms of statistics, not only formulas over literals")
         return [r for r in self.rules if isinstance(r, Rule)]
 
     @property
@@ -321,19 +409,45 @@ class RuleSet:
 
     # -- scoring ------------------------------------------------------------
 
+    def matrix(self, values: Any) -> np.ndarray:
+        """What :meth:`score` and :meth:`fires` read, from a value matrix.
+
+        Parameters
+        ----------
+        values : array-like of shape (n_users, n_outputs)
+            Statistic outputs (``Literals.values``), NaN where undefined.
+
+        Returns
+        -------
+        ndarray
+            ``values`` for a rule set with linear terms (:attr:`reads_values`),
+            else the literal matrix ``literals.transform_values(values)``.
+        """
+        if self.reads_values:
+            return self._matrix(np.asarray(values, dtype=np.float64))
+        return self.literal_table().transform_values(values)
+
     def _matrix(self, data: Any) -> np.ndarray:
-        """Literal matrix (rules) or value matrix (linear terms) for ``data``."""
+        """Literal matrix (rules only) or value matrix (with linear terms) for ``data``."""
         if not isinstance(data, np.ndarray) and hasattr(data, "n_users"):
             if self.literals is None:
                 raise InputError(
                     "this RuleSet was built without a Literals table; pass the literal matrix"
                 )
             values = self.literals.values(data)
-            return values if self.linear else self.literals.transform_values(values)
+            return values if self.reads_values else self.literals.transform_values(values)
         X = np.asarray(data)
         if X.ndim != 2:
             raise InputError(f"expected a 2-D matrix, got shape {X.shape}")
-        if self.linear:
+        if self.reads_values:
+            if X.dtype == bool:
+                raise InputError("this rule set has linear terms: pass the value matrix (Literals.values), not "
+                                 "the literal matrix (RuleSet.matrix gives what it reads)")
+            need = (self.literals.n_outputs if self.literals is not None and not self.linear
+                    else 1 + max(r.column for r in self.rules if isinstance(r, LinearTerm)))
+            if (X.shape[1] != need) if not self.linear else (X.shape[1] < need):
+                raise InputError(f"the value matrix has {X.shape[1]} columns, the rules read {need} statistic "
+                                 "outputs")
             return X.astype(np.float64, copy=False)
         if X.shape[1] != self.info.n_literals:
             raise InputError(
@@ -345,32 +459,104 @@ class RuleSet:
             X = X.astype(bool)
         return X
 
+    def _literals_of(self, M: np.ndarray) -> np.ndarray | None:
+        """The literal matrix the rules read, from what :meth:`_matrix` gave (None: no rule reads one)."""
+        if not self.reads_values:
+            return M
+        if self.linear:
+            return None
+        return self.literal_table().transform_values(M)
+
+    def groups(self) -> list[tuple[int, list[int]]]:
+        """The order :meth:`score` adds in: ``(output, term indices)`` per card, then ``(-1, [i])`` per other rule.
+
+        A card is every rule and linear term that reads one statistic output
+        only (in the order of its first term); every other rule is its own
+        group, in order.
+        """
+        cards: dict[int, list[int]] = {}
+        others: list[tuple[int, list[int]]] = []
+        column = self.info.column
+        for k, r in enumerate(self.rules):
+            if isinstance(r, LinearTerm):
+                cards.setdefault(int(r.column), []).append(k)
+                continue
+            cols = {int(column[lit.index]) for lit in formula_literals(r.formula)}
+            if len(cols) == 1 and min(cols) >= 0:
+                cards.setdefault(cols.pop(), []).append(k)
+            else:
+                others.append((-1, [k]))
+        return list(cards.items()) + others
+
+    def group_points(self, members: SequenceT[int], values: np.ndarray, *, linear: bool = True) -> np.ndarray:
+        """One group's points (see :meth:`groups`) per user, added as :meth:`score` adds them.
+
+        Parameters
+        ----------
+        members : sequence of int
+            The group's terms (indices into the rule set).
+        values : ndarray of shape (n_users, n_outputs)
+            The users' statistic outputs (the SQL export passes one value per band).
+        linear : bool, default=True
+            False: the rules' part only (the weights that fire), without the linear terms.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_users,)
+        """
+        V = np.asarray(values, dtype=np.float64)
+        needs_literals = any(isinstance(self.rules[k], Rule) for k in members)
+        Z = self.literal_table().transform_values(V) if needs_literals else None
+        return self._group_points(members, Z, V, V.shape[0], linear=linear)
+
+    def _group_points(self, members: SequenceT[int], Z: np.ndarray | None, V: np.ndarray | None,
+                      n: int, linear: bool = True) -> np.ndarray:
+        """One group's points per user: its rules' weights that fire (in order), then its linear terms."""
+        out = np.zeros(n, dtype=np.float64)
+        for k in members:
+            r = self.rules[k]
+            if isinstance(r, Rule):
+                assert Z is not None
+                out[r.fires(Z)] += r.weight
+        if not linear:
+            return out
+        for k in members:
+            r = self.rules[k]
+            if isinstance(r, LinearTerm):
+                assert V is not None
+                out += r.weight * r.value(V)
+        return out
+
     def fires(self, data: Any) -> np.ndarray:
         """Which rules fire for which users.
 
         Parameters
         ----------
-        data : Sequences or ndarray of shape (n_users, n_literals)
-            Users, or their literal matrix (for linear terms: the value matrix
-            of shape (n_users, n_outputs)). A linear term "fires" where it adds
-            a nonzero amount.
+        data : Sequences or ndarray
+            Users, or their literal matrix of shape (n_users, n_literals);
+            for a rule set with linear terms, their value matrix of shape
+            (n_users, n_outputs) (:meth:`matrix`). A linear term "fires"
+            where its value is nonzero.
 
         Returns
         -------
         ndarray of bool, shape (n_users, n_rules)
         """
         M = self._matrix(data)
+        Z = self._literals_of(M)
         out = np.zeros((M.shape[0], len(self.rules)), dtype=bool)
         for k, r in enumerate(self.rules):
-            out[:, k] = r.value(M) != 0 if isinstance(r, LinearTerm) else r.fires(M)
+            out[:, k] = r.value(M) != 0 if isinstance(r, LinearTerm) else r.fires(Z)
         return out
 
     def score(self, data: Any) -> np.ndarray:
-        """Rule scores: intercept plus the weights of the rules that fire.
+        """Rule scores: intercept plus the weights of the rules that fire, plus the linear terms.
+
+        Added card by card (:meth:`groups`), as the SQL export adds.
 
         Parameters
         ----------
-        data : Sequences or ndarray of shape (n_users, n_literals)
+        data : Sequences or ndarray
             As for :meth:`fires`.
 
         Returns
@@ -378,12 +564,17 @@ class RuleSet:
         ndarray of float64, shape (n_users,)
         """
         M = self._matrix(data)
-        s = np.full(M.shape[0], self.intercept, dtype=np.float64)
-        for r in self.rules:
-            if isinstance(r, LinearTerm):
-                s += r.weight * r.value(M)
+        Z = self._literals_of(M)
+        V = M if self.reads_values else None
+        n = M.shape[0]
+        s = np.full(n, self.intercept, dtype=np.float64)
+        for _, members in self.groups():
+            r = self.rules[members[0]]
+            if len(members) == 1 and isinstance(r, Rule):  # 0 + w is w: no array needed
+                assert Z is not None
+                s[r.fires(Z)] += r.weight
             else:
-                s[r.fires(M)] += r.weight
+                s += self._group_points(members, Z, V, n)
         return s
 
     # -- persistence --------------------------------------------------------
@@ -398,8 +589,7 @@ class RuleSet:
         rules = []
         for r in self.rules:
             if isinstance(r, LinearTerm):
-                rules.append({"linear": r.column, "weight": r.weight, "fill": r.fill,
-                              "name": r.name, "can_be_undefined": r.can_be_undefined})
+                rules.append(r.to_dict())
             else:
                 rules.append({"formula": formula_to_json(r.formula), "weight": r.weight})
         return {"format": "rudi-explain/ruleset", "version": 1, "intercept": self.intercept,
@@ -438,8 +628,7 @@ class RuleSet:
         rules: list[Rule | LinearTerm] = []
         for r in d["rules"]:
             if "linear" in r:
-                rules.append(LinearTerm(int(r["linear"]), float(r["weight"]), float(r["fill"]),
-                                        r["name"], bool(r.get("can_be_undefined", True))))
+                rules.append(LinearTerm.from_dict(r))
             else:
                 rules.append(Rule(formula_from_json(r["formula"]), float(r["weight"]), info))
         return cls(rules, d["intercept"], literals)

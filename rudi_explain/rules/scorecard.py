@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rudi_explain.exceptions import InputError, StateError
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import (
     TRUE,
     And,
@@ -36,8 +36,8 @@ from rudi_explain.rules.formula import (
     literal_info,
 )
 from rudi_explain.rules.literals import Literals
-from rudi_explain.rules.ruleset import Rule, RuleSet
-from rudi_explain.rules.scorecard_cards import Card
+from rudi_explain.rules.ruleset import LinearTerm, Rule, RuleSet
+from rudi_explain.rules.scorecard_cards import Band, Card, Linear
 from rudi_explain.rules.scorecard_fit import (
     DEFINED_THRESHOLD,
     MAX_BANDS,
@@ -103,16 +103,19 @@ class Scorecard:
         Every rule whose literals all read one statistic output becomes part
         of that output's card: its band edges are the union of those
         literals' thresholds, and a band's points are the sum of the weights
-        of those rules that fire in it (constant on the band). Rules over two
-        or more outputs become interaction rules, weights unchanged. Points
-        are centred on the users given (their mean points is 0 on every
-        card; the base absorbs the shift).
+        of those rules that fire in it (constant on the band). A linear term
+        clipped to ``[lo, hi]`` (as :meth:`to_rules` writes one) becomes a
+        linear card, with the rules on its output that tell only defined
+        from undefined values. Rules over two or more outputs become
+        interaction rules, weights unchanged. Points are centred on the
+        users given (their mean points is 0 on every card; the base absorbs
+        the shift).
 
         Parameters
         ----------
         rules : RuleSet
             Additive rules over a :class:`~rudi_explain.rules.literals.Literals` table
-            (not linear terms, not a rule list).
+            (not a rule list; linear terms only with both bounds).
         values : array-like of shape (n_users, n_outputs)
             The training users' statistic outputs (``Literals.values``), NaN where undefined.
         y : array-like of shape (n_users,)
@@ -121,11 +124,31 @@ class Scorecard:
         Returns
         -------
         Scorecard
-            ``predict(V)`` equals ``rules.score(literals.transform_values(V))`` for any value matrix ``V``.
+            ``predict(V)`` equals ``rules.score(rules.matrix(V))`` for any value matrix ``V`` (to rounding
+            where a card is linear).
+
+        Raises
+        ------
+        InputError
+            A linear term without both bounds, or an output read both by a linear term and by band rules.
         """
-        base, cards, interactions = read_off(rules, np.asarray(values))
+        V = np.asarray(values)
+        if not rules.has_linear:
+            base, cards, interactions = read_off(rules, V)
+            return cls._described(base, cards, interactions, rules.literal_table(), values, y)
+        if type(rules).score is not RuleSet.score:
+            raise InputError(f"a {type(rules).__name__} is not a sum of rules: only an additive RuleSet reads as "
+                             "a scorecard")
         table = rules.literal_table()
-        return cls._described(base, cards, interactions, table, values, y)
+        part = RuleSet([r for r in rules if isinstance(r, Rule)], rules.intercept, table)
+        base, cards, interactions = read_off(part, V)
+        terms = [r for r in rules if isinstance(r, LinearTerm)]
+        by_column = {c.column: c for c in cards}
+        for term in terms:
+            by_column[term.column] = _linear_card(term, by_column.get(term.column), table, V)
+        if len(terms) != len({t.column for t in terms}):
+            raise InputError("two linear terms read one statistic output: one output is one card")
+        return cls._described(base, [by_column[c] for c in sorted(by_column)], interactions, table, values, y)
 
     @classmethod
     def _described(cls, base: float, cards: list[Card], interactions: list[Rule], table: Literals,
@@ -259,16 +282,14 @@ class Scorecard:
         table lacks are added too. The old literals keep their indices, and
         :meth:`from_rules` reads the result back as this scorecard.
 
-        Raises
-        ------
-        StateError
-            A linear card: a RuleSet holds rules or linear terms, not both.
+        A linear card is a :class:`~rudi_explain.rules.ruleset.LinearTerm`
+        ``slope x value clipped to [lo, hi]`` (undefined counts as ``lo``)
+        with ``offset - slope x lo`` in the intercept, and, where its
+        undefined band has other points than ``offset``, the rule "x is
+        undefined" weighted by the difference. Its scores are the
+        scorecard's to rounding (the intercept gathers the offsets).
         """
         table = self.literals
-        for card in self.cards:
-            if card.linear is not None:
-                raise StateError(f"card {card.name!r} is linear: a RuleSet holds rules or linear terms, not both, "
-                                 "so this scorecard has no rule form (refit it with linear=False)")
         index: dict[tuple[int, float], int] = {}
         for i, (c, t) in enumerate(zip(table.column.tolist(), table.thresholds.tolist())):
             index.setdefault((int(c), float(t)), i)
@@ -288,6 +309,11 @@ class Scorecard:
             c = card.column
             lits = [Lit(index[(c, float(e))]) for e in card.edges]
             defined = Lit(index[(c, DEFINED_THRESHOLD)]) if _needs_defined(card) else None
+            if card.linear is not None:
+                if defined is not None and card.undefined is not None:
+                    formulas.append(~defined)
+                    weights.append(card.undefined.points - card.linear.offset)
+                continue
             for k, band in enumerate(card.bands):
                 parts: list[Formula] = []
                 if k > 0:
@@ -306,7 +332,15 @@ class Scorecard:
         for r in self.interactions:
             formulas.append(r.formula)
             weights.append(r.weight)
-        return RuleSet.from_formulas(formulas, weights, self.base, literals=table)
+        terms, base = [], self.base
+        for card in self.cards:
+            lin = card.linear
+            if lin is not None:
+                base += lin.offset - lin.slope * lin.lo
+                terms.append(LinearTerm(card.column, lin.slope, lin.lo, card.name, card.undefined is not None,
+                                        lin.lo, lin.hi, card.kind, card.unit))
+        rules = RuleSet.from_formulas(formulas, weights, base, literals=table)
+        return RuleSet([*rules.rules, *terms], rules.intercept, table) if terms else rules
 
     # -- text ---------------------------------------------------------------
 
@@ -363,7 +397,7 @@ class Scorecard:
             A sentence naming the first user (by position) whose scores differ.
         """
         V = self._values(np.asarray(values))
-        own, theirs = self.predict(V), rules.score(rules.literal_table().transform_values(V))
+        own, theirs = self.predict(V), rules.score(rules.matrix(V))
         bad = np.flatnonzero(~np.isclose(own, theirs, rtol=1e-9, atol=1e-9))
         if not bad.size:
             return None
@@ -400,7 +434,31 @@ class Scorecard:
 
 
 def _needs_defined(card: Card) -> bool:
-    return card.undefined is not None and card.linear is None and card.undefined.points != card.bands[0].points
+    if card.undefined is None:
+        return False
+    lowest = card.bands[0].points if card.linear is None else card.linear.offset
+    return card.undefined.points != lowest
+
+
+def _linear_card(term: LinearTerm, rules_card: Card | None, table: Literals, V: np.ndarray) -> Card:
+    """The linear card of ``term`` and of the rules on its output (``rules_card``, read off: no band edges)."""
+    c = term.column
+    if term.lo is None or term.hi is None or not (np.isfinite(term.lo) and np.isfinite(term.hi)):
+        raise InputError(f"the linear term {term.name!r} has no finite bounds: a linear card is clipped to the "
+                         "range it was fitted on")
+    if rules_card is not None and rules_card.edges:
+        raise InputError(f"output {c} ({term.name!r}) is read by a linear term and by band rules: one output is "
+                         "one card, bands or linear")
+    defined = 0.0 if rules_card is None else rules_card.bands[0].points
+    undefined = defined if rules_card is None or rules_card.undefined is None else rules_card.undefined.points
+    lin = Linear(term.weight, term.lo, term.hi, defined + term.weight * term.lo)
+    u = undefined + term.weight * term.fill
+    can_be_undefined = bool(table.output_undefined[c]) or bool(np.isnan(V[:, c]).any())
+    band = Band(u) if can_be_undefined or (rules_card is not None and rules_card.undefined is not None) \
+        or u != lin.offset else None
+    return Card(column=c, name=table.output_descriptions[c], kind=table.output_kind[c], unit=table.output_unit[c],
+                edges=(), bands=(), undefined=band,
+                undefined_words=table.output_undefined_words[c] if band is not None else "", linear=lin)
 
 
 def _spread(card: Card) -> float:

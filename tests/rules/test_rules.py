@@ -177,10 +177,19 @@ def test_json_round_trip_with_literals_and_linear_terms():
     assert isinstance(back.literals, Literals)
 
 
-def test_rules_and_linear_terms_do_not_mix():
-    with pytest.raises(ValueError, match="either rules or linear terms"):
-        RuleSet([LinearTerm(0, 1.0, 0.0, "a"), RuleSet.from_formulas([Lit(0)], [1.0], n_literals=1)[0]],
-                literals=["a"])
+def test_rules_and_linear_terms_mix_only_over_a_literal_table():
+    # mixed rule sets are allowed (tests/rules/test_linear_cards.py), but they read statistic values, which a
+    # rule set over plain literal names cannot turn into literals; and nothing that works on formulas alone
+    # (pruning, refinement) may silently drop their linear terms
+    mixed = RuleSet([LinearTerm(0, 1.0, 0.0, "a"), RuleSet.from_formulas([Lit(0)], [1.0], n_literals=1)[0]],
+                    literals=["a"])
+    assert mixed.has_linear and not mixed.linear and mixed.reads_values
+    with pytest.raises(ValueError, match="not a Literals table"):
+        mixed.score(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="linear terms"):
+        mixed.formula_rules()
+    with pytest.raises(ValueError, match="value matrix"):
+        mixed.score(np.zeros((3, 1), dtype=bool))
 
 
 # --------------------------------------------------------------------------- words

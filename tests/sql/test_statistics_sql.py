@@ -17,7 +17,10 @@ import pytest
 
 import rudi_explain as rx
 from rudi_explain.rules.formula import And, Lit, Or
-from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.ruleset import LinearTerm, Rule, RuleSet
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_cards import Band, Card, Linear
+from rudi_explain.sql.ruleset import sql_comment
 from rudi_explain.sql.statistics import float_literal, quote_identifier, quote_string
 from rudi_explain.statistics import Mean, Pipeline, Schema, Std, Sum, Top, Within, next_operators
 
@@ -225,6 +228,79 @@ def test_students_rule_sets_match(demo):
     check_rules(lasso.rules(literals), seqs, literals, con)
     gsnln = rx.GSNLN(n_rules=6, hidden_size=8, n_layers=2, epochs=20, random_state=0).fit(Z, target)
     check_rules(gsnln.rules(literals), seqs, literals, con)
+
+
+def linear_scorecard(literals, V, rng):
+    """A scorecard with a linear card on an output some users lack (undefined band), one on an output every
+    user has, a band card and an interaction rule, with random points."""
+    numeric = [c for c in range(literals.n_outputs) if literals.output_kind[c] != "binary"
+               and np.unique(V[~np.isnan(V[:, c]), c]).size > 3]
+    lacking = next(c for c in numeric if np.isnan(V[:, c]).any())
+    full = next(c for c in numeric if not np.isnan(V[:, c]).any())
+    banded = next(c for c in numeric if c not in (lacking, full))
+
+    def linear(c, undefined):
+        lo, hi = np.nanquantile(V[:, c], [0.1, 0.8])
+        return Card(c, literals.output_descriptions[c], literals.output_kind[c], literals.output_unit[c], (), (),
+                    Band(float(rng.normal())) if undefined else None, linear=Linear(
+                        float(rng.normal()) / max(hi - lo, 1e-9), float(lo), float(hi), float(rng.normal())))
+
+    edges = tuple(sorted(set(literals.thresholds[literals.column == banded].tolist()))[:2])
+    cards = [linear(lacking, True), linear(full, False),
+             Card(banded, literals.output_descriptions[banded], literals.output_kind[banded], "", edges,
+                  tuple(Band(float(p)) for p in rng.normal(size=len(edges) + 1)))]
+    a, b = (int(np.flatnonzero(literals.column == c)[0]) for c in (lacking, banded))
+    rule = Rule(Or((Lit(a), ~Lit(b))), float(rng.normal()), literals.literal_info())
+    return Scorecard(cards, [rule], float(rng.normal()), literals)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_linear_cards_and_undefined_values_score_as_exp_predict(demo, seed):
+    """One CASE per card, in SQL: DuckDB's scores equal the rule set's to the last bit, and the scorecard's."""
+    data, seqs, literals, con = demo
+    V = literals.values(seqs)
+    sc = linear_scorecard(literals, V, np.random.default_rng(seed))
+    rules = sc.to_rules()
+    assert sum(isinstance(r, LinearTerm) for r in rules) == 2
+    check_rules(rules, seqs, rules.literal_table(), con)
+    sql = rules.to_sql(table="events", user="user_id", time="ts", reference_time=seqs.reference_time,
+                       time_unit="datetime", event_order="row", exact_sums=True)
+    got = run(con, sql).set_index("user_id").reindex(seqs.users)["score"].to_numpy()
+    np.testing.assert_allclose(got, sc.predict(V), rtol=1e-12, atol=1e-12)
+    assert np.isnan(V[:, sc.cards[0].column]).any()  # the undefined band is used
+    # the score: the base, one CASE per card (undefined band first where it has its own points), one per rule
+    score = sql[sql.index("/* base */"):]
+    assert score.count("/* card: ") == 3 and score.count("/* rule: ") == 1
+    assert score.count("LEAST(GREATEST(") >= 2
+    lacking = score[score.index(f"/* card: {sc.cards[0].name}"):]
+    assert lacking.index("IS NULL THEN") < lacking.index("LEAST(GREATEST(") < lacking.index(" END")
+
+
+def test_sql_comments_cannot_be_left():
+    for text in ["a */ DROP TABLE x; /* b", "*/*/", "/*/", "line\nbreak\r\x00 -- end", "x */"]:
+        c = sql_comment(text)
+        inner = c[3:-3]
+        assert c.startswith("/* ") and c.endswith(" */")
+        assert "*/" not in inner and "/*" not in inner and "\n" not in c and "\r" not in c and "\x00" not in c
+
+
+def test_card_comments_with_hostile_values_keep_the_query_whole():
+    cat = "kind */ DROP TABLE events; /*"
+    evil = "x */ SELECT 1; /* \n -- y"
+    df = pd.DataFrame({"user_id": ["a", "a", "b", "c", "c"], "ts": [1.0, 2.0, 1.0, 1.0, 2.0],
+                       cat: [evil, "ok", evil, "ok", "ok"], "amount": [1.0, 5.0, 3.0, np.nan, 2.0]})
+    seqs = rx.Sequences(df, user="user_id", time="ts", categorical=[cat], numerical=["amount"])
+    literals = rx.Literals.fit(seqs, [rx.Statistic.parse(f"Select('amount') | RetainBy({cat!r}={evil!r}) | Sum"),
+                                      rx.Statistic.parse("Select('amount') | Max")])
+    info = literals.literal_info()
+    rules = RuleSet([Rule(Lit(0), 1.5, info), LinearTerm(1, 0.25, 0.5, "max", True, 1.0, 4.0)], 0.125, literals)
+    con = duckdb.connect()
+    con.register("ev", df)
+    con.execute("CREATE TABLE events AS SELECT 1 AS x")
+    sql = rules.to_sql(table="ev", user="user_id", time="ts")
+    got = run(con, sql).set_index("user_id").reindex(seqs.users)
+    np.testing.assert_array_equal(got["score"].to_numpy(), rules.score(seqs))
+    assert con.execute("SELECT x FROM events").fetchall() == [(1,)]
 
 
 # ---------------------------------------------------------------- quoting and injection
