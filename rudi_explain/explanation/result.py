@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
@@ -76,7 +77,7 @@ class FittedState:
     literal_matrix : ndarray of bool, shape (n_users, n_literals)
         Whether each literal holds for each user.
     fires : ndarray of bool, shape (n_users, n_rules)
-        Whether each rule fires for each user.
+        Whether each rule fires for each user (a linear term: where its value is nonzero).
     labels : ndarray of float or None
         The 0/1 outcomes given to ``explain(labels=...)``.
     student : estimator or None
@@ -164,9 +165,11 @@ class FittedState:
         """
         index = pd.Index(sequences.users, name=sequences.user_column)
         literal_matrix = literals.transform_values(values)
-        fires = rules.fires(literal_matrix)
+        # linear terms read the statistic values, rules the literals
+        read = np.asarray(values, dtype=np.float64) if rules.reads_values else literal_matrix
+        fires = rules.fires(read)
         if student_scores is None:
-            student_scores = rules.score(literal_matrix)
+            student_scores = rules.score(read)
         if fields.get("scorecard") is None:
             fields["scorecard"] = read_scorecard(rules, values, teacher_scores, is_test)
         return cls(statistics=tuple(statistics), literals=literals, rules=rules,
@@ -188,7 +191,8 @@ class FittedState:
         -------
         FittedState
         """
-        Z = changes.get("literal_matrix", self.literal_matrix)
+        Z = changes.get("values", self.values) if rules.reads_values else \
+            changes.get("literal_matrix", self.literal_matrix)
         if "scorecard" not in changes:
             changes["scorecard"] = read_scorecard(rules, self.values, self.teacher_scores.to_numpy(), self.is_test)
         return dataclasses.replace(self, rules=rules, fires=rules.fires(Z),
@@ -211,10 +215,17 @@ def read_scorecard(rules: RuleSet, values: np.ndarray, teacher_scores: np.ndarra
     Returns
     -------
     Scorecard or None
+        None also for rules and linear terms that are not one card per output (a linear term without
+        bounds, or beside band rules on its output).
     """
     if not is_additive(rules):
         return None
     train = ~np.asarray(is_test, dtype=bool)
     if not train.any():  # no training users (a damaged file): centre on all users
         train = np.ones_like(train)
-    return Scorecard.from_rules(rules, np.asarray(values)[train], np.asarray(teacher_scores)[train])
+    try:
+        return Scorecard.from_rules(rules, np.asarray(values)[train], np.asarray(teacher_scores)[train])
+    except InputError:
+        if rules.has_linear:  # rules and linear terms built by hand: scored as they are, shown as rules
+            return None
+        raise
