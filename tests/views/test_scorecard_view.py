@@ -10,6 +10,7 @@ holds rules and linear terms together is built too.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -296,3 +297,31 @@ def test_a_linear_card():
         want = -0.3 + 0.02 * (min(max(v, card.linear.lo), card.linear.hi) - card.linear.lo)
         assert u["cards"][0]["band"] == 0 and u["cards"][0]["points"] == pytest.approx(want, abs=1e-5)
         assert u["cards"][0]["points_text"] == points_text(want) and u["adds_up"]
+
+
+def test_the_static_copy_shows_the_scorecard_first(exp):
+    """The static copy: the scorecard before the rules table, each card's rows (the text form's strings) and chart."""
+    page = static_html(exp)
+    sc = exp.scorecard
+    assert page.index("rudi-explain-scorecard") < page.index("<th>weight</th>")
+    assert page.count("<svg ") == len(sc.cards) and page.count("rudi-explain-card") == len(sc.cards)
+    for card in sc.cards:
+        for label, points, users, teacher, _ in card.rows():
+            cells = "".join(f'<td style="text-align: {side}; white-space: nowrap">{html.escape(x)}</td>'
+                            for side, x in zip(("left", "right", "right", "right"), (label, points, users, teacher)))
+            assert f"<tr>{cells}</tr>" in page, (card.name, label)
+    for r in sc.interactions:
+        assert html.escape(r.text) in page
+
+
+def test_the_what_if_reply_writes_the_moved_threshold_the_one_way():
+    """The what-if box's reply names the moved threshold as a reader reads it (a share as a percent)."""
+    from rudi_explain.views.widget import ExplanationWidget
+
+    exp = tiny_payments(200)
+    share = next(t for t in ws.thresholds(exp) if t["kind"] == "share" and any(x["in_rules"] for x in t["thresholds"]))
+    lit = next(x for x in share["thresholds"] if x["in_rules"])
+    reply = ExplanationWidget(exp).answer_what_if(lit["literal"], lit["threshold"])
+    assert reply["ok"], reply
+    assert reply["state"]["value_shown"] == format_value(lit["threshold"], "share", exact=True)
+    assert reply["state"]["value_shown"].endswith("%")
