@@ -559,15 +559,18 @@ def _part_points(part: Any) -> tuple[float, ...]:
     return (part.points,)
 
 
-def _compare_card(ca: Any, cb: Any, tol: float) -> list[dict]:
-    """One row per band of two matched cards: kept, moved, points changed, gained or lost."""
+def _compare_card(ca: Any, cb: Any, tol: float) -> tuple[list[dict], list[str]]:
+    """One row per band of two matched cards (kept, moved, points changed, gained or lost), and the edges moved."""
     def text(card: Any, x: float) -> str:
         return format_value(x, card.kind, card.unit, exact=True)
 
     pa, pb = _band_parts(ca), _band_parts(cb)
     matched: list[tuple[int, int, str]] = []  # (position in pa, position in pb, moved text)
+    edges_moved: list[str] = []
     if ca.linear is None and cb.linear is None:
         pairs = align_edges(ca.edges, cb.edges)
+        edges_moved = [f"edge moved from {text(ca, ca.edges[i])} to {text(cb, cb.edges[j])}" for i, j in pairs
+                       if not _same_edge(ca.edges[i], cb.edges[j])]
         to_b = {i: j for i, j in pairs}
         first_a = 1 if ca.undefined is not None else 0
         first_b = 1 if cb.undefined is not None else 0
@@ -588,6 +591,7 @@ def _compare_card(ca: Any, cb: Any, tol: float) -> list[dict]:
         moved = "" if _same_edge(la.lo, lb.lo) and _same_edge(la.hi, lb.hi) else (
             f"range moved from {text(ca, la.lo)}-{text(ca, la.hi)} to {text(cb, lb.lo)}-{text(cb, lb.hi)}")
         matched.append((len(pa) - 1, len(pb) - 1, moved))
+        edges_moved = [moved] if moved else []
     if ca.undefined is not None and cb.undefined is not None:
         matched.append((0, 0, ""))
     rows = []
@@ -601,7 +605,7 @@ def _compare_card(ca: Any, cb: Any, tol: float) -> list[dict]:
         rows.append(_band_row(cb.name, status, (ia, label_a, ba), (ib, label_b, bb), moved, changed))
     rows += [_band_row(ca.name, "lost", p, None, "", False) for x, p in enumerate(pa) if x not in seen_a]
     rows += [_band_row(cb.name, "gained", None, p, "", False) for y, p in enumerate(pb) if y not in seen_b]
-    return rows
+    return rows, edges_moved
 
 
 def _band_row(card: str, status: str, a: Any, b: Any, moved: str, changed: bool) -> dict:
@@ -639,13 +643,14 @@ def _compare_cards(exp_a: Explanation, exp_b: Explanation, tol: float) -> tuple[
                           for p in _band_parts(ca)]
             continue
         cb = sb.cards[j]
-        rows = [dict(r, card_a=i, card_b=j) for r in _compare_card(ca, cb, tol)]
+        compared, moved = _compare_card(ca, cb, tol)
+        rows = [dict(r, card_a=i, card_b=j) for r in compared]
         band_rows += rows
         st = [r["status"] for r in rows]
-        moved = sorted({m for r in rows for m in r["moved"].split("; ") if m})
         n = {s: st.count(s) for s in BAND_STATUSES}
         card_rows.append({
-            "status": "kept" if n["kept"] == len(st) and form(ca) == form(cb) else "changed", "card": cb.name,
+            "status": "kept" if n["kept"] == len(st) and form(ca) == form(cb) and not moved else "changed",
+            "card": cb.name,
             "card_a": i, "card_b": j, "form_a": form(ca), "form_b": form(cb), "n_bands_a": len(_band_parts(ca)),
             "n_bands_b": len(_band_parts(cb)), "bands_gained": n["gained"], "bands_lost": n["lost"],
             "bands_moved": n["moved"], "points_changed": sum(bool(r["points_changed"]) for r in rows),

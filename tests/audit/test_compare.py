@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 import rudi_explain as rx
+from rudi_explain.audit.cards import edge_neighbours
 from rudi_explain.rules.formula import Lit
 from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.values import format_value
 
 FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
 
@@ -117,13 +119,19 @@ def test_a_moved_threshold_and_a_new_weight(seeds):
     v = L.thresholds[i]
     values = a.result.values[:, L.column[i]]
     new = float(np.nanpercentile(values[values > v], 50)) if (values > v).any() else v - 1
+    edge = edge_neighbours(a, i)
+    if edge is not None and not edge[1] < new < edge[2]:  # a card's band edge stays between its neighbours
+        new = (v + edge[2]) / 2 if np.isfinite(edge[2]) else v + 1
     b = a.with_threshold(i, new)
     cmp = rx.compare(a, b)
     using = {k for k, r in enumerate(a.rules) if i in [x.index for x in lits(r.formula)]}
     assert set(cmp.rules.loc[cmp.rules.status == "threshold moved", "rule_a"]) == using
     assert (cmp.rules.loc[~cmp.rules.rule_a.isin(using), "status"] == "kept").all()
     moved = cmp.rules.loc[cmp.rules.status == "threshold moved", "moved"].iloc[0]
-    assert f"{L.threshold_text[i]} -> {b.literals.threshold_text[i]}" in moved
+    c = L.column[i]
+    was, now = (format_value(t, L.output_kind[c], L.output_unit[c], exact=True)
+                for t in (L.thresholds[i], b.literals.thresholds[i]))
+    assert f"{was} -> {now}" in moved  # written the one way (a share as a percent)
     changed = np.flatnonzero((a.result.fires != b.result.fires).any(axis=1))
     assert sorted(cmp.users["user"]) == sorted(a.sequences.users[changed].tolist())
     assert len(changed)
@@ -140,7 +148,12 @@ def test_html_is_escaped(seeds):
     cmp = rx.compare(a, a, names=("<b>v1</b>", "v2 & co"))
     page = cmp._repr_html_()
     assert "<b>v1</b>" not in page and html.escape("<b>v1</b>") in page and "v2 &amp; co" in page
-    assert "<table" in page and html.escape(str(a.rules[0].text)) in page
+    assert "<table" in page
+    # a scorecard: its cards by name, and the interaction rules (the rules over one output are the cards' bands)
+    for card in a.scorecard.cards:
+        assert html.escape(card.name) in page
+    for r in cmp.rules[cmp.rules["part"] == "interaction"].itertuples():
+        assert html.escape(r.text_a) in page
 
 
 def _pill_html(status):
@@ -206,13 +219,19 @@ def test_html_view_tables_scroll_and_colours_follow_the_theme(seeds):
 
 
 def test_html_view_of_a_moved_threshold_lists_the_move(seeds):
+    from rudi_explain.audit.cards import edge_neighbours
     from rudi_explain.rules.formula import formula_literals
 
     a = seeds[0]
-    k = next(k for k, r in enumerate(a.rules) if hasattr(r, "formula"))
+    parts = rx.compare(a, a).rules["part"]
+    # an interaction rule's literal (the summary lists interaction rules; a card's moves are its bands')
+    k = next(k for k, r in enumerate(a.rules) if hasattr(r, "formula") and parts[k] == "interaction")
     lit = formula_literals(a.rules[k].formula)[0].index
     v = a.result.values[:, a.literals.column[lit]]
     value = float(np.nanpercentile(v[np.isfinite(v)], 80))
+    edge = edge_neighbours(a, lit)
+    if edge is not None and not edge[1] < value < edge[2]:  # also a card's band edge: between its neighbours
+        value = (float(a.literals.thresholds[lit]) + (edge[2] if np.isfinite(edge[2]) else edge[1])) / 2
     cmp = rx.compare(a, a.with_threshold(lit, value))
     moved = cmp.rules.loc[cmp.rules["status"] == "threshold moved", "moved"]
     page = cmp._repr_html_()

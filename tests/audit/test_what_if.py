@@ -38,11 +38,18 @@ def from_scratch(exp, i, value):
     with np.errstate(invalid="ignore"):
         Z = V[:, L.column] > t
     s = np.full(len(Z), exp.rules.intercept)
-    fires = []
-    for rule in exp.rules:  # the order RuleSet.score adds weights in, so sums agree to the bit
-        f = holds(rule.formula, Z)
-        fires.append(f)
-        s[f] += rule.weight
+    fires = [holds(rule.formula, Z) for rule in exp.rules]
+    # the order RuleSet.score adds weights in, so sums agree to the bit (fidelity reads ties): card by card
+    # (each card's rules summed first), then each other rule, where the set says so; else rule by rule
+    groups = exp.rules.groups() if hasattr(exp.rules, "groups") else [(-1, [k]) for k in range(len(exp.rules))]
+    for _, members in groups:
+        if len(members) == 1:
+            s[fires[members[0]]] += exp.rules[members[0]].weight
+        else:
+            part = np.zeros(len(Z))
+            for k in members:
+                part[fires[k]] += exp.rules[k].weight
+            s += part
     return Z, np.array(fires).T, s
 
 
