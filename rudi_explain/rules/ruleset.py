@@ -546,7 +546,11 @@ class RuleSet:
         Z = self._literals_of(M)
         out = np.zeros((M.shape[0], len(self.rules)), dtype=bool)
         for k, r in enumerate(self.rules):
-            out[:, k] = r.value(M) != 0 if isinstance(r, LinearTerm) else r.fires(Z)
+            if isinstance(r, LinearTerm):
+                out[:, k] = r.value(M) != 0
+            else:
+                assert Z is not None  # a set with a rule has literals
+                out[:, k] = r.fires(Z)
         return out
 
     def score(self, data: Any) -> np.ndarray:
