@@ -83,7 +83,8 @@ class EventEdit:
         The events dropped, as ``exp.user(uid).events`` shows them.
     values : DataFrame
         Per changed statistic output: ``value_now``, ``value_needed`` and
-        ``value_after`` (evaluated on the edited events).
+        ``value_after`` (evaluated on the edited events), and each written
+        for people (``value_now_text``, ...: a share as a percent).
     score : float
         The rule score of the edited events.
     percentile : float
@@ -622,6 +623,8 @@ def _edit(exp: Explanation, state: FittedState, index: int, changes: pd.DataFram
     score = float(score_values(state.rules, L, values)[0])
     table = changes[["output", "words", "value_now", "value_needed"]].copy()
     table["value_after"] = values[0, changes["output"].to_numpy(dtype=np.int64)]
+    for col in ("value_now", "value_needed", "value_after"):  # for people: a share as a percent
+        table[f"{col}_text"] = [value_text(L, int(c), float(x)) for c, x in zip(table["output"], table[col])]
     dropped = seqs.events(seqs.users[index]).iloc[drop - seqs.offsets[index]].reset_index(drop=True)
     y = state.teacher_scores.to_numpy(dtype=np.float64)
     y_train = y[~state.is_test]

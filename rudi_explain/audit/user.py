@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rudi_explain.audit.attributions import EventAttributions, user_attributions
-from rudi_explain.audit.cards import band_label
+from rudi_explain.audit.cards import band_label, value_text
 from rudi_explain.audit.counterfactual import Counterfactual, counterfactual
 from rudi_explain.audit.ranks import percentile, percentile_words
 from rudi_explain.rules.formula import formula_literals
@@ -52,11 +52,12 @@ class UserView:
         Rule text -> weight, for the fired rules, largest |weight| first.
     literals : DataFrame
         Each literal: its name, the statistic output's value for this user,
-        the threshold, and whether it holds.
+        the threshold, whether it holds, and the value and threshold written
+        for people (``value_text``, ``threshold_text``: a share as a percent).
     conditions : DataFrame
         Each literal as the rules use it (a ``<=`` literal as ``<=``): the
-        rule, the sentence, the notation, the user's value, and whether it
-        holds for this user as written.
+        rule, the sentence, the notation, the user's value, whether it
+        holds for this user as written, and the value for people (``value_text``).
     events : DataFrame
         The user's events in time order.
     bands : DataFrame
@@ -101,6 +102,10 @@ class UserView:
             "value": values,
             "threshold": lit.thresholds,
             "holds": state.literal_matrix[index],
+            # for people: the value and threshold written the one way (a share as a percent)
+            "value_text": [value_text(lit, int(c), float(x)) for c, x in zip(lit.column, values)],
+            "threshold_text": [value_text(lit, int(c), float(t), exact=True)
+                               for c, t in zip(lit.column, lit.thresholds)],
         })
         rows = []
         for k, rule in enumerate(rules):
@@ -109,9 +114,12 @@ class UserView:
             rule = cast(Rule, rule)
             for part in formula_literals(rule.formula):
                 holds = bool(state.literal_matrix[index, part.index]) != part.negated
-                rows.append((k, rule.info.render_literal(part), rule.info.notation(part),
-                             float(state.values[index, lit.column[part.index]]), holds))
-        self.conditions = pd.DataFrame(rows, columns=["rule", "condition", "notation", "value", "holds"])
+                c = int(lit.column[part.index])
+                x = float(state.values[index, c])
+                rows.append((k, rule.info.render_literal(part), rule.info.notation(part), x, holds,
+                             value_text(lit, c, x)))
+        self.conditions = pd.DataFrame(rows, columns=["rule", "condition", "notation", "value", "holds",
+                                                      "value_text"])
         self._attributions: EventAttributions | None = None
         self._scorecard_part(state)
 

@@ -164,8 +164,13 @@ def _band_edge(exp: Explanation, i: int, v: float) -> dict | None:
                          f"{text(hi) if math.isfinite(hi) else 'infinity'}, or move {text(nb)} first")
     edges = tuple(sorted(v if e == old else e for e in card.edges))
     moved = card.with_(edges=edges)
+    # the edge is a literal: an interaction rule that reads it moves with it (the reply's "rules" list them all)
+    L = exp.literals
+    also = [str(r.text) for r in exp.rules if hasattr(r, "formula")
+            and i in {x.index for x in formula_literals(r.formula)}
+            and len({int(L.column[x.index]) for x in formula_literals(r.formula)}) > 1]
     return {"card": card.name, "from": text(old), "to": text(v), "bands": card.band_labels(),
-            "bands_moved": moved.band_labels()}
+            "bands_moved": moved.band_labels(), "interactions_moved": also}
 
 
 def _with_thresholds(literals: Any, thresholds: np.ndarray) -> Any:
@@ -334,7 +339,8 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
         ``value_text``) and for people (``threshold_words``, ``value_words``:
         a share as a percent), ``band_edge`` (where the literal is a card's
         band edge: ``card``, ``from``, ``to``, its ``bands`` now and
-        ``bands_moved``; else None), ``share_above`` (training and held-out
+        ``bands_moved``, and ``interactions_moved``, the interaction rules
+        that read the same literal and so move too; else None), ``share_above`` (training and held-out
         users, now and proposed), ``rules`` (one entry per rule using the
         literal: its text now and moved, weight, coverage on training and
         held-out users now and moved, ``can_fire``), ``fidelity_test`` and

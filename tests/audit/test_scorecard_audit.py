@@ -171,6 +171,23 @@ def test_compare_after_a_moved_band_edge_names_the_two_bands_and_the_users(exps)
     assert n >= len(exps)
 
 
+def test_compare_without_scorecards_stays_rule_by_rule(exps):
+    def rules_only(e):  # an explanation whose rules are no scorecard (as a rule list's)
+        return e.with_result(dataclasses.replace(e.result, scorecard=None))
+
+    a, b = rules_only(exps[0]), rules_only(exps[1])
+    cmp = rx.compare(a, b)
+    assert not cmp.by_card and cmp.cards.empty and cmp.bands.empty and (cmp.rules["part"] == "rule").all()
+    assert sorted(cmp.rules.loc[cmp.rules.rule_a >= 0, "rule_a"]) == list(range(len(a.rules)))
+    assert sorted(cmp.rules.loc[cmp.rules.rule_b >= 0, "rule_b"]) == list(range(len(b.rules)))
+    text = cmp.summary()
+    assert "cards:" not in text and "\nrules: " in text
+    changed = cmp.rules[cmp.rules["status"] != "kept"]
+    assert len([ln for ln in text.splitlines() if ln.startswith(("  + ", "  - ", "  ~ "))]) == \
+        len(changed) + int((cmp.statistics["status"] != "kept").sum())
+    assert rx.compare(a, a).unchanged
+
+
 # ------------------------------------------------------------------ what-if on a band edge
 def test_what_if_on_a_band_edge_equals_a_per_user_loop(exps):
     n = 0
@@ -275,6 +292,14 @@ def test_user_bands_against_a_loop_over_the_band_edges(exps):
                 in_band = sum(1 for t in train if band_of(card, V[t, card.column]) == b) / len(train)
                 assert r.share == pytest.approx(in_band, abs=1e-12)
                 assert r.users == format_value(in_band, "share")
+            shares = 0
+            for j, r in enumerate(u.literals.itertuples()):  # every literal's value and threshold for people
+                c = int(a.literals.column[j])
+                if a.literals.output_kind[c] == "share" and math.isfinite(r.value):
+                    assert r.value_text.endswith("%") and r.threshold_text.endswith("%"), r
+                    assert r.value_text == format_value(r.value, "share")
+                    shares += 1
+            assert shares or "share" not in a.literals.output_kind
             fired = sum(w for w in u.interactions)
             assert u.base + u.bands["points"].sum() + fired == pytest.approx(u.student_score, abs=1e-9)
             assert u.score_check["holds"]
