@@ -738,8 +738,10 @@ function scoreStepChart(card) {
     box.appendChild(svg("line", { x1: a + 1, x2: b - 1, y1: y(r.value || 0), y2: y(r.value || 0),
       class: "rx-sc-step" + ((r.value || 0) >= 0 ? " rx-up" : " rx-down"), "data-band": r.band, "data-points": r.points }));
   };
-  if (und.length) {
+  if (und.length) {  // its own level, apart from the value bands' steps
     mark(und[0], SC_L, SC_L + undW);
+    const yu = y(und[0].value || 0).toFixed(1);
+    box.appendChild(svg("path", { d: `M${SC_L + 2},${yu}L${SC_L + undW - 2},${yu}`, class: "rx-step rx-sc-undefined" }));
     box.appendChild(svg("text", { x: SC_L + undW / 2, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis" }, "undefined"));
   }
   let d = "";
@@ -773,7 +775,7 @@ function scoreLineChart(card) {
   scoreAxis(box, lo, hi, y);
   if (und.length) {
     const r = und[0];
-    box.appendChild(svg("line", { x1: SC_L + 1, x2: SC_L + undW - 1, y1: y(r.value || 0), y2: y(r.value || 0), class: "rx-sc-step", "data-band": -1 },
+    box.appendChild(svg("line", { x1: SC_L + 1, x2: SC_L + undW - 1, y1: y(r.value || 0), y2: y(r.value || 0), class: "rx-sc-step rx-sc-undefined", "data-band": -1 },
       svg("title", null, `${r.label}: ${r.points} points, ${r.users} of users`)));
     box.appendChild(svg("text", { x: SC_L + undW / 2, y: SC_H - SC_B + 14, "text-anchor": "middle", class: "rx-axis" }, "undefined"));
   }

@@ -64,6 +64,8 @@ def test_the_scorecard_is_the_first_tab_and_matches_the_scorecard(chromium, repo
             if card.linear is None:
                 steps = block.locator("line.rx-sc-step").evaluate_all("ls => ls.map(l => l.dataset.points)")
                 assert steps == [row[1] for row in card.rows()], card.name
+                # the undefined band's level is drawn apart from the value bands' steps
+                assert block.locator("path.rx-sc-undefined").count() == (card.undefined is not None)
             notes = block.locator(".rx-sc-note").all_inner_texts()
             assert notes == [f"note on '{r[0]}': {r[4]}" for r in card.rows() if r[4]]
         inter = page.locator(".rx-sc-interactions tbody tr").evaluate_all(
