@@ -3,12 +3,16 @@ everything that reads ``exp.rules`` (predict, the SQL export, save/load) gives e
 
 from __future__ import annotations
 
+import json
+import zipfile
+
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 
 import rudi_explain as rx
+from rudi_explain.exceptions import InputError
 from rudi_explain.explanation import scorecard_step
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.sql.warehouse import EventTable
@@ -84,3 +88,23 @@ def test_save_and_load_keep_linear_cards_and_their_scores(runs, tmp_path):
     np.testing.assert_array_equal(back.student_scores.to_numpy(), exp.student_scores.to_numpy())
     assert [c.to_dict() for c in back.scorecard.cards] == [c.to_dict() for c in exp.scorecard.cards]
     assert [str(r) for r in back.rules] == [str(r) for r in exp.rules]
+
+
+@pytest.mark.parametrize("damage, message", [({"lo": "0"}, "bound must be a number"),
+                                             ({"lo": 1e300, "hi": 0.0}, "above hi"),
+                                             ({"linear": 10 ** 6}, "reads output")])
+def test_a_damaged_linear_term_is_refused_naming_the_field(runs, tmp_path, damage, message):
+    _, _, exp = next(r for r in runs if _linear_on_total(r[2]))
+    path = exp.save(tmp_path / "linear.rudi")
+    with zipfile.ZipFile(path) as zf:
+        entries = {name: zf.read(name) for name in zf.namelist()}
+    meta = json.loads(entries["explanation.json"])
+    term = next(r for r in meta["rules"]["rules"] if "linear" in r)
+    term.update(damage)
+    entries["explanation.json"] = json.dumps(meta).encode()
+    bad = tmp_path / "damaged.rudi"
+    with zipfile.ZipFile(bad, "w") as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    with pytest.raises(InputError, match=f"is damaged: field 'rules'.*{message}"):
+        rx.load(bad)
