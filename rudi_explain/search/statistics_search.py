@@ -554,10 +554,14 @@ class StatisticsSearch:
             centred = ys[check_rows] - ys[check_rows].mean()
             return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
 
+        # An edit equivalent to a given statistic (its filters in another order) is the given one.
+        given_by_key = {st.key: st for st in self._given}
+
         def screen_of(stats: list[Statistic]) -> ColumnScreen:
             for st in stats:
                 if st.key not in cache:
-                    cache[st.key] = ColumnScreen.build([st], sample, set(), cancel=None, frames=frames)
+                    cache[st.key] = ColumnScreen.build([given_by_key.get(st.key, st)], sample, set(), cancel=None,
+                                                       frames=frames)
             return ColumnScreen.join([cache[st.key] for st in stats], len(users))
 
         def scalar(column: ColumnScreen) -> ColumnScreen:

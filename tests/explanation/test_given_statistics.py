@@ -169,3 +169,19 @@ def test_the_planted_statistics_given_are_at_least_as_faithful_as_the_search():
         figures.append((round(a, 3), round(b, 3)))
         wins += a >= b - 0.005
     assert wins >= 2, figures
+
+
+@pytest.mark.slow
+def test_the_search_keeps_the_users_own_form_of_a_statistic_it_also_finds():
+    # Deepening "ATM cash" by "outside home" writes the filters in its own order; a statistic kept that
+    # always equals a given one must be the user's text, not the equivalent the search wrote (seeds 1
+    # and 2 kept "FilterBy(country=home) | RetainBy(channel=atm)" before the fix).
+    for seed in range(3):
+        demo = rx.datasets.make_payments(1500, random_state=seed)
+        seqs = demo.sequences()
+        given = [str(s) for s in demo.planted]
+        search = StatisticsSearch(n_stats=6, given_statistics=given, random_state=seed).fit(
+            seqs, demo.risk.reindex(seqs.users).to_numpy())
+        keys = {rx.Statistic.parse(t).key: t for t in given}
+        assert all(str(s) == keys[s.key] for s in search.statistics_ if s.key in keys), search.statistics_
+        assert search.given_ == [s for s in search.statistics_ if str(s) in given]
