@@ -6,6 +6,10 @@ measurably more on users it was not chosen on, deepens the best by single
 edits, keeps a deeper form only where it explains measurably more than its
 simpler forms on those users, and leaves MCTS-SG what that cannot explain
 (:mod:`rudi_explain.search.catalog`, :meth:`StatisticsSearch._fit_screened`).
+Statistics the user gives compete in that selection beside the catalog's, as
+given (:mod:`rudi_explain.search.given`). Once it ends, a filter of a searched
+statistic goes where dropping it changes nothing the statistics explain on
+training users the selection never saw (:mod:`rudi_explain.search.filters`).
 
 With ``grammar="paper"`` it is the paper's algorithm as published:
 ``search_statistics`` builds each of K statistics operator by operator, as in
@@ -211,7 +215,7 @@ class StatisticsSearch:
         were held for choosing (fewer only beyond ``screen_columns``).
     check_r2_ : float
         With the catalog: R^2 of the additive model of the kept statistics on
-        the checking users.
+        the checking users (as selection left them, before idle filters go).
     given_ : list of Statistic
         The statistics of ``statistics_`` that were given, in their order there.
     dropped_filters_ : list of (Statistic, Statistic or None)
