@@ -20,7 +20,15 @@ import signal
 import numpy as np
 import pandas as pd
 import pytest
-from test_statistics_sql import CATEGORICAL, NUMERICAL, as_values, check_against_engine, event_table, random_statistic
+from test_statistics_sql import (
+    CATEGORICAL,
+    NUMERICAL,
+    as_values,
+    check_against_engine,
+    event_table,
+    linear_scorecard,
+    random_statistic,
+)
 
 import rudi_explain as rx
 from rudi_explain.rules.formula import And, Lit, Or
@@ -120,6 +128,27 @@ def test_demo_rule_set_matches_score_fires_and_literals(spark):
     fires = got[[f"rule_{j + 1}" for j in range(len(rules))]].to_numpy()
     np.testing.assert_array_equal(fires.astype(bool), rules.fires(seqs))
     np.testing.assert_array_equal(got[literals.names].to_numpy().astype(bool), literals.transform(seqs))
+
+
+def test_linear_cards_and_undefined_values_score_as_the_rules(spark):
+    """One CASE per card in Spark SQL: a linear card (with an undefined band and without), a band card and an
+    interaction rule score every user as RuleSet.score, to the bit, and as the scorecard."""
+    data = rx.datasets.make_payments(n_users=200, random_state=1)
+    seqs = data.sequences()
+    literals = rx.Literals.fit(seqs, list(data.planted))
+    events = data.events.copy()
+    events["row"] = np.arange(len(events))
+    register(spark, events, "payments")
+    V = literals.values(seqs)
+    sc = linear_scorecard(literals, V, np.random.default_rng(5))
+    rules = sc.to_rules()
+    sql = rules.to_sql(table="payments", user="user_id", time="ts", dialect="spark", event_order="row",
+                       reference_time=seqs.reference_time, time_unit="datetime", exact_sums=True)
+    got = run(spark, sql).set_index("user_id").reindex(seqs.users)
+    np.testing.assert_array_equal(got["score"].to_numpy(dtype=float), rules.score(seqs))
+    np.testing.assert_allclose(got["score"].to_numpy(dtype=float), sc.predict(V), rtol=1e-12, atol=1e-12)
+    fires = got[[f"rule_{j + 1}" for j in range(len(rules))]].to_numpy()
+    np.testing.assert_array_equal(fires.astype(bool), rules.fires(seqs))
 
 
 def test_hostile_names_and_values_round_trip(spark):
