@@ -14,7 +14,9 @@ teacher) and ``benchmarks/planted.py``'s family, over seeds. Printed: one line
 per case (fidelity before and after, rules before, cards and interaction rules
 after, rules in the rule form), then the means and how often the scorecard is
 at least as faithful (ties within 0.002). The peers' comparison (DFS + FIGS,
-DFS + RuleFit) is in ``bench_planted.py``.
+DFS + RuleFit) is in ``bench_planted.py``, and on public real data (CDNOW, the
+wage panel) with hand-made aggregates + RuleFit and explain()'s stability over
+seeds in ``bench_real.py``.
 
     .venv/bin/python benchmarks/bench_scorecard.py                 # 3 seeds x (payments, edits, 3 planted)
     .venv/bin/python benchmarks/bench_scorecard.py --seeds 5 --users 3000 --planted 6
