@@ -12,6 +12,7 @@ escapes it.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,8 +57,15 @@ def weight_text(weight: float) -> str:
     return f"{weight:+.2f}"
 
 
-def _base_text(sc: Scorecard) -> str:
-    return f"{sc.base:.2f}"
+def _text_form(sc: Scorecard) -> tuple[str, list[str]]:
+    """The base and each interaction rule's weight as ``print(sc)`` writes them, read off that very text
+    (so the view says what the text form says, however it writes numbers)."""
+    text = sc.text()
+    base = re.match(r"score = (\S+) \(base\)", text)
+    lines = text.rsplit("\n\n", 1)[-1].splitlines()[1:] if sc.interactions else []
+    weights = [line.removesuffix(r.text).strip() if len(lines) == len(sc.interactions) and line.endswith(r.text)
+               else weight_text(r.weight) for line, r in zip(lines or [""] * len(sc.interactions), sc.interactions)]
+    return (base.group(1) if base else f"{sc.base:.2f}"), weights
 
 
 def _share_text(share: float) -> str:
@@ -115,13 +123,14 @@ def scorecard_state(exp: Explanation) -> dict | None:
     values = exp.result.values
     fires = sc.fires(values) if sc.interactions else np.zeros((len(values), 0), dtype=bool)
     share = fires.mean(axis=0) if len(values) else np.zeros(fires.shape[1])
+    base_text, weights = _text_form(sc)
     return {
         "headline": sc.text().partition("\n")[0],
         "base": _num(sc.base),
-        "base_text": _base_text(sc),
+        "base_text": base_text,
         "cards": [_card_state(exp, k, c) for k, c in enumerate(sc.cards)],
         "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight),
-                          "weight_text": weight_text(r.weight), "users": _share_text(float(share[j]))}
+                          "weight_text": weights[j], "users": _share_text(float(share[j]))}
                          for j, r in enumerate(sc.interactions)],
     }
 
@@ -163,11 +172,12 @@ def user_scorecard(exp: Explanation, index: int) -> dict | None:
                       "value_text": format_value(v, card.kind, card.unit)})
     total = sc.base + float(pts.sum()) + float(sum(r.weight for r, f in zip(sc.interactions, fired) if f))
     score = float(exp.student_scores.iloc[index])
+    base_text, weights = _text_form(sc)
     return {
-        "base": _num(sc.base), "base_text": _base_text(sc),
+        "base": _num(sc.base), "base_text": base_text,
         "cards": cards,
         "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight),
-                          "weight_text": weight_text(r.weight)}
+                          "weight_text": weights[j]}
                          for j, (r, f) in enumerate(zip(sc.interactions, fired)) if f],
         "total": _num(total), "total_text": points_text(total, sign=False),
         "score": _num(score), "score_text": points_text(score, sign=False),
