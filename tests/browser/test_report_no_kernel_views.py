@@ -36,7 +36,7 @@ def _open(chromium, tmp_path, html: str):
 
 
 def _each_view(page):
-    for tab in ("rules", "effects", "thresholds", "statistics", "user"):
+    for tab in ("scorecard", "rules", "effects", "thresholds", "statistics", "user"):
         page.locator(f".rx-tab[data-tab='{tab}']").click()
         if tab == "user":
             page.locator(".rx-top-users .rx-user-link").first.click()
