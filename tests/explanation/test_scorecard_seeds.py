@@ -41,9 +41,9 @@ CASES = [
     pytest.param(("payments", 0), id="payments-0"),
     pytest.param(("edits", 0), id="edits-0"),
     pytest.param(("payments", 1), id="payments-1", marks=pytest.mark.slow),
-    pytest.param(("payments", 2), id="payments-2", marks=pytest.mark.slow),
+    # before issue 26's item 4, two interaction rules of this one fired for 90% of the training users or more
+    pytest.param(("payments", 3), id="payments-3", marks=pytest.mark.slow),
     pytest.param(("edits", 1), id="edits-1", marks=pytest.mark.slow),
-    pytest.param(("edits", 2), id="edits-2", marks=pytest.mark.slow),
     pytest.param(("planted", 0), id="planted-0", marks=pytest.mark.slow),
     pytest.param(("planted", 1), id="planted-1", marks=pytest.mark.slow),
 ]
