@@ -27,8 +27,11 @@ from rudi_explain.rules.scorecard_cards import Band, Card
 
 __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 
-#: Whether explain() may fit linear cards. Not yet: a RuleSet holds rules or linear terms, not both, and
-#: ``exp.rules`` (what the views, the SQL export and the what-if read) must give the scorecard's scores.
+#: Whether explain() may fit linear cards (``slope x value clipped to [lo, hi]``, where users they were not
+#: chosen on say they fit at least as well). Their rule form exists: ``Scorecard.to_rules`` writes a clipped
+#: LinearTerm beside the rules, with exactly the scorecard's scores (numpy, SQL, save/load), and held-out
+#: fidelity did not drop with them (issue 26, item 2). Off until the tests that score ``exp.rules`` on the
+#: literal matrix or assume every card has bands read values (``RuleSet.matrix``) and linear cards.
 LINEAR_CARDS = False
 #: A larger pruning point is tried while its read-off has at most ``max_rules + SLACK`` cards and interaction rules.
 SLACK = 2
