@@ -37,9 +37,10 @@ N_USERS = 2000
 #: Thresholds of the "defined" literal (the scorecard's undefined band in rule form) are no band edge.
 DEFINED_BELOW = -1e300
 
+#: One case runs in the fast suite (about 10 s on a quiet machine: one explain()); the others are slow.
 CASES = [
     pytest.param(("payments", 0), id="payments-0"),
-    pytest.param(("edits", 0), id="edits-0"),
+    pytest.param(("edits", 0), id="edits-0", marks=pytest.mark.slow),
     pytest.param(("payments", 1), id="payments-1", marks=pytest.mark.slow),
     # before issue 26's item 4, two interaction rules of this one fired for 90% of the training users or more
     pytest.param(("payments", 3), id="payments-3", marks=pytest.mark.slow),
@@ -139,7 +140,7 @@ def test_no_band_contradicts_its_gap_without_a_note(case):
             x = np.clip(Vt[d, card.column], card.linear.lo, card.linear.hi)
             if d.sum() > 1 and x.std() > 0:
                 corr = float(np.corrcoef(x, yt[d])[0, 1])
-                if abs(card.linear.slope) > tol and (card.linear.slope > 0) != (corr > 0):
+                if abs(card.linear.slope) > tol and abs(corr) > 1e-9 and (card.linear.slope > 0) != (corr > 0):
                     assert card.linear.note, f"{card.name}: slope {card.linear.slope:+.3g} against corr {corr:+.2f}"
 
 
