@@ -31,7 +31,7 @@ def scaled_explanation(exp: Explanation, n_users: int, events_per_user: int = 2,
     big = rx.Sequences(pd.DataFrame(data), user="user_id", time="ts", categorical=seqs.categorical,
                        numerical=seqs.numerical, vocabularies=seqs.vocabularies)
     values = exp.literals.values(big)
-    student = exp.rules.score(exp.literals.transform_values(values))
+    student = exp.rules.score(exp.rules.matrix(values))
     teacher = student + rng.normal(0, 0.3, n_users)
     is_test = rng.random(n_users) < 0.2
     state = FittedState.from_values(big, exp.statistics, exp.literals, exp.rules, values, teacher, is_test,

@@ -19,7 +19,7 @@ from rudi_explain.audit.cards import band_label, value_text
 from rudi_explain.audit.counterfactual import Counterfactual, counterfactual
 from rudi_explain.audit.ranks import percentile, percentile_words
 from rudi_explain.rules.formula import formula_literals
-from rudi_explain.rules.ruleset import Rule
+from rudi_explain.rules.ruleset import LinearTerm, Rule
 from rudi_explain.rules.scorecard_cards import UNDEFINED
 from rudi_explain.rules.values import format_value, points_text
 
@@ -91,8 +91,12 @@ class UserView:
         self.is_held_out = bool(state.is_test[index])
         self.fired = [int(k) for k in np.flatnonzero(state.fires[index])]
         rules = state.rules
-        fired = sorted(self.fired, key=lambda k: -abs(rules[k].weight))
-        self.contributions = pd.Series([rules[k].weight for k in fired], index=[str(rules[k].text) for k in fired],
+        # a rule adds its weight; a linear term (a linear card) its weight times the user's clipped value
+        row = state.values[index:index + 1]
+        added = {k: float(rules[k].weight * rules[k].value(row)[0]) if isinstance(rules[k], LinearTerm)
+                 else float(rules[k].weight) for k in self.fired}
+        fired = sorted(self.fired, key=lambda k: -abs(added[k]))
+        self.contributions = pd.Series([added[k] for k in fired], index=[str(rules[k].text) for k in fired],
                                        name="weight", dtype=np.float64)
         self.intercept = float(rules.intercept)
         lit = state.literals

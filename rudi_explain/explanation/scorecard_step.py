@@ -30,9 +30,9 @@ __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 #: Whether explain() may fit linear cards (``slope x value clipped to [lo, hi]``, where users they were not
 #: chosen on say they fit at least as well). Their rule form exists: ``Scorecard.to_rules`` writes a clipped
 #: LinearTerm beside the rules, with exactly the scorecard's scores (numpy, SQL, save/load), and held-out
-#: fidelity did not drop with them (issue 26, item 2). Off until the tests that score ``exp.rules`` on the
-#: literal matrix or assume every card has bands read values (``RuleSet.matrix``) and linear cards.
-LINEAR_CARDS = False
+#: fidelity did not drop with them (issue 26, item 2): on 12 cases of payments, edits and planted data at
+#: 3,000 users it rose by 0.001-0.009 in mean, and never fell.
+LINEAR_CARDS = True
 #: A larger pruning point is tried while its read-off has at most ``max_rules + SLACK`` cards and interaction rules.
 SLACK = 2
 #: Validation fidelity a larger starting point must gain over the one before it is kept.

@@ -9,7 +9,7 @@ import pytest
 import rudi_explain as rx
 from rudi_explain.audit.cards import edge_neighbours
 from rudi_explain.rules.formula import Lit
-from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.ruleset import LinearTerm, RuleSet
 from rudi_explain.rules.values import format_value
 
 FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
@@ -40,8 +40,13 @@ def leaves(f, path=()):
 def literal_set(exp, k):
     """A rule by hand: its literals as (connectives above, statistic key, output, negated, threshold), sorted."""
     L = exp.literals
+    rule = exp.rules[k]
+    if isinstance(rule, LinearTerm):  # a linear card's term: its output alone, no threshold
+        stat = L.statistics[L.output_statistic[rule.column]]
+        name = L.output_names[rule.column]
+        return [(("linear",), repr(stat.key), name if name != str(stat) else "", False, 0.0)]
     out = []
-    for path, x in leaves(exp.rules[k].formula):
+    for path, x in leaves(rule.formula):
         c = L.column[x.index]
         stat = L.statistics[L.output_statistic[c]]
         out.append((path, repr(stat.key), L.output_names[c] if L.output_names[c] != str(stat) else "", x.negated,

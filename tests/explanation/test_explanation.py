@@ -13,6 +13,7 @@ import pytest
 
 import rudi_explain as rx
 from rudi_explain.explanation import FORMAT_VERSION, ExplanationCancelled
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.teachers.adapters import TeacherError
 
 FAST = dict(n_stats=4, n_rules=8, n_simulations=40, student_params={"epochs": 25})
@@ -65,11 +66,17 @@ def test_user_view_against_a_hand_check(exp, demo):
     np.testing.assert_allclose(u.literals["value"].to_numpy(), values, equal_nan=True)
     holds = np.where(np.isnan(values), False, values > exp.literals.thresholds)
     np.testing.assert_array_equal(u.literals["holds"].to_numpy(), holds)
-    fired_by_hand = [k for k, rule in enumerate(exp.rules) if rule.fires(holds[None, :])[0]]
+    # a rule fires where its literals hold; a linear term (a linear card) adds weight x clipped value
+    def added(rule):
+        if isinstance(rule, LinearTerm):
+            return rule.weight * float(rule.value(by_hand[None, :])[0])
+        return rule.weight if rule.fires(holds[None, :])[0] else 0.0
+
+    fired_by_hand = [k for k, rule in enumerate(exp.rules) if added(rule) != 0.0]
     assert sorted(u.fired) == fired_by_hand
     assert u.student_score == pytest.approx(u.intercept + u.contributions.sum())
     assert u.student_score == pytest.approx(exp.student_scores[uid])
-    by_weight = sorted(u.fired, key=lambda k: -abs(exp.rules[k].weight))
+    by_weight = sorted(u.fired, key=lambda k: -abs(added(exp.rules[k])))
     assert list(u.contributions.index) == [exp.rules[k].text for k in by_weight]
     pd.testing.assert_frame_equal(u.events.reset_index(drop=True), exp.sequences.events(uid))
     with pytest.raises(KeyError, match="user 'nobody'"):
