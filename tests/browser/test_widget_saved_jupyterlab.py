@@ -50,9 +50,12 @@ def _saved_models(path) -> list[dict]:
 
 
 def _rule_alignment(static) -> list[str]:
-    """The computed text-align of each rule's sentence in the static copy's table."""
-    return static.locator("table").first.locator("tbody td:nth-child(2)").evaluate_all(
-        "els => els.map(e => getComputedStyle(e).textAlign)")
+    """The computed text-align of each rule's sentence in the static copy's rules table (after the scorecard's),
+    and of each band of the scorecard's cards."""
+    rules = static.locator("table").filter(has_text="a user's score is the intercept")
+    bands = static.locator(".rudi-explain-card table tbody td:first-child")
+    return rules.locator("tbody td:nth-child(2)").evaluate_all("els => els.map(e => getComputedStyle(e).textAlign)") \
+        + bands.evaluate_all("els => els.map(e => getComputedStyle(e).textAlign)")
 
 
 def _worst(locator) -> float:

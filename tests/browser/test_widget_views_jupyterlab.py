@@ -504,7 +504,7 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
 
         # 10. Printing shows every tab, expanded; the view comes back after.
         page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
-        assert page.locator(".rx-print-panel").count() == 5
+        assert page.locator(".rx-print-panel").count() == 6  # the Scorecard, then the five others
         page.emulate_media(media="print")
         assert page.locator(".rx-tabs").first.evaluate("e => getComputedStyle(e).display") == "none"
         page.emulate_media(media="screen")
