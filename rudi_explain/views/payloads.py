@@ -736,7 +736,11 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
     i = u.index
     rules = exp.rules
     L = exp.literals
-    fired = sorted(u.fired, key=lambda k: (-abs(rules[k].weight), k))
+    # what each fired rule adds: its weight; a linear term (a linear card) its weight times the clipped value
+    row = exp.result.values[i:i + 1]
+    added = {k: float(rules[k].weight * rules[k].value(row)[0]) if isinstance(rules[k], LinearTerm)
+             else float(rules[k].weight) for k in u.fired}
+    fired = sorted(u.fired, key=lambda k: (-abs(added[k]), k))
     used: dict[int, set[int]] = {}  # literal -> fired rules using it
     all_rule_literals: set[int] = set()
     for k, rule in enumerate(rules):
@@ -800,7 +804,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "intercept": _num(u.intercept),
         "fired": [int(k) for k in u.fired],
         "scorecard": user_scorecard(exp, i),
-        "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(rules[k].weight)}
+        "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(added[k])}
                           for k in fired],
         "literals": literal_rows,
         "feeds": feeds,

@@ -325,3 +325,29 @@ def test_the_what_if_reply_writes_the_moved_threshold_the_one_way():
     assert reply["ok"], reply
     assert reply["state"]["value_shown"] == format_value(lit["threshold"], "share", exact=True)
     assert reply["state"]["value_shown"].endswith("%")
+
+
+def test_a_users_waterfall_adds_a_linear_terms_weight_times_the_value():
+    """On a set holding rules and a linear term, each fired rule's step in the user's drill-down is what it adds
+    (a linear term: weight x value), so intercept + steps = the rule score (the weight alone did not add up)."""
+    exp = tiny_payments(150, random_state=5)
+    st = exp.result
+    L = st.literals
+    c = next(c for c in range(L.n_outputs) if L.output_kind[c] == "count")
+    try:
+        mixed = RuleSet(list(st.rules.rules) + [LinearTerm(c, 0.01, 0.0, L.output_descriptions[c], False)],
+                        st.rules.intercept, literals=L)
+        exp = _swap(exp, mixed)
+    except Exception as err:  # before sets of rules and linear terms land
+        pytest.skip(f"no mixed rule sets here: {err}")
+    for uid in exp.sequences.users[:25]:
+        d = ws.user_detail(exp, uid)
+        assert d["intercept"] + sum(x["weight"] for x in d["contributions"]) == pytest.approx(d["student"], abs=1e-4)
+
+
+def _swap(exp: Explanation, rules: RuleSet) -> Explanation:
+    st = exp.result
+    state = FittedState.from_values(exp.sequences, st.statistics, st.literals, rules, st.values,
+                                    st.teacher_scores.to_numpy(), st.is_test, teacher_kind="given scores",
+                                    seconds={"total": 0.0})
+    return Explanation(exp.sequences, exp.params, result=state, history=[JobProgress("done", 1, 1, "built here")])
