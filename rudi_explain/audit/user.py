@@ -81,7 +81,9 @@ class UserView:
         state = exp.result
         self.explanation = exp
         self.index = index
-        self.user_id = exp.sequences.users[index]
+        user_id = exp.sequences.users[index]
+        # a plain Python value (17814, not np.int64(17814)) for people and for the caller's dict keys
+        self.user_id = user_id.item() if isinstance(user_id, np.generic) else user_id
         y = state.teacher_scores.to_numpy()
         self.teacher_score = float(y[index])
         self.student_score = float(state.student_scores.iloc[index])

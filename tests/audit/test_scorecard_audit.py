@@ -442,3 +442,15 @@ def scores_by_hand_linear(sc, V, moved_literal=None):
         s += sum(r.weight for r, f in zip(sc.interactions, fires) if f[u])
         out.append(s)
     return np.array(out)
+
+
+def test_an_integer_user_id_reads_as_a_plain_number():
+    """exp.user(17000) says 'UserView(17000: ...', not 'np.int64(17000)', and its id is a Python int."""
+    demo = rx.datasets.make_payments(300, random_state=1)
+    events = demo.events.copy()
+    codes = {u: i + 17000 for i, u in enumerate(events["user_id"].unique())}
+    events["user_id"] = events["user_id"].map(codes).astype("int64")
+    exp = rx.explain(None, events, scores=demo.risk.rename(index=codes), background=False, progress=False,
+                     n_stats=2, n_simulations=20)
+    u = exp.user(17000)
+    assert type(u.user_id) is int and repr(u).startswith("UserView(17000: ")
