@@ -1,7 +1,8 @@
 """The audit views of the widget in a real JupyterLab (issue 16): attributions, counterfactual, what-if.
 
 One notebook explains demo payments with a small demo GRU (so the widget can
-ask the model). In the drill-down the test presses "Model attributions" and
+ask the model), on three statistics given (``statistics=``, ``search=False``) that each read only some
+of a user's events. In the drill-down the test presses "Model attributions" and
 sees the strip (one cell per event row, bars signed as the kernel's figures)
 and the agreement the kernel computes; it sees the user's counterfactual. In
 the Thresholds tab it types a threshold from the keyboard and sees the
@@ -30,8 +31,12 @@ from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(600, random_state=0)
 history = rx.datasets.make_payments(600, random_state=1)
 gru = rx.datasets.train_demo_gru(history.sequences(), history.labels, hidden_size=16, epochs=2, random_state=0)
-exp = rx.explain(gru, demo.sequences(), labels=demo.labels, background="thread", n_stats=4, n_rules=8,
-                 n_simulations=40, random_state=0)
+# statistics that read some of a user's events (not all), so the rule-model agreement is informative:
+# every user is in a band of every card, and a card on all events would read them all
+exp = rx.explain(gru, demo.sequences(), labels=demo.labels, background="thread", n_rules=8, random_state=0,
+                 statistics=["Select(amount) | RetainBy(merchant_category=gambling) | Sum",
+                             "Select(amount) | RetainBy(channel=atm) | Max",
+                             "Select(hour) | RetainBy(channel=online) | Mean"], search=False)
 exp.widget()"""
 
 # The kernel's figures for the page to show: a user whose fired rules read several of their events,
@@ -70,7 +75,7 @@ COMPARE = """\
 exp_b = rx.explain(gru, demo.sequences(), labels=demo.labels, background=False, n_stats=4, n_rules=8,
                    n_simulations=40, random_state=1, progress=lambda e: None)
 cmp = rx.compare(exp, exp_b, names=("seed 0", "seed <1>"))
-json.dump({"counts": cmp.counts(), "n_rules": len(cmp.rules)}, open("compare.json", "w"))
+json.dump({"counts": cmp.counts(), "n_cards": len(cmp.cards), "by_card": cmp.by_card}, open("compare.json", "w"))
 cmp"""
 
 # Text colour against what it shows on, and an HTML bar's fill against its cell (CONTRAST walks from
@@ -173,12 +178,16 @@ def _compare(page, root):
     cell.scroll_into_view_if_needed()
     view = cell.locator(".rudi-compare")
     view.wait_for(timeout=60_000)
-    assert view.locator(".rudi-compare-scroll > table.rudi-compare-table").count() == 3
+    # by card (both are scorecards): cards, bands, interaction rules, statistics, users whose firing changed
+    assert want["by_card"]
+    assert view.locator(".rudi-compare-scroll > table.rudi-compare-table").count() == 5
     head = view.locator(".rudi-compare-head")
     assert "seed 0 → seed <1>" in head.inner_text()  # the name shown as text, not taken as a tag
-    assert view.locator("table").first.locator("tbody tr").count() == min(20, want["n_rules"])
-    shown = head.inner_text().split("rules: ")[1].split("; statistics")[0].split(", ")
-    assert shown == [f"{n} {k}" for k, n in want["counts"]["rules"].items() if n], shown
+    assert view.locator("table").first.locator("tbody tr").count() == min(20, want["n_cards"])
+    shown = head.inner_text().split("cards: ")[1].split("; interaction rules")[0].split(", ")
+    assert shown == [f"{n} {k}" for k, n in want["counts"]["cards"].items() if n], shown
+    shown = head.inner_text().split("interaction rules: ")[1].split("; statistics")[0].split(", ")
+    assert shown == [f"{n} {k}" for k, n in want["counts"]["interactions"].items() if n] or ["none"], shown
     return view
 
 
