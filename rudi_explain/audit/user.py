@@ -48,8 +48,11 @@ class UserView:
         The rules' intercept: every user's starting score.
     fired : list of int
         Indices into ``explanation.rules`` of the rules that fire.
+    added : dict of int to float
+        Rule index -> what it adds to this user's score, for the fired rules:
+        a rule's weight, a linear term's weight times the user's clipped value.
     contributions : pandas Series
-        Rule text -> weight, for the fired rules, largest |weight| first.
+        Rule text -> what it adds (``added``), for the fired rules, largest first in size.
     literals : DataFrame
         Each literal: its name, the statistic output's value for this user,
         the threshold, whether it holds, and the value and threshold written
@@ -95,8 +98,8 @@ class UserView:
         rules = state.rules
         # a rule adds its weight; a linear term (a linear card) its weight times the user's clipped value
         row = state.values[index:index + 1]
-        added = {k: float(rules[k].weight * rules[k].value(row)[0]) if isinstance(rules[k], LinearTerm)
-                 else float(rules[k].weight) for k in self.fired}
+        added = {k: _added(rules[k], row) for k in self.fired}
+        self.added = added
         fired = sorted(self.fired, key=lambda k: -abs(added[k]))
         self.contributions = pd.Series([added[k] for k in fired], index=[str(rules[k].text) for k in fired],
                                        name="weight", dtype=np.float64)
@@ -271,3 +274,10 @@ class UserView:
     def __repr__(self) -> str:
         head = self._head()
         return head if self.score_check is None else head + "\n" + self.bands_text()
+
+
+def _added(rule: Rule | LinearTerm, row: np.ndarray) -> float:
+    """What a fired rule adds: its weight; a linear term its weight times the user's clipped value."""
+    if isinstance(rule, LinearTerm):
+        return float(rule.weight * rule.value(row)[0])
+    return float(rule.weight)

@@ -736,10 +736,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
     i = u.index
     rules = exp.rules
     L = exp.literals
-    # what each fired rule adds: its weight; a linear term (a linear card) its weight times the clipped value
-    row = exp.result.values[i:i + 1]
-    added = {k: float(rules[k].weight * rules[k].value(row)[0]) if isinstance(rules[k], LinearTerm)
-             else float(rules[k].weight) for k in u.fired}
+    added = u.added  # what each fired rule adds: its weight; a linear card's term its weight x clipped value
     fired = sorted(u.fired, key=lambda k: (-abs(added[k]), k))
     used: dict[int, set[int]] = {}  # literal -> fired rules using it
     all_rule_literals: set[int] = set()
