@@ -498,7 +498,7 @@ def main() -> None:
     train = seqs.subset(train_idx)
     test = seqs.subset(test_idx)
     if args.stats == "search":
-        from rudi_explain.search.statistics_search import search_statistics
+        from rudi_explain.search.run import search_statistics
 
         stats = search_statistics(train, teacher[train_idx], n_stats=20, random_state=0)
     else:

@@ -326,13 +326,11 @@ class Explanation(JobControls):
         Parameters
         ----------
         literal : int, str or tuple
-            The literal's index in :attr:`literals`, its name, or a statistic
-            output on which the rules use one literal; or a band edge of a
-            card of :attr:`scorecard`, ``(card, edge)``: the card's index or
+            The literal's index in :attr:`literals`, its name, or a statistic output on which the rules use
+            one literal; or a band edge of a card of :attr:`scorecard`, ``(card, edge)``: the card's index or
             statistic text and the edge's value now, e.g. ``(0, 60.0)``
-            (:func:`rudi_explain.audit.what_if.resolve_literal`). A band edge
-            moves between its neighbours only (a move onto or past one is
-            refused, naming both); a linear card has no edge to move.
+            (:func:`rudi_explain.audit.what_if.resolve_literal`). A band edge moves between its neighbours
+            only (onto or past one is refused, naming both); a linear card has no edge to move.
         value : float
             The new threshold, used exactly as given; must be finite.
 
@@ -392,11 +390,8 @@ class Explanation(JobControls):
                                  time_budget=time_budget, **options)
 
     def user(self, user_id: Any) -> Any:
-        """Why this user got their score: the per-user view (:class:`rudi_explain.audit.user.UserView`).
-
-        With a scorecard it gives the user's band, value and points on each card (``bands``), the
-        interaction rules that fire, and the sum check base + card points + interaction weights = score.
-        """
+        """Why this user got their score: the per-user view (:class:`rudi_explain.audit.user.UserView`),
+        with a scorecard the user's band and points on each card (``bands``) and the sum check."""
         from rudi_explain.audit.user import UserView
 
         self.ready_result()

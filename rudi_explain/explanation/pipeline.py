@@ -33,12 +33,10 @@ from rudi_explain.explanation.explanation import Explanation
 from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.explanation.scorecard_step import prune_to_scorecard
+from rudi_explain.explanation.search_stage import check_given, find_statistics, held_out_users
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.search.given import check_statistics
-from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
 from rudi_explain.sql.spark import as_table, is_table_source, within_sample
-from rudi_explain.statistics import Statistic
 from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
@@ -174,14 +172,6 @@ def _check_enough_data(n: int, n_train: int, y_train: np.ndarray) -> None:
                          "rather than rounded or thresholded ones), or more users of the rarer scores")
 
 
-def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
-    """The error when the search found no statistic, naming the likely causes."""
-    return InputError(f"the search found no statistic that explains the scores: on the {n_train} training users no "
-                      f"statistic of the events explained at least {min_gain:g} of the scores' variance on users it "
-                      "was not chosen on. The users are likely too few, or the scores do not depend on the events; "
-                      "pass more users (a few hundred or more), or check that the scores belong to these users")
-
-
 def _import_torch_beside(config: ExplainConfig) -> None:
     """Import PyTorch in a thread of its own while the search runs, when the student will need it.
 
@@ -200,53 +190,6 @@ def _raise_on_cancel(job: Job) -> Callable[[], bool]:
         job.check_cancel()
         return False
     return should_stop
-
-
-def _held_out_users(n: int, config: ExplainConfig) -> tuple[np.ndarray, np.random.Generator]:
-    """``(is_test, rng)``: which users are held out for the figures, and the generator that drew them
-    (the job draws the validation users from it next)."""
-    rng = np.random.default_rng(config.random_state)
-    n_test = int(round(n * config.test_size))
-    if n - n_test < 10 or n_test < 2:
-        raise InputError(f"{n} users are too few to train on and hold out (test_size={config.test_size})")
-    is_test = np.zeros(n, dtype=bool)
-    is_test[rng.permutation(n)[:n_test]] = True
-    return is_test, rng
-
-
-def _check_given(seqs: Sequences, config: ExplainConfig) -> None:
-    """Check the statistics given against the data and the training users now: before the teacher."""
-    if not config.statistics:
-        return
-    try:
-        is_test, _ = _held_out_users(seqs.n_users, config)
-    except InputError:
-        return  # too few users: the job says so
-    check_statistics(config.given_statistics, seqs, np.flatnonzero(~is_test))
-
-
-def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
-            given: tuple[Statistic, ...]) -> list[Statistic]:
-    """Stage 1: the statistics search on the training users, the given statistics among its candidates."""
-    p = config
-    K = p.n_stats
-
-    def on_search(event: SearchProgress) -> bool:
-        job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
-                 statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
-                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
-                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
-        return not job.stopping()
-
-    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
-                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
-                              **{"given_statistics": given, **(p.search_params or {})})
-    statistics = search.fit(train, y_train, progress=on_search).statistics_
-    job.found = list(statistics)
-    if not statistics:
-        job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
-        raise _no_statistic_error(train.n_users, search.min_gain)
-    return statistics
 
 
 # ------------------------------------------------------------------ the stages
@@ -269,7 +212,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     """
     p = config
     n = seqs.n_users
-    is_test, rng = _held_out_users(n, p)
+    is_test, rng = held_out_users(n, p)
     labels = _labels_array(inputs.labels, seqs, p.in_users_order)
     seconds = job.seconds
 
@@ -297,24 +240,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     y_train = z[train_idx]
     _check_enough_data(n, train_idx.size, y[train_idx])
 
-    t = time.perf_counter()
-    K = p.n_stats
-    given = config.given_statistics
-    if not p.search:
-        # Only the statistics given: no search runs, and the stage says so.
-        statistics = list(given)
-        job.found = list(statistics)
-        job.emit("search", 1, 1, f"no search (search=False): the {len(given)} statistic"
-                 f"{'s' if len(given) > 1 else ''} given", given=len(given), skipped=True,
-                 found=[str(st) for st in statistics])
-        job.check_cancel()
-    else:
-        statistics = _search(train, y_train, config, job, given)
-        seconds["search"] = time.perf_counter() - t
-        n_given = sum(st in given for st in statistics)
-        job.emit("search", K, K, f"{len(statistics)} statistics found" +
-                 (f" ({n_given} of them given)" if given else ""), given=n_given)
-        job.check_cancel()
+    statistics = find_statistics(train, y_train, config, job)
 
     t = time.perf_counter()
     job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")
@@ -541,7 +467,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
     if scores is not None:
         given_scores(scores, seqs, in_users_order=config.in_users_order)  # likewise
     _check_student(config)  # fail now, not after the search
-    _check_given(seqs, config)  # likewise, and before the teacher is asked
+    check_given(seqs, config)  # likewise, and before the teacher is asked
     inputs = JobInputs(teacher, scores, labels)
     if not (progress is None or isinstance(progress, bool) or callable(progress)):
         raise InputTypeError(f"progress must be a callable, True, False or None, got {type(progress).__name__}")

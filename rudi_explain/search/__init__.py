@@ -2,7 +2,8 @@
 
 from rudi_explain.search.catalog import single_aggregations
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
-from rudi_explain.search.statistics_search import METHODS, StatisticsSearch, search_statistics
+from rudi_explain.search.run import search_statistics
+from rudi_explain.search.statistics_search import METHODS, StatisticsSearch
 
 __all__ = ["search_statistics", "StatisticsSearch", "SearchProgress", "SearchCancelled", "METHODS",
            "single_aggregations"]

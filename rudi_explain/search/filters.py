@@ -19,9 +19,11 @@ cost's mean exceeds ``tolerance`` by more than ``z`` of its standard errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 import numpy as np
 
+from rudi_explain.correlation import batch_reward
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.search.catalog import ColumnScreen, StepModel
 from rudi_explain.statistics import FilterBy, RetainBy, Schema, Statistic
@@ -142,3 +144,53 @@ def drop_idle_filters(statistics: Sequence[Statistic], seqs: Sequences, y: np.nd
         if current[j] is not chosen:
             dropped.append((chosen, current[j]))
     return current, dropped
+
+
+#: Fewer held-out users than this and idle filters are not judged (too few to tell).
+MIN_HELD = 200
+
+
+def held_users(search: Any, sample: np.ndarray) -> np.ndarray:
+    """Training users a StatisticsSearch's selection never sees, on which idle filters are judged (sorted positions).
+
+    Users outside the screened sample where there are enough (at most ``screen_size`` of
+    them); otherwise a fifth of the users, taken out of the sample before it is split.
+    """
+    if not search.drop_idle_filters:
+        return np.zeros(0, dtype=np.int64)
+    n = search._seqs.n_users
+    # A generator of its own: the search's draws are the same whether or not users are held out.
+    rng = np.random.default_rng(None if search.random_state is None else [search.random_state, 26])
+    outside = np.setdiff1d(np.arange(n), sample)
+    if len(outside) >= MIN_HELD:
+        return np.sort(rng.choice(outside, min(len(outside), search.screen_size), replace=False))
+    n_held = n // 5
+    if n_held < MIN_HELD:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(rng.choice(n, n_held, replace=False))
+
+def replace_idle_filters(search: Any, fit_users: np.ndarray, held: np.ndarray, keep: set[tuple],
+                         tick: Callable[[], None]) -> None:
+    """Replace each of ``search``'s chosen statistics by its form without a filter that changes nothing it explains on
+    the held-out users (:func:`rudi_explain.search.filters.drop_idle_filters`)."""
+    both = np.union1d(fit_users, held)  # sorted, as subset() orders its users
+    local = search._seqs.subset(both)
+    kept, dropped = drop_idle_filters(search.statistics_, local, search._y[both], np.searchsorted(both, fit_users),
+                                      np.searchsorted(both, held), tolerance=search.min_gain,
+                                      keep=keep, grammar=search.grammar, tick=tick)
+    if not dropped:
+        return
+    search.dropped_filters_ = dropped
+    keep_at = [i for i, st in enumerate(kept) if st is not None]
+    for i in keep_at:
+        new = kept[i]
+        assert new is not None
+        if new != search.statistics_[i]:
+            search._values[i] = new.evaluate(search._seqs)
+            search.partial_r_[i] = batch_reward(search._values[i], search._y, "paper")
+            search.rewards_[i] = float("nan")
+            search._marked.add(new.key)
+    search.statistics_ = [kept[i] for i in keep_at]
+    search._values = [search._values[i] for i in keep_at]
+    search.rewards_ = [search.rewards_[i] for i in keep_at]
+    search.partial_r_ = [search.partial_r_[i] for i in keep_at]

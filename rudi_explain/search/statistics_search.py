@@ -6,10 +6,9 @@ measurably more on users it was not chosen on, deepens the best by single
 edits, keeps a deeper form only where it explains measurably more than its
 simpler forms on those users, and leaves MCTS-SG what that cannot explain
 (:mod:`rudi_explain.search.catalog`, :meth:`StatisticsSearch._fit_screened`).
-Statistics the user gives compete in that selection beside the catalog's, as
-given (:mod:`rudi_explain.search.given`). Once it ends, a filter of a searched
-statistic goes where dropping it changes nothing the statistics explain on
-training users the selection never saw (:mod:`rudi_explain.search.filters`).
+Statistics the user gives compete there as given (:mod:`rudi_explain.search.given`); then a filter of a
+searched statistic goes where dropping it changes nothing the statistics explain on training users the
+selection never saw (:mod:`rudi_explain.search.filters`).
 
 With ``grammar="paper"`` it is the paper's algorithm as published:
 ``search_statistics`` builds each of K statistics operator by operator, as in
@@ -22,9 +21,8 @@ backpropagation), then the child with the best mean reward is committed
 (also inside rollouts), and before each new statistic the target becomes the
 residual of a least-squares fit on the statistics found so far (equation 7).
 
-The paper's Table 3 baselines are behind ``method=``: ``"random"`` valid
-pipelines, and ``"lasso"`` / ``"gbm"`` feature selection over a flat table of
-every single aggregation of every column.
+The paper's Table 3 baselines are behind ``method=``: ``"random"`` valid pipelines, and ``"lasso"`` /
+``"gbm"`` feature selection over a flat table of every single aggregation of every column.
 """
 
 from __future__ import annotations
@@ -52,8 +50,9 @@ from rudi_explain.search.catalog import (
     simpler_forms,
     single_aggregations,
 )
-from rudi_explain.search.filters import drop_idle_filters
+from rudi_explain.search.filters import held_users, replace_idle_filters
 from rudi_explain.search.given import check_statistics, read_statistics
+from rudi_explain.search.mcts_tree import Node as _Node
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.statistics import (
     Aggregation,
@@ -70,7 +69,6 @@ from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
 
 __all__ = [
-    "search_statistics",
     "StatisticsSearch",
     "SearchProgress",
     "SearchCancelled",
@@ -79,23 +77,6 @@ __all__ = [
 ]
 
 METHODS = ("mcts", "random", "lasso", "gbm")
-#: Fewer held-out users than this and idle filters are not judged (too few to tell).
-MIN_HELD = 200
-
-
-class _Node:
-    __slots__ = ("pipeline", "parent", "children", "untried", "visits", "total", "best", "terminal", "dead")
-
-    def __init__(self, pipeline: Pipeline, parent: _Node | None, untried: list[Operator]):
-        self.pipeline = pipeline
-        self.parent = parent
-        self.children: list[_Node] = []
-        self.untried = untried
-        self.visits = 0
-        self.total = 0.0
-        self.best = 0.0
-        self.terminal = pipeline.complete
-        self.dead = False
 
 
 class StatisticsSearch:
@@ -501,7 +482,7 @@ class StatisticsSearch:
         seqs, y = self._seqs, self._y
         n = seqs.n_users
         users = np.sort(self._rng.choice(n, self.screen_size, replace=False)) if n > self.screen_size else np.arange(n)
-        held_out = self._held_users(users)
+        held_out = held_users(self, users)
         if len(held_out) and n <= self.screen_size:
             users = np.setdiff1d(users, held_out)  # all users were in the sample: the held-out part leaves it
         order = self._rng.permutation(len(users))
@@ -810,52 +791,7 @@ class StatisticsSearch:
         self.check_r2_ = check_r2(chosen)
         self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
         if len(held_out) and self.drop_idle_filters:
-            self._drop_idle_filters(users[fit_rows], held_out, given_keys, tick)
-
-    def _held_users(self, sample: np.ndarray) -> np.ndarray:
-        """Training users the selection never sees, on which idle filters are judged (sorted positions).
-
-        Users outside the screened sample where there are enough (at most ``screen_size`` of
-        them); otherwise a fifth of the users, taken out of the sample before it is split.
-        """
-        if not self.drop_idle_filters:
-            return np.zeros(0, dtype=np.int64)
-        n = self._seqs.n_users
-        # A generator of its own: the search's draws are the same whether or not users are held out.
-        rng = np.random.default_rng(None if self.random_state is None else [self.random_state, 26])
-        outside = np.setdiff1d(np.arange(n), sample)
-        if len(outside) >= MIN_HELD:
-            return np.sort(rng.choice(outside, min(len(outside), self.screen_size), replace=False))
-        n_held = n // 5
-        if n_held < MIN_HELD:
-            return np.zeros(0, dtype=np.int64)
-        return np.sort(rng.choice(n, n_held, replace=False))
-
-    def _drop_idle_filters(self, fit_users: np.ndarray, held: np.ndarray, keep: set[tuple],
-                           tick: Callable[[], None]) -> None:
-        """Replace each chosen statistic by its form without a filter that changes nothing it explains on
-        the held-out users (:func:`rudi_explain.search.filters.drop_idle_filters`)."""
-        both = np.union1d(fit_users, held)  # sorted, as subset() orders its users
-        local = self._seqs.subset(both)
-        kept, dropped = drop_idle_filters(self.statistics_, local, self._y[both], np.searchsorted(both, fit_users),
-                                          np.searchsorted(both, held), tolerance=self.min_gain,
-                                          keep=keep, grammar=self.grammar, tick=tick)
-        if not dropped:
-            return
-        self.dropped_filters_ = dropped
-        keep_at = [i for i, st in enumerate(kept) if st is not None]
-        for i in keep_at:
-            new = kept[i]
-            assert new is not None
-            if new != self.statistics_[i]:
-                self._values[i] = new.evaluate(self._seqs)
-                self.partial_r_[i] = batch_reward(self._values[i], self._y, "paper")
-                self.rewards_[i] = float("nan")
-                self._marked.add(new.key)
-        self.statistics_ = [kept[i] for i in keep_at]  # type: ignore[misc]
-        self._values = [self._values[i] for i in keep_at]
-        self.rewards_ = [self.rewards_[i] for i in keep_at]
-        self.partial_r_ = [self.partial_r_[i] for i in keep_at]
+            replace_idle_filters(self, users[fit_rows], held_out, given_keys, tick)
 
     # ----------------------------------------------------------------- MCTS
     def _fit_mcts(self) -> None:
@@ -962,42 +898,3 @@ class StatisticsSearch:
 
 def _target_array(target, seqs: Sequences) -> np.ndarray:
     return per_user_values(target, seqs.users, "the target values")
-
-
-def search_statistics(seqs: Sequences, target, *, n_stats: int = 20, max_depth: int = 4, batch_size: int = 128,
-                      n_simulations: int = 500, random_state: int | None = 0, method: str = "mcts",
-                      progress: Callable[[SearchProgress], bool | None] | None = None,
-                      reward: str = "split", grammar: str = "readable", **params) -> list[Statistic]:
-    """Search K statistics of the sequences that explain a target (MCTS-SG).
-
-    Parameters
-    ----------
-    seqs : Sequences
-    target : array-like of shape (n_users,) or Series indexed by user id
-        Usually the teacher's scores.
-    n_stats, max_depth, batch_size, n_simulations : int
-        K, D, B and the iterations per tree (the paper's defaults).
-    random_state : int or None, default=0
-    method : {'mcts', 'random', 'lasso', 'gbm'}, default='mcts'
-        MCTS-SG or one of the paper's Table 3 baselines.
-    progress : callable, optional
-        Receives :class:`SearchProgress`; return ``False`` to cancel
-        (:class:`SearchCancelled` is raised with the statistics found so far).
-    reward : {"split", "adjusted", "paper"}, default="split"
-        See :class:`StatisticsSearch`.
-    grammar : {"readable", "paper"}, default="readable"
-        The readable grammar (catalog first, then MCTS-SG), or the paper's
-        full grammar and algorithm (Table 3).
-    **params
-        Further :class:`StatisticsSearch` parameters (``screen_size``,
-        ``min_gain``, ``catalog``, ...).
-
-    Returns
-    -------
-    list of Statistic
-        In the order found; no two are equivalent.
-    """
-    search = StatisticsSearch(n_stats=n_stats, max_depth=max_depth, batch_size=batch_size,
-                              n_simulations=n_simulations, method=method, reward=reward,
-                              random_state=random_state, grammar=grammar, **params)
-    return search.fit(seqs, target, progress=progress).statistics_

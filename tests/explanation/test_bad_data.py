@@ -5,7 +5,7 @@ import pytest
 
 import rudi_explain as rx
 from rudi_explain.exceptions import InputError
-from rudi_explain.explanation import pipeline
+from rudi_explain.explanation import pipeline, search_stage
 
 
 def _explain(seqs, scores, **kw):
@@ -15,7 +15,7 @@ def _explain(seqs, scores, **kw):
 def test_twelve_users_named_before_search(monkeypatch):
     small = rx.datasets.make_payments(12, random_state=0)
     searched = []
-    monkeypatch.setattr(pipeline.StatisticsSearch, "fit", lambda self, *a, **k: searched.append(1) or self)
+    monkeypatch.setattr(search_stage.StatisticsSearch, "fit", lambda self, *a, **k: searched.append(1) or self)
     with pytest.raises(InputError, match=r"only 12 users .*needs at least 20 training users") as err:
         _explain(small.sequences(), small.risk)
     assert "need at least one statistic" not in str(err.value)
@@ -29,7 +29,7 @@ def test_near_constant_scores_named_before_search(monkeypatch, tiny):
     scores = pd.Series(0.0, index=demo.risk.index)
     scores.iloc[::50] = tiny  # 4 of 200 users differ: 98% tied
     searched = []
-    monkeypatch.setattr(pipeline.StatisticsSearch, "fit", lambda self, *a, **k: searched.append(1) or self)
+    monkeypatch.setattr(search_stage.StatisticsSearch, "fit", lambda self, *a, **k: searched.append(1) or self)
     with pytest.raises(InputError, match=r"the scores barely vary: 9\d% of the training users share one score"):
         _explain(seqs, scores)
     assert not searched

@@ -10,7 +10,7 @@ import pytest
 
 import rudi_explain as rx
 from rudi_explain.exceptions import InputError
-from rudi_explain.explanation import pipeline
+from rudi_explain.explanation import search_stage
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.search.statistics_search import StatisticsSearch
 
@@ -101,7 +101,7 @@ def test_a_bad_statistic_is_refused_by_name_before_the_teacher_is_asked(demo, st
     # Two categories that only a held-out user's events have: on every training user, the share of
     # USD is 100% and that of EUR 0%, and a statistic of 'rare' events is undefined.
     users = demo.sequences().users
-    is_test, _ = pipeline._held_out_users(len(users), ExplainConfig())  # the split explain() draws
+    is_test, _ = search_stage.held_out_users(len(users), ExplainConfig())  # the split explain() draws
     assert is_test.sum() == 120
     held_out = events_of = demo.events["user_id"] == users[np.flatnonzero(is_test)[0]]
     events = demo.events.copy()

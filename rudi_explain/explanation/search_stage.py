@@ -1,0 +1,104 @@
+"""Stage 1 of the job: which users are held out, the statistics given checked, and the statistics search.
+
+:func:`find_statistics` runs the search on the training users with the statistics the
+user gave among its candidates, or takes only those (``search=False``) and says the
+search was skipped; :func:`check_given` checks the given ones before the teacher is asked.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from rudi_explain.data.sequences import Sequences
+from rudi_explain.exceptions import InputError
+from rudi_explain.explanation.config import ExplainConfig
+from rudi_explain.explanation.job import Job
+from rudi_explain.search.given import check_statistics
+from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
+from rudi_explain.statistics import Statistic
+
+__all__ = ["held_out_users", "check_given", "find_statistics"]
+
+
+def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
+    """The error when the search found no statistic, naming the likely causes."""
+    return InputError(f"the search found no statistic that explains the scores: on the {n_train} training users no "
+                      f"statistic of the events explained at least {min_gain:g} of the scores' variance on users it "
+                      "was not chosen on. The users are likely too few, or the scores do not depend on the events; "
+                      "pass more users (a few hundred or more), or check that the scores belong to these users")
+
+
+def held_out_users(n: int, config: ExplainConfig) -> tuple[np.ndarray, np.random.Generator]:
+    """``(is_test, rng)``: which users are held out for the figures, and the generator that drew them
+    (the job draws the validation users from it next)."""
+    rng = np.random.default_rng(config.random_state)
+    n_test = int(round(n * config.test_size))
+    if n - n_test < 10 or n_test < 2:
+        raise InputError(f"{n} users are too few to train on and hold out (test_size={config.test_size})")
+    is_test = np.zeros(n, dtype=bool)
+    is_test[rng.permutation(n)[:n_test]] = True
+    return is_test, rng
+
+
+def check_given(seqs: Sequences, config: ExplainConfig) -> None:
+    """Check the statistics given against the data and the training users now: before the teacher."""
+    if not config.statistics:
+        return
+    try:
+        is_test, _ = held_out_users(seqs.n_users, config)
+    except InputError:
+        return  # too few users: the job says so
+    check_statistics(config.given_statistics, seqs, np.flatnonzero(~is_test))
+
+
+def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
+            given: tuple[Statistic, ...]) -> list[Statistic]:
+    """Stage 1: the statistics search on the training users, the given statistics among its candidates."""
+    p = config
+    K = p.n_stats
+
+    def on_search(event: SearchProgress) -> bool:
+        job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
+                 statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
+                 best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
+                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
+        return not job.stopping()
+
+    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
+                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
+                              **{"given_statistics": given, **(p.search_params or {})})
+    statistics = search.fit(train, y_train, progress=on_search).statistics_
+    job.found = list(statistics)
+    if not statistics:
+        job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
+        raise _no_statistic_error(train.n_users, search.min_gain)
+    return statistics
+
+
+def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job) -> list[Statistic]:
+    """The statistics of the explanation: searched beside the given ones, or only those given.
+
+    Records the search's seconds in ``job.seconds["search"]`` and emits the stage's end.
+    """
+    p = config
+    K = p.n_stats
+    given = config.given_statistics
+    t = time.perf_counter()
+    if not p.search:
+        # Only the statistics given: no search runs, and the stage says so.
+        statistics = list(given)
+        job.found = list(statistics)
+        job.emit("search", 1, 1, f"no search (search=False): the {len(given)} statistic"
+                 f"{'s' if len(given) > 1 else ''} given", given=len(given), skipped=True,
+                 found=[str(st) for st in statistics])
+        job.check_cancel()
+    else:
+        statistics = _search(train, y_train, config, job, given)
+        job.seconds["search"] = time.perf_counter() - t
+        n_given = sum(st in given for st in statistics)
+        job.emit("search", K, K, f"{len(statistics)} statistics found" +
+                 (f" ({n_given} of them given)" if given else ""), given=n_given)
+        job.check_cancel()
+    return statistics
