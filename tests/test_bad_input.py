@@ -350,7 +350,7 @@ def test_parsing_a_long_statistic_text_copies_none_of_it():
 
 
 def test_invalid_student_params_fail_before_any_work(monkeypatch):
-    import rudi_explain.explanation.pipeline as explanation
+    import rudi_explain.explanation.search_stage as explanation  # where the job starts the search
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")

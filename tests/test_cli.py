@@ -142,7 +142,7 @@ def test_missing_label_column_and_zero_epochs_are_named(files, tmp_path, monkeyp
 
 
 def test_a_time_column_left_as_a_category_is_refused_at_once(files, tmp_path, monkeypatch, capsys):
-    import rudi_explain.explanation.pipeline as explanation
+    import rudi_explain.explanation.search_stage as explanation  # where the job starts the search
 
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")
