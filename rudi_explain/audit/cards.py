@@ -32,9 +32,17 @@ __all__ = ["value_text", "band_label", "card_on", "resolve_card", "card_literals
 EDGE_MATCH = 1e-9
 
 
-def value_text(literals: Any, column: int, value: float, exact: bool = False) -> str:
-    """Statistic output ``column``'s ``value`` written the one way (a share as a percent, a count whole)."""
-    return format_value(value, literals.output_kind[column], literals.output_unit[column], exact=exact)
+def value_text(literals: Any, column: int, value: Any, exact: bool = False) -> str:
+    """Statistic output ``column``'s ``value`` written the one way (a share as a percent, a count whole).
+
+    ``exact`` writes the very number (a threshold) instead of 3 significant digits; None and NaN read
+    "undefined". A table saved before kinds and units writes plain values.
+    """
+    kinds = getattr(literals, "output_kind", None)
+    units = getattr(literals, "output_unit", None)
+    return format_value(np.nan if value is None else float(value),
+                        str(kinds[column]) if kinds is not None else "value",
+                        str(units[column]) if units is not None else "", exact=exact)
 
 
 def band_label(card: Card, index: int) -> str:

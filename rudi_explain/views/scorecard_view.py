@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rudi_explain.audit.cards import value_text
 from rudi_explain.audit.jsonable import json_float
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
 from rudi_explain.rules.values import format_value, points_text
@@ -40,16 +41,6 @@ def output_unit(literals: Any, column: int) -> str:
     """Output ``column``'s unit ("" without one, or for tables saved before units)."""
     units = getattr(literals, "output_unit", None)
     return str(units[column]) if units is not None else ""
-
-
-def value_text(literals: Any, column: int, value: Any, exact: bool = False) -> str:
-    """A value of output ``column`` for a reader: :func:`format_value` with the output's kind and unit.
-
-    ``exact`` writes the very number (a threshold) instead of 3 significant digits.
-    None and NaN read "undefined".
-    """
-    x = np.nan if value is None else float(value)
-    return format_value(x, output_kind(literals, column), output_unit(literals, column), exact=exact)
 
 
 def weight_text(weight: float) -> str:
