@@ -1403,6 +1403,13 @@ function slideDecimals(thresholdText, step) {
   return Math.min(12, Math.max(own, step > 0 ? Math.ceil(-Math.log10(step)) + 1 : 0));
 }
 
+// The number in a what-if box as typed: "25%", "1,200 EUR" and " 25 " read 25, 1200 and 25 (the kernel
+// reads the text itself, exactly: rudi_explain/audit/cards.py read_value; this is for the chart's line).
+function boxNumber(text) {
+  const s = String(text).trim().replace(/%$/, "").replace(/\s+\D*$/, "").replace(/[,\u2009 ]/g, "");
+  return s ? Number(s) : NaN;
+}
+
 // One what-if control per statistic output: the threshold to move is picked among its literals in
 // rules (sorted by value), so an output read at four thresholds shows one control, not four alike.
 function whatIfControl(t, ui, results, audit, redraw) {
@@ -1411,14 +1418,16 @@ function whatIfControl(t, ui, results, audit, redraw) {
   const picked = inRules.find((x) => x.literal === (ui.whatIfPick || {})[t.column]) || inRules[0];
   const th = picked, i = th.literal;
   const st = ui.whatIf[i];
-  const text = st ? st.text : th.threshold_text;
-  const lo = t.min ?? th.threshold, hi = t.max ?? th.threshold;
+  // the box and its slider take the value the way the card writes it: a share in percent (x input_scale)
+  const scale = t.input_scale || 1, own = th.input_text ?? th.threshold_text;
+  const text = st ? st.text : own;
+  const lo = (t.min ?? th.threshold) * scale, hi = (t.max ?? th.threshold) * scale;
   const step = t.discrete ? 1 : (hi - lo) / 200 || 1;
-  const decimals = slideDecimals(th.threshold_text, step);
+  const decimals = slideDecimals(own, step);
   const stop = (e) => e.stopPropagation();  // no notebook shortcut while typing or sliding here
   const onKey = (e) => {
     if (e.key === "Enter") { swallow(e); audit.whatIfTyped(i, e.target.value, true); }
-    else if (e.key === "Escape") { swallow(e); audit.whatIfReset(i, th.threshold_text); }
+    else if (e.key === "Escape") { swallow(e); audit.whatIfReset(i, own); }
     else stop(e);
   };
   const label = `new threshold for: ${literalWords(t, th)}`;
@@ -1430,16 +1439,16 @@ function whatIfControl(t, ui, results, audit, redraw) {
   return h("div", { class: "rx-whatif" + (st && st.state ? " rx-whatif-moved" : ""), data: { literal: i, column: t.column }, "data-lm-suppress-shortcuts": "true" },
     h("div", { class: "rx-whatif-controls" },
       h("span", { class: "rx-whatif-label", title: literalWords(t, th) }, "What if ", which, " were more than"),
-      h("input", { class: "rx-whatif-input", type: "number", step: "any", value: text, "aria-label": label,
+      // text, not type=number: "25%" is a share typed the way its card writes it
+      h("input", { class: "rx-whatif-input", type: "text", inputmode: "decimal", value: text, "aria-label": label,
         data: { key: `whatif-${i}`, literal: i }, on: { input: (e) => audit.whatIfTyped(i, e.target.value, false), keydown: onKey } }),
-      // the box takes the number exp.with_threshold takes: for a share, the fraction (the reply writes it as a percent)
-      t.kind === "share" ? h("span", { class: "rx-whatif-unit rx-muted" }, "as a fraction (0.25 is 25%)")
+      scale === 100 ? h("span", { class: "rx-whatif-unit rx-muted" }, "% (25 is 25%)")
         : t.unit ? h("span", { class: "rx-whatif-unit rx-muted" }, t.unit) : null,
-      hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: Number(text),
+      hi > lo ? h("input", { class: "rx-whatif-range", type: "range", min: lo, max: hi, step, value: boxNumber(text),
         "aria-label": `${label} (slider from ${t.min_text ?? fmt(lo)} to ${t.max_text ?? fmt(hi)})`, data: { key: `whatif-range-${i}`, literal: i },
         on: { input: (e) => audit.whatIfTyped(i, String(Number(Number(e.target.value).toFixed(decimals))), false, true), keydown: onKey } }) : null,
       h("button", { class: "rx-button rx-whatif-reset", type: "button", data: { key: `whatif-reset-${i}` },
-        on: { click: () => audit.whatIfReset(i, th.threshold_text) } }, "Reset")),
+        on: { click: () => audit.whatIfReset(i, own) } }, "Reset")),
     h("div", { class: "rx-whatif-result", role: "status", "aria-live": "polite", data: { literal: i } }, whatIfResult(th, st, results)));
 }
 
@@ -1608,14 +1617,18 @@ function render({ model, el }) {
       st.text = String(text);
       for (const n of byData(fromRange ? ".rx-whatif-input" : ".rx-whatif-range", "literal", i)) n.value = st.text;
       clearTimeout(whatIfTimers[i]);
-      const v = Number(st.text);
-      if (!st.text.trim() || !Number.isFinite(v)) {
-        st.error = "type a number"; st.loading = false; this.whatIfShow(i); return;
+      const t = ((model.get("results") || {}).thresholds || []).find((x) => x.thresholds.some((y) => y.literal === i));
+      const scale = (t && t.input_scale) || 1;
+      const n = boxNumber(st.text);
+      if (!Number.isFinite(n)) {
+        st.error = scale === 100 ? "type a percent (25 is 25%)" : "type a number"; st.loading = false; this.whatIfShow(i); return;
       }
+      const v = n / scale;
       this.whatIfLine(i, v);
       const send = () => {
         st.request = ++ui.seq; st.loading = true; st.error = "";
-        if (!ask({ type: "what_if", literal: i, value: v, request: st.request })) Object.assign(st, { loading: false, error: `a what-if ${NO_KERNEL}` });
+        // the text goes as typed: the kernel reads it exactly (10.8 -> 0.108, not 10.8 / 100)
+        if (!ask({ type: "what_if", literal: i, value: v, text: st.text, request: st.request })) Object.assign(st, { loading: false, error: `a what-if ${NO_KERNEL}` });
         this.whatIfShow(i);
       };
       if (now) send(); else whatIfTimers[i] = setTimeout(send, 150);

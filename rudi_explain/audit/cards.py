@@ -11,6 +11,7 @@ that is one edge, so a what-if move of that literal moves the edge.
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,13 +21,13 @@ from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
 from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, percent_text
 
 if TYPE_CHECKING:
     from rudi_explain.explanation import Explanation
 
-__all__ = ["value_text", "band_label", "card_on", "resolve_card", "card_literals", "edge_literal",
-           "edge_neighbours"]
+__all__ = ["value_text", "output_kind", "output_unit", "input_text", "input_scale", "read_value", "band_label",
+           "card_on", "resolve_card", "card_literals", "edge_literal", "edge_neighbours"]
 
 #: Relative tolerance within which a given edge value names a card's edge (a value typed from its text).
 EDGE_MATCH = 1e-9
@@ -38,11 +39,69 @@ def value_text(literals: Any, column: int, value: Any, exact: bool = False) -> s
     ``exact`` writes the very number (a threshold) instead of 3 significant digits; None and NaN read
     "undefined". A table saved before kinds and units writes plain values.
     """
+    return format_value(np.nan if value is None else float(value), output_kind(literals, column),
+                        output_unit(literals, column), exact=exact)
+
+
+def output_kind(literals: Any, column: int) -> str:
+    """Statistic output ``column``'s kind ("share", "count", ...); "value" for a table saved before kinds."""
     kinds = getattr(literals, "output_kind", None)
+    return str(kinds[column]) if kinds is not None else "value"
+
+
+def output_unit(literals: Any, column: int) -> str:
+    """Statistic output ``column``'s unit ("EUR"); "" where it has none or the table predates units."""
     units = getattr(literals, "output_unit", None)
-    return format_value(np.nan if value is None else float(value),
-                        str(kinds[column]) if kinds is not None else "value",
-                        str(units[column]) if units is not None else "", exact=exact)
+    return str(units[column]) if units is not None else ""
+
+
+def input_scale(literals: Any, column: int) -> int:
+    """What a value is multiplied by to be typed the way the card writes it: 100 for a share, else 1."""
+    return 100 if output_kind(literals, column) == "share" else 1
+
+
+def input_text(literals: Any, column: int, value: Any) -> str:
+    """The exact number a reader types for ``value`` of output ``column``: a share in percent, no unit.
+
+    ``input_text`` then :func:`read_value` gives ``value`` back exactly (0.108 -> "10.8" -> 0.108).
+    """
+    x = float(value)
+    exact = str(np.format_float_positional(x, unique=True, trim="-"))
+    if output_kind(literals, column) == "share" and math.isfinite(x):
+        return percent_text(exact).replace(",", "")
+    return exact
+
+
+def read_value(literals: Any, column: int, text: Any) -> float:
+    """A value of output ``column`` typed the way its card writes it, as the raw number code takes.
+
+    A share is typed in percent ("25" and "25%" are 0.25); other values in their unit, which may
+    follow the number ("1,200 EUR"). Thousands separators are ignored. The percent is divided
+    exactly (in decimal), so "10.8" reads as the float 0.108.
+
+    Raises
+    ------
+    InputError
+        Not a number.
+    """
+    raw = str(text).strip()
+    s = raw
+    unit = output_unit(literals, column)
+    share = output_kind(literals, column) == "share"
+    if share:
+        s = s.removesuffix("%").rstrip()
+    elif unit and s.endswith(unit):
+        s = s[: -len(unit)].rstrip()
+    s = s.replace(",", "").replace("\u2009", "").replace(" ", "")
+    try:
+        d = Decimal(s)
+    except InvalidOperation:
+        d = Decimal("NaN")
+    x = float(d / 100) if share and d.is_finite() else float(d)
+    if not s or not math.isfinite(x):  # 1e999 too: a finite decimal past the floats
+        how = "a percent (25 or 25% for 25%)" if share else f"a number{f' in {unit}' if unit else ''}"
+        raise InputError(f"type {how}, got {raw!r}")
+    return x
 
 
 def band_label(card: Card, index: int) -> str:

@@ -215,7 +215,9 @@ def moved_threshold(exp: Explanation, literal: Any, value: Any) -> Explanation:
     literal : int, Lit or str
         See :func:`resolve_literal`.
     value : float
-        The new threshold, used exactly as given (not rounded).
+        The new threshold, used exactly as given (not rounded): the raw value, as the statistic computes
+        it, so a share is a fraction (0.25 for 25%). The widget's what-if box is the one that takes a
+        value the way the card writes it ("25" or "25%"), :func:`rudi_explain.audit.cards.read_value`.
 
     Returns
     -------

@@ -30,6 +30,7 @@ import pandas as pd
 
 from rudi_explain._version import __version__
 from rudi_explain.audit.attributions import TeacherUnavailable
+from rudi_explain.audit.cards import input_scale, input_text, output_unit
 from rudi_explain.audit.jsonable import json_float
 from rudi_explain.audit.ranks import percentile_of
 from rudi_explain.audit.what_if import what_if as what_if_state
@@ -277,8 +278,10 @@ def thresholds(exp: Explanation) -> list[dict]:
             "column": c,
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
-            "unit": _unit(L, c),
+            "unit": output_unit(L, c),
             "kind": output_kind(L, c),
+            # the what-if box takes a value the way the card writes it: x 100 for a share (audit.cards.read_value)
+            "input_scale": input_scale(L, c),
             "name": L.output_names[c],
             "importance": _num(weight.get(c, 0.0)),
             "n_undefined": int((~defined).sum()),
@@ -315,6 +318,7 @@ def thresholds(exp: Explanation) -> list[dict]:
             "threshold": _num(L.thresholds[i], 17),
             "threshold_text": L.threshold_text[i],  # the number as code takes it (exp.with_threshold)
             "value_text": value_text(L, c, L.thresholds[i], exact=True),  # as a reader reads it
+            "input_text": input_text(L, c, L.thresholds[i]),  # as the what-if box takes it (a share in percent)
             "share_above": _num(a / len(values), 4),  # undefined values are never above
             "in_rules": int(i) in used,
         } for i, a in zip(lits, above)]
@@ -555,7 +559,7 @@ def global_importance(exp: Explanation) -> dict:
     total = sum(var.values())
     order = sorted(var, key=lambda c: (-var[c], c))
     return {"n_users": int(test.size), "bars": [
-        {"column": c, "words": L.output_descriptions[c], "unit": _unit(L, c), "variance": _num(var[c], 6),
+        {"column": c, "words": L.output_descriptions[c], "unit": output_unit(L, c), "variance": _num(var[c], 6),
          "share": _num(var[c] / total, 4) if total > 0 else None} for c in order]}
 
 
@@ -567,12 +571,6 @@ def fidelity_curve(exp: Explanation) -> list[dict]:
     return [{"n_rules": int(r.n_rules), "fidelity_test": _num(r.fidelity_test, 4),
              "fidelity_valid": _num(r.fidelity_valid, 4), "default": bool(r.default),
              "current": int(r.n_rules) == len(exp.rules)} for r in curve.itertuples()]
-
-
-def _unit(L: Any, c: int) -> str:
-    """The unit of statistic output ``c`` ("" without one, or for tables saved before units)."""
-    units = getattr(L, "output_unit", None)
-    return units[c] if units is not None else ""
 
 
 def net_effects(exp: Explanation) -> list[dict]:
@@ -620,9 +618,9 @@ def net_effects(exp: Explanation) -> list[dict]:
             "column": c,
             "statistic": int(L.output_statistic[c]),
             "words": L.output_descriptions[c],
-            "unit": _unit(L, c),
+            "unit": output_unit(L, c),
             "notation": L.pipeline_text(c) if hasattr(L, "pipeline_text") else L.output_names[c],
-            "kind": L.output_kind[c] if hasattr(L, "output_kind") else "value",
+            "kind": output_kind(L, c),
             "thresholds": [_num(L.thresholds[i], 17) for i in idx],
             "threshold_text": [value_text(L, c, L.thresholds[i], exact=True) for i in idx],
             "effect": [_num(e) for e in score - score[base]],

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rudi_explain.audit.cards import value_text
+from rudi_explain.audit.cards import output_kind, output_unit, value_text  # one place for a kind's fallback
 from rudi_explain.audit.jsonable import json_float
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
 from rudi_explain.rules.values import format_value, points_text
@@ -29,18 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["scorecard_state", "user_scorecard", "value_text", "output_kind", "output_unit", "weight_text"]
 
 _num = json_float
-
-
-def output_kind(literals: Any, column: int) -> str:
-    """How output ``column``'s values are written ('share', 'count', 'binary' or 'value')."""
-    kinds = getattr(literals, "output_kind", None)
-    return str(kinds[column]) if kinds is not None else "value"
-
-
-def output_unit(literals: Any, column: int) -> str:
-    """Output ``column``'s unit ("" without one, or for tables saved before units)."""
-    units = getattr(literals, "output_unit", None)
-    return str(units[column]) if units is not None else ""
 
 
 def weight_text(weight: float) -> str:

@@ -26,10 +26,13 @@ Three more requests answer the audit views, each echoing ``request`` (and
   change that moves the user's rule score below that percentile (above it
   for a user already below), :meth:`Counterfactual.to_dict` under
   ``"counterfactual"``;
-* ``{"type": "what_if", "literal": i, "value": v}``: the coverage of the
+* ``{"type": "what_if", "literal": i, "text": "25%"}``: the coverage of the
   rules using literal ``i`` and the held-out fidelity with its threshold
-  at ``v`` (:func:`widget_state.what_if`, under ``"state"``); the
-  explanation itself is unchanged (``exp.with_threshold`` makes the move);
+  at the typed value, read the way the card writes it (a share in percent:
+  "25" or "25%" is 0.25, :func:`rudi_explain.audit.cards.read_value`;
+  an older page sends the raw ``"value"`` instead) (:func:`widget_state.what_if`,
+  under ``"state"``); the explanation itself is unchanged
+  (``exp.with_threshold`` makes the move, and takes the raw value);
 * ``{"type": "agreement", "request": n}``: the rule-model agreement over a
   sample of held-out users (:func:`widget_state.agreement_state`, under
   ``"state"``), preceded by ``agreement_progress`` messages. It asks the
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets as t
 
+from rudi_explain.audit.cards import read_value
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.job import add_wait_context
 from rudi_explain.validation import check_whole
@@ -207,7 +211,8 @@ class ExplanationWidget(anywidget.AnyWidget):
             self.send(self.answer_counterfactual(content.get("id"), content.get("request"),
                                                  content.get("percentile", 50.0), content.get("max_literals", 3)))
         elif kind == "what_if":
-            self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request")))
+            self.send(self.answer_what_if(content.get("literal"), content.get("value"), content.get("request"),
+                                          content.get("text")))
         elif kind == "agreement":
             self.send(self.answer_agreement(content.get("request"), content.get("n_users")))
         elif kind == "report":
@@ -335,17 +340,26 @@ class ExplanationWidget(anywidget.AnyWidget):
         except Exception as err:  # rules that take no counterfactual (linear terms), a failing model
             return reply | {"ok": False, "error": f"{type(err).__name__}: {err}"}
 
-    def answer_what_if(self, literal: Any, value: Any, request: Any = None) -> dict:
-        """The reply to a typed threshold: coverage of the literal's rules and fidelity, now and moved."""
+    def answer_what_if(self, literal: Any, value: Any, request: Any = None, text: Any = None) -> dict:
+        """The reply to a typed threshold: coverage of the literal's rules and fidelity, now and moved.
+
+        ``text`` is what the box holds, read the way the card writes the value (a share in percent:
+        :func:`~rudi_explain.audit.cards.read_value`); without it ``value`` is the raw number.
+        """
         reply: dict = {"type": "what_if", "request": request, "literal": literal}
         if (late := self._not_ready(reply)) is not None:
             return late
+        L = self._exp.literals
         try:
+            if text is not None:
+                i = int(literal)
+                if not 0 <= i < len(L.column):
+                    raise InputError(f"literal {i} does not exist")
+                value = read_value(L, int(L.column[i]), text)
             state = ws.what_if(self._exp, literal, value)
         except (ValueError, TypeError) as err:  # not a number, no such literal: the message says which
             return reply | {"ok": False, "error": str(err)}
         # the moved threshold as a reader reads it (a share as a percent, with the unit); value_text stays the code's
-        L = self._exp.literals
         state["value_shown"] = value_text(L, int(L.column[int(state["literal"])]), state["value"], exact=True)
         return reply | {"ok": True, "state": state}
 

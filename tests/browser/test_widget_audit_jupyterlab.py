@@ -59,7 +59,8 @@ if cf.found and not cf.n_literals:  # already below the median: the widget shows
 exp.to_html("audit-report.html")
 json.dump({"user": str(uid), "n_events": len(seqs.events(uid)), "values": a["values"], "agreement": a["agreement"],
            "informative": a["informative"],
-           "literal": lit, "threshold_text": th["threshold_text"], "value": value,
+           "literal": lit, "input_text": th["input_text"], "value": value,
+           "unit": exp.literals.output_unit[exp.literals.column[lit]],
            "before": exp.report()["fidelity_test"], "after": exp.with_threshold(lit, value).report()["fidelity_test"],
            "cf": cf.to_dict()}, open("audit.json", "w"))
 print("EXPECTED", uid)"""
@@ -271,12 +272,16 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         original = fid.inner_text()
         assert _fmt3(want["before"]) in original
         field = block.locator(".rx-whatif-input")
-        assert field.input_value() == want["threshold_text"]
+        assert field.input_value() == want["input_text"]
         cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.type)"
         assert page.evaluate(cells) == ["code"] * 4
+        # the box reads a value the way the card writes it: an amount may carry its unit ("1,200 EUR"), a
+        # share is typed in percent (tests/views/test_scorecard_view.py checks the kernel's reading of both)
+        hint = block.locator(".rx-whatif-unit")
+        assert (hint.inner_text() if hint.count() else "") == want["unit"]
         field.focus()
         page.keyboard.press("Control+A")
-        page.keyboard.type(f"{want['value']:g}")
+        page.keyboard.type(f"{want['value']:,g} {want['unit']}".strip())
         after = block.locator(".rx-whatif-after")
         after.wait_for()
         page.wait_for_function(
@@ -292,7 +297,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         shots(page, "audit-light-whatif", top=good.locator(".rx-threshold-block").filter(has=page.locator(f".rx-whatif[data-literal='{lit}']")))
         block.locator(".rx-whatif-reset").click()
         assert fid.inner_text() == original and block.locator(".rx-whatif-after").count() == 0
-        assert field.input_value() == want["threshold_text"]
+        assert field.input_value() == want["input_text"]
         assert proposed.get_attribute("visibility") == "hidden"
         # Escape resets too, and the slider moves the number with it.
         field.focus()
@@ -300,7 +305,7 @@ def test_audit_views_in_jupyterlab(jupyter_lab, chromium, shots):
         page.keyboard.type(f"{want['value']:g}")
         after.wait_for()
         page.keyboard.press("Escape")
-        assert fid.inner_text() == original and field.input_value() == want["threshold_text"]
+        assert fid.inner_text() == original and field.input_value() == want["input_text"]
         assert page.evaluate(cells) == ["code"] * 4  # digits and Escape typed here reached no notebook shortcut
         slider = block.locator(".rx-whatif-range")
         slider.focus()

@@ -327,6 +327,42 @@ def test_the_what_if_reply_writes_the_moved_threshold_the_one_way():
     assert reply["state"]["value_shown"].endswith("%")
 
 
+def test_the_what_if_box_takes_a_share_in_percent_the_way_the_card_writes_it():
+    """The box shows a share's threshold in percent and reads "25" or "25%" as 25% (issue 26 left-out 1): the
+    reply to the typed text equals the reply to the raw value (what exp.with_threshold takes), and the text the
+    box shows reads back as the very threshold."""
+    from rudi_explain.views.widget import ExplanationWidget
+
+    exp = tiny_payments(200)
+    w = ExplanationWidget(exp)
+    checked = 0
+    for t in ws.thresholds(exp):
+        for x in (x for x in t["thresholds"] if x["in_rules"]):
+            share = t["kind"] == "share"
+            assert t["input_scale"] == (100 if share else 1)
+            # the reference: the raw threshold times 100 (a share), as a plain float
+            assert float(x["input_text"]) == pytest.approx(x["threshold"] * t["input_scale"], rel=1e-12)
+            same = w.answer_what_if(x["literal"], None, 1, x["input_text"])
+            assert same["ok"] and same["state"]["value"] == x["threshold"], same
+            raw = float(np.round(x["threshold"] * 0.9, 6)) if x["threshold"] else -1.0
+            typed = [f"{raw * 100:.4f}", f"{raw * 100:.4f}%", f" {raw * 100:.4f} % "] if share else [repr(raw)]
+            want = w.answer_what_if(x["literal"], raw, 1)
+            for text in typed:
+                got = w.answer_what_if(x["literal"], None, 1, text)
+                if not want["ok"]:  # a band edge moved past its neighbour: the same refusal
+                    assert not got["ok"] and got["error"] == want["error"]
+                    continue
+                assert got["ok"], got
+                assert got["state"]["value"] == pytest.approx(raw, rel=1e-12)
+                assert got["state"]["fidelity_test_moved"] == pytest.approx(want["state"]["fidelity_test_moved"])
+                assert got["state"]["value_shown"] == want["state"]["value_shown"]
+            checked += share
+    assert checked >= 1, "no share threshold in the rules"
+    bad = next(x for t in ws.thresholds(exp) for x in t["thresholds"] if t["kind"] == "share")
+    reply = w.answer_what_if(bad["literal"], None, 1, "a quarter")
+    assert not reply["ok"] and "percent" in reply["error"]
+
+
 def test_a_users_waterfall_adds_a_linear_terms_weight_times_the_value():
     """On a set holding rules and a linear term, each fired rule's step in the user's drill-down is what it adds
     (a linear term: weight x value), so intercept + steps = the rule score (the weight alone did not add up)."""
