@@ -29,14 +29,18 @@ that edge there.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
+from rudi_explain.search.parallel import Workers, resolve_n_jobs
 from rudi_explain.statistics import (
     OPERATORS,
     Aggregation,
@@ -70,6 +74,7 @@ _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
+_CHUNK = 50  # statistics evaluated per task (and per cancel check)
 
 
 def complexity(stat: Statistic) -> tuple[int, int, str]:
@@ -441,7 +446,8 @@ class ColumnScreen:
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
               seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
               max_columns: int | None = None, target: np.ndarray | None = None,
-              rows: np.ndarray | None = None, frames: FrameCache | None = None) -> ColumnScreen:
+              rows: np.ndarray | None = None, frames: FrameCache | None = None,
+              n_jobs: int | None = None) -> ColumnScreen:
         """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
 
         A column equal to one already kept (``seen``: digests of earlier
@@ -464,9 +470,14 @@ class ColumnScreen:
         frames : FrameCache, optional
             Frames over ``sample`` shared by statistics with the same row operators (the
             same values; each filter applied once).
+        n_jobs : int or None
+            Worker threads evaluating the statistics and binning the columns (None: 2 where
+            the process may run on 2 cores or more, see :mod:`rudi_explain.search.parallel`).
+            The screen is the same, bit for bit, with any number.
         """
         if max_columns is not None and target is None:
             raise InputError("ColumnScreen.build: max_columns needs the target to rank columns by")
+        workers_asked = resolve_n_jobs(n_jobs)  # refused here, whatever the size of the catalog
         seen = set() if seen is None else seen
         n = sample.n_users
         if max_columns is not None and rows is None:
@@ -478,42 +489,48 @@ class ColumnScreen:
         owners: list[tuple[Statistic, int]] = []
         columns: list[np.ndarray] = []
         held = 0
+        stats = list(stats)
+        chunks = [stats[start:start + _CHUNK] for start in range(0, len(stats), _CHUNK)]
+        closing: deque[Future[tuple[ColumnScreen, np.ndarray | None]]] = deque()  # blocks being binned
 
-        def close_block() -> None:
-            nonlocal owners, columns, held
-            if not columns:
-                return
-            X = np.column_stack(columns)
-            block = cls(owners, bin_columns(X), standardize(X))
+        def finish_block(block: ColumnScreen, gains: np.ndarray | None) -> None:
+            nonlocal held
             kept.append(block)
             held += len(block)
-            if max_columns is not None:
-                assert centred is not None and rows is not None, "a column limit needs the target"
-                merit.append(block.gains(centred, rows, total_var))
+            if gains is not None:
+                merit.append(gains)
+                assert max_columns is not None, "gains are computed for a column limit"
                 if held > max_columns + max_columns // 2:  # trim now and then, not at every block
                     held = _trim(kept, merit, max_columns)
-            owners, columns = [], []
 
-        for i, stat in enumerate(stats):
-            if cancel is not None and i % 50 == 0:
-                cancel()
-            values = stat.evaluate(sample, frames=frames).reshape(n, -1)
-            for j in range(values.shape[1]):
-                v = values[:, j]
-                finite = v[np.isfinite(v)]
-                if len(finite) < 2 or finite.min() == finite.max() and len(finite) == len(v):
-                    continue
-                # A digest, not the bytes: 140,000 columns of 4,000 users held 4.5 GB of keys.
-                sig = hashlib.blake2b(np.where(np.isfinite(v), v, np.inf).round(9).tobytes(),
-                                      digest_size=16).digest()
-                if sig in seen:
-                    continue
-                seen.add(sig)
-                owners.append((stat, j))
-                columns.append(v)
-                if len(columns) == _BLOCK:
-                    close_block()
-        close_block()
+        # One worker gives the order of a plain loop; more evaluate chunks of statistics and bin
+        # blocks of columns at once, and everything is taken up in that same order: which column
+        # is kept as new, the blocks and the trims do not depend on the number of workers.
+        with Workers(workers_asked if len(chunks) > 1 else 1) as workers:
+            def close_block() -> None:
+                nonlocal owners, columns
+                if columns:
+                    closing.append(workers.submit(_close_block, owners, columns, centred if max_columns is not None
+                                                  else None, rows, total_var))
+                owners, columns = [], []
+
+            def take_closed(wait: bool) -> None:
+                while closing and (wait or closing[0].done() or len(closing) > workers.n_jobs):
+                    finish_block(*closing.popleft().result())
+
+            for found in workers.map_ordered(partial(_evaluate_chunk, sample=sample, frames=frames), chunks,
+                                             before=cancel):
+                for stat, j, v, sig in found:
+                    if sig in seen:
+                        continue
+                    seen.add(sig)
+                    owners.append((stat, j))
+                    columns.append(v)
+                    if len(columns) == _BLOCK:
+                        close_block()
+                take_closed(wait=False)
+            close_block()
+            take_closed(wait=True)
         if max_columns is not None and held > max_columns:
             _trim(kept, merit, max_columns)
         return _concatenate(kept, n)
@@ -624,6 +641,36 @@ def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
         owners.extend(block.owners)
         start += len(block)
     return ColumnScreen(owners, bins, values)
+
+
+def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
+                    frames: FrameCache | None) -> list[tuple[Statistic, int, np.ndarray, bytes]]:
+    """Each output of ``stats`` on ``sample`` that varies, with a digest of its values, in order."""
+    n = sample.n_users
+    out = []
+    for stat in stats:
+        values = stat.evaluate(sample, frames=frames).reshape(n, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or finite.min() == finite.max() and len(finite) == len(v):
+                continue
+            # A digest, not the bytes: 140,000 columns of 4,000 users held 4.5 GB of keys.
+            sig = hashlib.blake2b(np.where(np.isfinite(v), v, np.inf).round(9).tobytes(), digest_size=16).digest()
+            out.append((stat, j, v, sig))
+    return out
+
+
+def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray], centred: np.ndarray | None,
+                 rows: np.ndarray | None, total_var: float) -> tuple[ColumnScreen, np.ndarray | None]:
+    """One block of columns binned and standardized, with each column's gain on ``centred``
+    (the target) when given."""
+    X = np.column_stack(columns)
+    block = ColumnScreen(owners, bin_columns(X), standardize(X))
+    if centred is None:
+        return block, None
+    assert rows is not None, "a column limit needs the rows it ranks on"
+    return block, block.gains(centred, rows, total_var)
 
 
 def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:

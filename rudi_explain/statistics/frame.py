@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
@@ -138,7 +139,8 @@ class FrameCache:
     frames=)``) starts from the longest prefix of its row operators already applied, so each
     filter is applied once, not once per statistic. Frames are immutable, so a shared one gives
     the same values. The least recently used frames go first once their arrays exceed
-    ``max_bytes``.
+    ``max_bytes``. It may be shared by threads (the catalog's workers): a lock guards the
+    store, and two threads missing the same frame both compute it, with the same result.
 
     Parameters
     ----------
@@ -152,28 +154,31 @@ class FrameCache:
         self.max_bytes = max_bytes
         self._frames: OrderedDict[Hashable, tuple[EventFrame, int]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._frames)
 
     def get(self, key: Hashable) -> EventFrame | None:
         """The frame stored under ``key`` (now the most recently used), or None."""
-        hit = self._frames.get(key)
-        if hit is None:
-            return None
-        self._frames.move_to_end(key)
-        return hit[0]
+        with self._lock:
+            hit = self._frames.get(key)
+            if hit is None:
+                return None
+            self._frames.move_to_end(key)
+            return hit[0]
 
     def put(self, key: Hashable, frame: EventFrame) -> None:
         """Store ``frame`` under ``key``, dropping the least recently used beyond the budget."""
-        if key in self._frames:
-            return
         size = sum(a.nbytes for a in (frame.positions, frame.segment)
                    if a is not None and a is not self.seqs.event_user)
         if size > self.max_bytes:
             return
-        self._frames[key] = (frame, size)
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, (_, dropped) = self._frames.popitem(last=False)
-            self._bytes -= dropped
+        with self._lock:
+            if key in self._frames:
+                return
+            self._frames[key] = (frame, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._frames.popitem(last=False)
+                self._bytes -= dropped
