@@ -552,60 +552,80 @@ class ColumnScreen:
         """Column ``i`` alone."""
         return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.values[:, i:i + 1])
 
-    def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
+    def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float,
+              n_jobs: int | None = None) -> np.ndarray:
         """Share of the target's variance each column's step function explains of
-        ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0)."""
+        ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0).
+
+        Blocks of 1,024 columns are scored on ``n_jobs`` worker threads (None: see
+        :mod:`rudi_explain.search.parallel`), each block as one worker would: the same
+        gains, bit for bit, with any number.
+        """
+        workers_asked = resolve_n_jobs(n_jobs)
         m = len(self.owners)
         if m == 0:
             return np.zeros(0)
         r = residual - residual.mean()
-        n = len(rows)
         ss = float(r @ r)
         if ss <= 0:
             return np.zeros(m)
-        width = _N_BINS  # undefined values share the lowest bin
         out = np.empty(m)
-        parts = self._parts_on(rows)
-        total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
-        for b, start in enumerate(range(0, m, _GAIN_BLOCK)):
-            counts, df, mean, squares = parts[b]
-            k = len(df)
-            block = self.bins[rows, start:start + k].astype(np.int64)
-            idx = (block + (np.arange(k) * width)[None, :]).ravel()
-            sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
-            eta2 = between / ss
-            stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
-            # Both lines (as it is, and clipped) in one product; the better line counts.
-            x = self.values[rows, start:start + k].astype(np.float64).reshape(n, 2 * k)
-            along = (r @ x).reshape(k, 2) - mean * total
-            with np.errstate(invalid="ignore", divide="ignore"):  # a line constant on the rows explains nothing
-                r2 = np.where(squares > 0, np.nan_to_num(along * along / (ss * squares)), 0.0).max(axis=1)
-            r2 = np.maximum(r2, 0.0)
-            straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
-            out[start:start + k] = np.maximum(stepped, straight)
-        return out * ss / n / total_var
+        starts = range(0, m, _GAIN_BLOCK)
+        with Workers(workers_asked if len(starts) > 1 else 1) as workers:
+            parts = self._parts_on(rows, workers)
+            score = partial(self._block_gains, r=r, rows=rows, ss=ss)
+            for start, block_gains in zip(starts, workers.map_ordered(score, list(zip(starts, parts)))):
+                out[start:start + len(block_gains)] = block_gains
+        return out * ss / len(rows) / total_var
 
-    def _parts_on(self, rows: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    def _block_gains(self, block: tuple[int, tuple[np.ndarray, ...]], r: np.ndarray, rows: np.ndarray,
+                     ss: float) -> np.ndarray:
+        """:meth:`gains` of the columns from ``start`` on, before the scaling: ``block`` is
+        ``(start, parts)`` with the block's :meth:`_parts_on`."""
+        start, (counts, df, mean, squares) = block
+        n, k, width = len(rows), len(df), _N_BINS  # undefined values share the lowest bin
+        total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
+        bins = self.bins[rows, start:start + k].astype(np.int64)
+        idx = (bins + (np.arange(k) * width)[None, :]).ravel()
+        sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
+        eta2 = between / ss
+        stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
+        # Both lines (as it is, and clipped) in one product; the better line counts.
+        x = self.values[rows, start:start + k].astype(np.float64).reshape(n, 2 * k)
+        along = (r @ x).reshape(k, 2) - mean * total
+        with np.errstate(invalid="ignore", divide="ignore"):  # a line constant on the rows explains nothing
+            r2 = np.where(squares > 0, np.nan_to_num(along * along / (ss * squares)), 0.0).max(axis=1)
+        r2 = np.maximum(r2, 0.0)
+        straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
+        return np.maximum(stepped, straight)
+
+    def _parts_on(self, rows: np.ndarray, workers: Workers | None = None) -> list[tuple[np.ndarray, ...]]:
         """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step)."""
         key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
         parts = self._on_rows.get(key)
         if parts is None:
-            parts = []
-            for start in range(0, len(self.owners), _GAIN_BLOCK):
-                block = self.bins[rows, start:start + _GAIN_BLOCK].astype(np.int64)
-                k = block.shape[1]
-                idx = (block + (np.arange(k) * _N_BINS)[None, :]).ravel()
-                counts = np.bincount(idx, minlength=k * _N_BINS).reshape(k, _N_BINS)
-                x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
-                mean = x.mean(axis=0)
-                centred = x - mean
-                parts.append((counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0)))
+            starts = range(0, len(self.owners), _GAIN_BLOCK)
+            if workers is None:
+                parts = [self._block_parts(start, rows) for start in starts]
+            else:
+                parts = list(workers.map_ordered(partial(self._block_parts, rows=rows), starts))
             self._on_rows[key] = parts
         return parts
+
+    def _block_parts(self, start: int, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`_parts_on` of the block of columns from ``start`` on."""
+        block = self.bins[rows, start:start + _GAIN_BLOCK].astype(np.int64)
+        k = block.shape[1]
+        idx = (block + (np.arange(k) * _N_BINS)[None, :]).ravel()
+        counts = np.bincount(idx, minlength=k * _N_BINS).reshape(k, _N_BINS)
+        x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
+        mean = x.mean(axis=0)
+        centred = x - mean
+        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0)
 
 
 def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int) -> int:
@@ -670,7 +690,7 @@ def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray],
     if centred is None:
         return block, None
     assert rows is not None, "a column limit needs the rows it ranks on"
-    return block, block.gains(centred, rows, total_var)
+    return block, block.gains(centred, rows, total_var, n_jobs=1)  # a worker already
 
 
 def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:
