@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError, InputTypeError
-from rudi_explain.rules.formula import formula_literals
+from rudi_explain.rules.formula import format_threshold, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
 from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD
@@ -66,10 +66,11 @@ def input_text(literals: Any, column: int, value: Any) -> str:
     ``input_text`` then :func:`read_value` gives ``value`` back exactly (0.108 -> "10.8" -> 0.108).
     """
     x = float(value)
-    exact = str(np.format_float_positional(x, unique=True, trim="-"))
-    if output_kind(literals, column) == "share" and math.isfinite(x):
-        return percent_text(exact).replace(",", "")
-    return exact
+    if output_kind(literals, column) != "share" or not math.isfinite(x):
+        return format_threshold(x)  # as code writes a threshold: exact, no exponent unless huge
+    if abs(x) >= 1e19:  # the "is defined" threshold, -1.8e308: exact, and not 311 digits long
+        return str((Decimal(repr(x)) * 100).normalize())
+    return percent_text(str(np.format_float_positional(x, unique=True, trim="-"))).replace(",", "")
 
 
 def read_value(literals: Any, column: int, text: Any) -> float:

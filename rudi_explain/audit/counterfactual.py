@@ -38,6 +38,7 @@ scores the edited events.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from dataclasses import dataclass, field
@@ -187,7 +188,9 @@ class Counterfactual:
         lines = [self.message]
         for r in self.changes.itertuples():
             line = f"- {r.words}: {r.value_now_text} -> {r.value_needed_text} ({r.condition})"
-            if isinstance(r.band_now, str) and isinstance(r.band_needed, str):
+            if r.linear and isinstance(r.band_now, str) and isinstance(r.band_needed, str):
+                line += f"; on its linear card, from {r.band_now} to {r.band_needed}"
+            elif isinstance(r.band_now, str) and isinstance(r.band_needed, str):
                 line += (f"; on its card, from band \"{r.band_now}\" to \"{r.band_needed}\""
                          if r.band_now != r.band_needed else f"; on its card, still in band \"{r.band_now}\"")
             if isinstance(r.events, str):
@@ -254,7 +257,7 @@ class Counterfactual:
 #: The columns of :attr:`Counterfactual.changes`.
 _CHANGE_COLUMNS = ("output", "words", "statistic", "kind", "unit", "value_now", "value_needed", "condition",
                    "quantile_now", "quantile_needed", "n_literals", "events", "event_change", "card", "band_now",
-                   "band_needed", "value_now_text", "value_needed_text")
+                   "band_needed", "value_now_text", "value_needed_text", "linear")
 
 
 def _score(x: float | None) -> str:
@@ -326,6 +329,7 @@ class _Moves:
     distance: list = field(default_factory=list)
     flipped: list = field(default_factory=list)
     condition: list = field(default_factory=list)
+    linear: list = field(default_factory=list)  # a move along a linear card (its value, not a band)
 
 
 def _band_moves(state: FittedState, index: int, used: np.ndarray) -> _Moves:
@@ -372,7 +376,64 @@ def _band_moves(state: FittedState, index: int, used: np.ndarray) -> _Moves:
             moves.distance.append(abs(_quantile(tv, needed) - q_now))
             moves.flipped.append(flips)
             moves.condition.append(condition)
+            moves.linear.append(False)
     return moves
+
+
+def _past_along(x: float, down: bool, whole: bool) -> float:
+    """The nearest value strictly past ``x`` (below it when ``down``): a whole number for a count."""
+    if whole:
+        return float(math.ceil(x) - 1) if down else float(math.floor(x) + 1)
+    return float(np.nextafter(x, -math.inf if down else math.inf))
+
+
+def _linear_moves(state: FittedState, index: int, used: np.ndarray, s0: float, target: float,
+                  direction: str) -> _Moves:
+    """For each linear term (a linear card), the smallest move of the user's value that alone reaches the target.
+
+    On the card the score moves by ``weight x (clip(value) - clip(now))``, so the value needed is just past
+    ``clip(now) + (target - score) / weight``; beyond the card's ``lo`` or ``hi`` it gains nothing, so a
+    target past them is not reached by the card alone (its bound is then the move, the nearest it gets). A
+    user whose value is undefined is not moved along the line (that is the undefined band's literal).
+    """
+    L = state.literals
+    train = ~state.is_test
+    moves = _Moves()
+    for term in state.rules:  # a loop over the linear terms, not users
+        if not isinstance(term, LinearTerm) or term.weight == 0:
+            continue
+        c = int(term.column)
+        x = float(state.values[index, c])
+        if math.isnan(x):
+            continue
+        lo = -math.inf if term.lo is None else float(term.lo)
+        hi = math.inf if term.hi is None else float(term.hi)
+        now = min(max(x, lo), hi)
+        # down the line when the score must fall with a positive weight, or rise with a negative one
+        down = (direction == "below") == (term.weight > 0)
+        aim = now + (target - s0) / term.weight
+        needed = _past_along(aim, down, L.output_kind[c] == "count")
+        needed = max(needed, lo) if down else min(needed, hi)  # clipped: past the bound the card adds nothing
+        if needed == x or (needed > x) == down:
+            continue
+        tv = state.values[train, c]
+        tv = np.sort(tv[~np.isnan(tv)])
+        lits = used[L.column[used] == c]
+        with np.errstate(invalid="ignore"):
+            flips = lits[(x > L.thresholds[lits]) != (needed > L.thresholds[lits])]
+        moves.column.append(c)
+        moves.needed.append(needed)
+        moves.cost.append(len(flips))
+        moves.distance.append(abs(_quantile(tv, needed) - _quantile(tv, x)))
+        moves.flipped.append(flips)
+        moves.condition.append(f"{L.output_descriptions[c]} is {'at most' if down else 'at least'} "
+                               f"{value_text(L, c, needed, exact=True)}")
+        moves.linear.append(True)
+    return moves
+
+
+def _joined(a: _Moves, b: _Moves) -> _Moves:
+    return _Moves(*(getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(_Moves)))
 
 
 def _level(moves: _Moves, level: int, limit: int) -> tuple[np.ndarray, bool]:
@@ -381,8 +442,10 @@ def _level(moves: _Moves, level: int, limit: int) -> tuple[np.ndarray, bool]:
     Returns an int array (n_candidates, level) of move indices, padded with
     -1, and whether ``limit`` cut the list short.
     """
-    cost = np.asarray(moves.cost)
+    cost = np.asarray(moves.cost, dtype=np.int64)
     column = np.asarray(moves.column)
+    if level == 0:  # a move that flips no literal (along a linear card) stands alone
+        return np.flatnonzero(cost == 0)[:limit].reshape(-1, 1), int((cost == 0).sum()) > limit
     ids = np.flatnonzero((cost >= 1) & (cost <= level))
     out: list[tuple] = []
     cut = False
@@ -474,10 +537,11 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
                                       "nothing to change")
     reads = rules_using(rules, L.n_literals)
     used = np.flatnonzero(reads.any(axis=1))
-    moves = _band_moves(state, index, used)
+    moves = _joined(_band_moves(state, index, used), _linear_moves(state, index, used, s0, target, direction))
     best, n_scored, cut = None, 0, False
     nearest: tuple[float, int, np.ndarray] | None = None  # the furthest move toward the target, if none reaches it
-    for level in range(1, int(max_literals) + 1):  # fewest flips first: stop at the first level that works
+    # fewest flips first (level 0: a linear card's value moved alone): stop at the first level that works
+    for level in range(0, int(max_literals) + 1):
         if n_scored >= max_candidates:
             cut = True
             break
@@ -518,8 +582,9 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
                               changes=changes, flipped=flips, edit=None, n_candidates=n_scored,
                               message=message + f"; the nearest it gets is {_score(near_score)} ("
                                       f"{percentile_words(pct(near_score))}, from {percentile_words(pct(s0))}), "
-                                      f"flipping {nearest[1]} literal{'s' if nearest[1] > 1 else ''}: allow more "
-                                      "changes or aim at another percentile")
+                                      + (f"flipping {nearest[1]} literal{'s' if nearest[1] > 1 else ''}"
+                                         if nearest[1] else "moving a linear card's value to its bound")
+                                      + ": allow more changes or aim at another percentile")
     level, chosen, new_score = best
     changes, flips = _describe(exp, state, index, moves, chosen, reads)
     edit = None
@@ -527,8 +592,10 @@ def counterfactual(exp: Explanation, index: int, target_percentile: float = 50.0
             (changes["event_change"] < 0).all():
         edit = _edit(exp, state, index, changes, past, pct, teacher)
     n_out = len(changes)
-    message = (f"user {uid!r}: flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic "
-               f"output{'s' if n_out > 1 else ''} to move the rule score {_score(s0)} {where}")
+    n_line = int(changes["linear"].astype(bool).sum())
+    how = (f"flip {level} literal{'s' if level > 1 else ''} on {n_out} statistic output{'s' if n_out > 1 else ''}"
+           if level else f"move the value of {n_line} linear card{'s' if n_line > 1 else ''}")
+    message = f"user {uid!r}: {how} to move the rule score {_score(s0)} {where}"
     return Counterfactual(**base, found=True, new_score=new_score, new_percentile=pct(new_score), n_literals=level,
                           distance=float(np.asarray(moves.distance)[chosen].sum()), changes=changes, flipped=flips,
                           edit=edit, message=message, n_candidates=n_scored)
@@ -556,7 +623,11 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
             delta, words_events = _share_in_events(exp, index, c, x, needed, L.output_descriptions[c])
         card = card_on(state.scorecard, c)
         bands: tuple[str | None, str | None] = (None, None)
-        if card is not None:
+        if card is not None and card.linear is not None and not math.isnan(x):
+            # a linear card has one band: the move is named by the points on its line (clipped to lo..hi)
+            pts = card.points(np.array([x, needed]))
+            bands = (f"{points_text(float(pts[0]))} points", f"{points_text(float(pts[1]))} points")
+        elif card is not None:
             idx = card.band_index(np.array([x, needed]))
             bands = (band_label(card, int(idx[0])), band_label(card, int(idx[1])))
         rows.append({
@@ -569,6 +640,7 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
             "event_change": delta,
             "card": None if card is None else card.name, "band_now": bands[0], "band_needed": bands[1],
             "value_now_text": value_text(L, c, x), "value_needed_text": value_text(L, c, needed),
+            "linear": bool(moves.linear[m]),
         })
         for i in moves.flipped[m].tolist():
             holds = bool(state.literal_matrix[index, i])

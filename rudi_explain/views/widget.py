@@ -332,7 +332,7 @@ class ExplanationWidget(anywidget.AnyWidget):
         try:
             u = self._exp.user(ws.resolve_user(self._exp, user_id))
             cf = u.counterfactual(percentile, "below", max_literals)
-            if cf.found and not cf.n_literals:  # already below: what would move them up instead
+            if cf.found and not len(cf.changes):  # already below: what would move them up instead
                 cf = u.counterfactual(percentile, "above", max_literals)
             return reply | {"ok": True, "counterfactual": cf.to_dict()}
         except KeyError as err:

@@ -60,3 +60,11 @@ def test_scale_kind_and_unit_in_one_place_with_the_fallback_for_old_tables():
     old = SimpleNamespace()  # a literal table saved before kinds and units
     assert output_kind(old, 0) == "value" and output_unit(old, 0) == "" and input_scale(old, 0) == 1
     assert read_value(old, 0, "25") == 25.0 and input_text(old, 0, 0.25) == "0.25"
+
+
+def test_the_is_defined_threshold_reads_back_and_stays_short():
+    """A scorecard's "is defined" literal reads value > -1.8e308: its box text is exact and short."""
+    x = -np.finfo(np.float64).max
+    for column in (SHARE, AMOUNT):
+        text = input_text(L, column, x)
+        assert len(text) < 30 and read_value(L, column, text) == x

@@ -54,7 +54,7 @@ v = exp.result.values[~exp.is_test, exp.literals.column[lit]]
 value = max((float(np.round(np.nanpercentile(v, q), 3)) for q in (25, 50, 75)),
             key=lambda x: abs(ws.what_if(exp, lit, x)["fidelity_test_moved"] - ws.what_if(exp, lit, x)["fidelity_test"]))
 cf = exp.user(uid).counterfactual(50, "below")
-if cf.found and not cf.n_literals:  # already below the median: the widget shows the move above it
+if cf.found and not len(cf.changes):  # already below the median: the widget shows the move above it
     cf = exp.user(uid).counterfactual(50, "above")
 exp.to_html("audit-report.html")
 json.dump({"user": str(uid), "n_events": len(seqs.events(uid)), "values": a["values"], "agreement": a["agreement"],
