@@ -536,6 +536,17 @@ class ColumnScreen:
         return _concatenate(kept, n)
 
     @classmethod
+    def build_each(cls, stats: list[Statistic], sample: Sequences, frames: FrameCache | None = None,
+                   n_jobs: int | None = None) -> list[ColumnScreen]:
+        """One screen per statistic, as ``[build([s], sample, set(), frames=frames) for s in stats]``
+        (each statistic's varying outputs, none dropped as seen by another), built on ``n_jobs``
+        worker threads: the deepening candidates of forward selection, scored side by side."""
+        workers_asked = resolve_n_jobs(n_jobs)
+        one = partial(_build_one, sample=sample, frames=frames)
+        with Workers(workers_asked if len(stats) > 1 else 1) as workers:
+            return list(workers.map_ordered(one, stats))
+
+    @classmethod
     def join(cls, screens: list[ColumnScreen], n: int) -> ColumnScreen:
         """The columns of several screens side by side."""
         if not screens:
@@ -661,6 +672,10 @@ def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
         owners.extend(block.owners)
         start += len(block)
     return ColumnScreen(owners, bins, values)
+
+
+def _build_one(stat: Statistic, sample: Sequences, frames: FrameCache | None) -> ColumnScreen:
+    return ColumnScreen.build([stat], sample, set(), frames=frames, n_jobs=1)
 
 
 def _evaluate_chunk(stats: list[Statistic], sample: Sequences,

@@ -1,0 +1,208 @@
+"""The catalog on worker threads (issue 27): the same screen, gains, statistics and rules with 1 and 2 cores."""
+
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rudi_explain as rx
+import rudi_explain.search.catalog as catalog_module
+from rudi_explain.exceptions import InputError, InputTypeError
+from rudi_explain.search import parallel
+from rudi_explain.search.catalog import ColumnScreen, short_catalog
+from rudi_explain.search.parallel import DEFAULT_N_JOBS, Workers, resolve_n_jobs
+from rudi_explain.search.statistics_search import StatisticsSearch
+from rudi_explain.statistics.frame import FrameCache
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from planted import make_scenario  # noqa: E402
+
+BAD = [0, -1, -2, 1.5, "2", True]
+
+
+def _data(name: str, seed: int, n_users: int = 500):
+    """Sequences and a target over its users: the demo data or a planted scenario."""
+    if name == "planted":
+        sc = make_scenario(seed, n_users=n_users)
+        seqs = sc.sequences()
+        return seqs, sc.scores.loc[seqs.users].to_numpy(float)
+    demo = (rx.datasets.make_payments if name == "payments" else rx.datasets.make_edits)(n_users, random_state=seed)
+    seqs = demo.sequences()
+    return seqs, demo.risk.loc[seqs.users].to_numpy(float)
+
+
+def _screen(seqs, target, n_jobs, max_columns=None, seen=None, cancel=None):
+    rows = np.arange(0, seqs.n_users, 2)
+    stats = short_catalog(seqs, "readable", 4)
+    return ColumnScreen.build(stats, seqs, set() if seen is None else seen, cancel=cancel, max_columns=max_columns,
+                              target=target, rows=rows, frames=FrameCache(seqs), n_jobs=n_jobs)
+
+
+def _same(a: ColumnScreen, b: ColumnScreen) -> None:
+    assert [(str(s), j) for s, j in a.owners] == [(str(s), j) for s, j in b.owners]
+    assert a.bins.dtype == b.bins.dtype and np.array_equal(a.bins, b.bins)
+    assert a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()  # NaN-safe, to the bit
+
+
+# ------------------------------------------------------------------ n_jobs
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_n_jobs_are_refused_naming_the_value(bad):
+    seqs, target = _data("payments", 0, n_users=40)
+    stats = short_catalog(seqs)[:3]
+    message = re.escape(repr(bad))
+    calls = [lambda: resolve_n_jobs(bad), lambda: Workers(bad),
+             lambda: ColumnScreen.build(stats, seqs, n_jobs=bad),  # one chunk: refused all the same
+             lambda: ColumnScreen.build_each(stats, seqs, n_jobs=bad)]
+    screen = ColumnScreen.build(stats, seqs)
+    calls.append(lambda: screen.gains(target, np.arange(seqs.n_users), 1.0, n_jobs=bad))
+    for call in calls:
+        with pytest.raises((InputError, InputTypeError), match=rf"n_jobs.*{message}"):
+            call()
+
+
+def test_n_jobs_default_and_whole_numbers():
+    assert DEFAULT_N_JOBS in (1, 2)
+    assert resolve_n_jobs(None) == DEFAULT_N_JOBS
+    assert resolve_n_jobs(3) == 3 and resolve_n_jobs(np.int64(2)) == 2 and type(resolve_n_jobs(np.int64(2))) is int
+
+
+def test_workers_keep_the_order_and_run_each_item_once():
+    rng = np.random.default_rng(0)
+    delays = rng.uniform(0, 0.004, 40)
+    ran: list[int] = []
+
+    def work(i):
+        time.sleep(delays[i])  # later items often finish first
+        ran.append(i)
+        return i * i
+
+    for n_jobs in (1, 2, 3):
+        ran.clear()
+        checks = []
+        with Workers(n_jobs) as workers:
+            out = list(workers.map_ordered(work, range(40), before=lambda checks=checks: checks.append(1)))
+        assert out == [i * i for i in range(40)]
+        assert sorted(ran) == list(range(40)) and len(checks) == 40
+
+
+def test_a_cancel_stops_the_work_and_joins_the_threads():
+    seqs, target = _data("payments", 1, n_users=200)
+    before = threading.active_count()
+
+    class Stop(Exception):
+        pass
+
+    for n_jobs in (1, 2):
+        calls = []
+
+        def cancel(calls=calls):
+            calls.append(1)
+            if len(calls) == 3:
+                raise Stop
+
+        with pytest.raises(Stop):
+            _screen(seqs, target, n_jobs, cancel=cancel)
+        assert len(calls) == 3  # one check per chunk of 50 statistics, as with one worker
+        assert threading.active_count() == before  # no worker left running
+
+
+def test_an_error_in_a_worker_reaches_the_caller():
+    with Workers(2) as workers, pytest.raises(ZeroDivisionError):
+        list(workers.map_ordered(lambda i: 1 / (i - 5), range(10)))
+
+
+# ------------------------------------------------------------------ the screen
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["payments", "edits", "planted"])
+def test_the_screen_is_the_same_with_1_and_2_workers(name, monkeypatch):
+    # Small blocks and a column limit: many blocks binned at once, and trims between them.
+    monkeypatch.setattr(catalog_module, "_BLOCK", 64)
+    for seed in (0, 1):
+        seqs, target = _data(name, seed)
+        seen = {n_jobs: set() for n_jobs in (1, 2, 3)}
+        screens = {n_jobs: _screen(seqs, target, n_jobs, max_columns=150, seen=seen[n_jobs]) for n_jobs in (1, 2, 3)}
+        assert len(screens[1]) == 150
+        for n_jobs in (2, 3):
+            _same(screens[1], screens[n_jobs])
+            assert seen[n_jobs] == seen[1]
+
+
+@pytest.mark.parametrize("name", ["payments", "edits", "planted"])
+def test_the_gains_are_the_same_with_1_and_2_workers(name, monkeypatch):
+    monkeypatch.setattr(catalog_module, "_GAIN_BLOCK", 100)  # several blocks of columns scored at once
+    seqs, target = _data(name, 2)
+    screen = _screen(seqs, target, 1)
+    assert len(screen) > 300
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.choice(seqs.n_users, seqs.n_users // 2, replace=False))
+    for residual in (target[rows] - target[rows].mean(), rng.standard_normal(len(rows))):
+        # A fresh screen each time: the parts cached per rows are computed by the workers too.
+        gains = [ColumnScreen(screen.owners, screen.bins, screen.values).gains(residual, rows, 1.7, n_jobs=k)
+                 for k in (1, 2, 3)]
+        assert gains[0].tobytes() == gains[1].tobytes() == gains[2].tobytes()
+
+
+def test_the_screen_matches_a_plain_loop_over_the_statistics():
+    # Independent of the chunks, the blocks and the shared frames: every statistic evaluated
+    # on its own, outputs that vary kept, a repeat of earlier values dropped.
+    seqs, target = _data("planted", 4, n_users=300)
+    stats = short_catalog(seqs, "readable", 4)
+    expected, values_seen = [], set()
+    for stat in stats:
+        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
+                continue
+            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+            if key not in values_seen:
+                values_seen.add(key)
+                expected.append((str(stat), j))
+    screens = [_screen(seqs, target, n_jobs) for n_jobs in (1, 2)]
+    assert [(str(s), j) for s, j in screens[0].owners] == expected
+    _same(screens[0], screens[1])
+
+
+def test_build_each_is_each_statistic_built_alone():
+    seqs, _ = _data("edits", 3, n_users=300)
+    stats = short_catalog(seqs, "readable", 4)[::7]
+    alone = [ColumnScreen.build([s], seqs, set()) for s in stats]
+    for n_jobs in (1, 2):
+        each = ColumnScreen.build_each(stats, seqs, frames=FrameCache(seqs), n_jobs=n_jobs)
+        assert len(each) == len(alone)
+        for a, b in zip(alone, each):
+            _same(a, b)
+
+
+# ------------------------------------------------------------------ the search and the rules
+@pytest.mark.slow
+@pytest.mark.parametrize("name,seed", [("payments", 0), ("payments", 1), ("edits", 0), ("planted", 0), ("planted", 5)])
+def test_same_seed_same_statistics_with_1_and_2_cores(name, seed, monkeypatch):
+    seqs, target = _data(name, seed, n_users=600)
+    found = {}
+    for n_jobs in (1, 2):
+        monkeypatch.setattr(parallel, "DEFAULT_N_JOBS", n_jobs)  # what the search's catalog uses
+        search = StatisticsSearch(n_stats=4, n_simulations=40, screen_size=500, random_state=seed).fit(seqs, target)
+        found[n_jobs] = ([str(s) for s in search.statistics_], search.rewards_, search.partial_r_,
+                         search.catalog_outputs_, search.catalog_columns_)
+    assert found[1][0], "the search kept no statistic: nothing compared"
+    assert found[1] == found[2]
+
+
+@pytest.mark.slow
+def test_same_seed_same_rules_with_1_and_2_cores(monkeypatch):
+    demo = rx.datasets.make_payments(500, random_state=3)
+    rules = {}
+    for n_jobs in (1, 2):
+        monkeypatch.setattr(parallel, "DEFAULT_N_JOBS", n_jobs)
+        exp = rx.explain(None, demo.events, scores=demo.risk, n_stats=3, n_rules=5, n_simulations=30,
+                         background=False, random_state=0, student_params={"epochs": 20},
+                         progress=lambda event: None)
+        rules[n_jobs] = (str(exp.rules), [str(s) for s in exp.statistics])
+    assert rules[1] == rules[2]
