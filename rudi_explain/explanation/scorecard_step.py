@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.metrics import fidelity
@@ -24,6 +25,7 @@ from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
+from rudi_explain.rules.scorecard_fit import sample_rows
 
 __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 
@@ -67,6 +69,15 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         scores, over the pruning's literal table extended by the scorecard's band edges; the pruning
         path's rule sets are put over that table too (their literals keep their indices).
     """
+    # One BLAS thread: the joint fits' products are small, and on 2 busy cores a second thread waking for
+    # each made them 20 to 40 times slower (issue 27); the same results either way.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _prune_to_scorecard(rules, values, y, is_valid, config, should_stop)
+
+
+def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
+                        config: ExplainConfig,
+                        should_stop: Callable[[], bool] | None) -> tuple[PruningPath, Scorecard, RuleSet]:
     pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
                                max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
     k = _power_of_two_scale(y)
@@ -139,13 +150,16 @@ def _start(pruning: PruningPath, values: np.ndarray, y: np.ndarray, is_valid: np
     if valid.sum() < 2 or fit.sum() < 2:
         return pruning.default_rules
     best, best_fid = pruning.default_rules, -np.inf
+    # a choice: made on samples of the fitting and validation users (all of them when few)
+    fit_rows, valid_rows = sample_rows(fit), sample_rows(valid)
+    V_fit, y_fit, V_valid, y_valid = values[fit_rows], y[fit_rows], values[valid_rows], y[valid_rows]
     for k in range(pruning.default, -1, -1):  # the default first, then ever more rules
         rules = pruning.rule_sets[k]
-        if k != pruning.default and len(Scorecard.from_rules(rules, values, y)) > max_rules + SLACK:
+        if k != pruning.default and len(Scorecard.from_rules(rules, V_fit, y_fit)) > max_rules + SLACK:
             break
-        trial = scorecard_within_budget(rules, values[fit], y[fit], np.zeros(int(fit.sum()), dtype=bool),
+        trial = scorecard_within_budget(rules, V_fit, y_fit, np.zeros(fit_rows.size, dtype=bool),
                                         max_rules=max_rules, linear=LINEAR_CARDS)
-        f = fidelity(y[valid], trial.predict(values[valid]))
+        f = fidelity(y_valid, trial.predict(V_valid))
         if f > best_fid + TIE:
             best, best_fid = rules, f
     return best

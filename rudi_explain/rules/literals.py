@@ -403,8 +403,25 @@ class Literals:
         V = _as_value_matrix(values)
         if V.shape[1] != self.n_outputs:
             raise InputError(f"expected {self.n_outputs} value columns, got {V.shape[1]}")
+        if V.shape[0] < 1000:  # a few users: one comparison costs less than a loop over the outputs
+            with np.errstate(invalid="ignore"):
+                return V[:, self.column] > self.thresholds  # NaN > t is False
+        # One output's values against its literals' thresholds at a time, literal-major: gathering the value
+        # of every literal first (n_users x n_literals floats) took several times longer (issue 27).
+        Vt = np.ascontiguousarray(V.T)
+        out = np.empty((self.n_literals, V.shape[0]), dtype=bool)
         with np.errstate(invalid="ignore"):
-            return V[:, self.column] > self.thresholds  # NaN > t is False
+            for lo, hi in self._runs():
+                np.greater(Vt[self.column[lo]][None, :], self.thresholds[lo:hi, None], out=out[lo:hi])  # NaN: False
+        return np.ascontiguousarray(out.T)
+
+    def _runs(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` of every run of consecutive literals on one output."""
+        c = self.column
+        if not c.size:
+            return []
+        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+        return list(zip(starts.tolist(), np.r_[starts[1:], c.size].tolist()))
 
     def transform(self, data: Any) -> np.ndarray:
         """Literal truth values for the users of ``data``.
@@ -453,6 +470,7 @@ class Literals:
 
     def literal_info(self) -> LiteralInfo:
         """What rules need to merge, negate and show these literals."""
+        pipelines = [self.pipeline_text(c) for c in range(self.n_outputs)]  # once per output, not per literal
         return LiteralInfo(
             names=list(self.names),
             column=self.column.copy(),
@@ -462,7 +480,7 @@ class Literals:
             threshold_text=list(self.threshold_text),
             kind=[self.output_kind[c] for c in self.column],
             undefined_words=[self.output_undefined_words[c] for c in self.column],
-            pipeline=[self.pipeline_text(int(c)) for c in self.column],
+            pipeline=[pipelines[c] for c in self.column],
             minimum=self.output_min[self.column].copy(),
             unit=[self.output_unit[c] for c in self.column],
         )

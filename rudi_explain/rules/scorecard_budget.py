@@ -24,7 +24,7 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_fit import MAX_BANDS
+from rudi_explain.rules.scorecard_fit import MAX_BANDS, sample_rows
 
 __all__ = ["scorecard_within_budget", "is_additive"]
 
@@ -82,6 +82,9 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     card = Scorecard.from_rules(rules, V, t).refit(V, t, is_valid=valid, **options)
     fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
     check = valid if valid.any() else fit
+    # which unit goes is a choice: made on samples of the fitting and checking users (all of them when few)
+    fit_rows, check_rows = sample_rows(fit), sample_rows(check)
+    V_fit, t_fit, V_check, t_check = V[fit_rows], t[fit_rows], V[check_rows], t[check_rows]
     while len(card) > max_rules:
         best, best_fid = None, -np.inf
         # Each unit left out in turn, refitted on the fitting users, scored on the validation users. Last
@@ -91,7 +94,7 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
             trial = _without(card, k)
             if len(trial) == 0:
                 continue
-            f = _fidelity(trial.refit(V[fit], t[fit], **options), V[check], t[check])
+            f = _fidelity(trial.refit(V_fit, t_fit, **options), V_check, t_check)
             if f > best_fid:
                 best, best_fid = trial, f
         if best is None:  # one unit left: the budget is at least 1

@@ -36,7 +36,8 @@ from rudi_explain.rules.literals import Literals, is_vacuous
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 
-__all__ = ["read_off", "describe", "refit", "check_values", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD"]
+__all__ = ["read_off", "describe", "refit", "check_values", "sample_rows", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD",
+           "CHOICE_USERS"]
 
 #: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
 MAX_BANDS = 6
@@ -47,6 +48,18 @@ MAX_BANDS = 6
 DEFINED_THRESHOLD = float(-np.finfo(np.float64).max)
 #: Ridge penalty per training user on every point (not the base): only keeps the joint fit stable.
 RIDGE = 1e-6
+#: Users a choice looks at, at most, on each side (fitting and validation): a card's form, the unit dropped
+#: when over budget, the pruning point started from. A choice needs a sample; the points are fitted on all
+#: the users (issue 27: at 100,000 users the joint fits of every choice took half the job). Below it, every user.
+CHOICE_USERS = 20_000
+
+
+def sample_rows(mask: np.ndarray, limit: int = CHOICE_USERS) -> np.ndarray:
+    """The rows where ``mask`` holds, or a fixed sample of ``limit`` of them (sorted; the same on every machine)."""
+    rows = np.flatnonzero(mask)
+    if rows.size <= limit:
+        return rows
+    return np.sort(np.random.default_rng(0).permutation(rows)[:limit])
 
 
 def check_values(values: np.ndarray, y: np.ndarray | None, literals: Literals) -> tuple[np.ndarray, np.ndarray | None]:
@@ -432,10 +445,16 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
         merged = _merge(_solid_edges(card, v), v[fit], (t - total + pts)[fit], max_bands)
         forms.append(_Form(merged, _direction(merged, v, t) if monotone else 0))
 
+    # the forms are chosen on samples (all users below CHOICE_USERS a side): the design of those rows only
+    fit_rows, valid_rows = sample_rows(fit), sample_rows(valid)
+    rows = np.concatenate([fit_rows, valid_rows])
+    V_choice, t_choice, fires_choice = V[rows], t[rows], fires[rows]
+    on_fit = np.arange(rows.size) < fit_rows.size
+
     def evaluate(fs: list[_Form]) -> float:
-        A, lb, ub = _design(fs, fires, V)
-        x = _solve(A[fit], t[fit], lb, ub, ridge)
-        return _error(A[valid], t[valid], x)
+        A, lb, ub = _design(fs, fires_choice, V_choice)
+        x = _solve(A[on_fit], t_choice[on_fit], lb, ub, ridge)
+        return _error(A[~on_fit], t_choice[~on_fit], x)
 
     if choose:
         err = evaluate(forms)

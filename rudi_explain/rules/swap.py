@@ -41,7 +41,7 @@ __all__ = ["swap_rules", "swap_path", "N_PAIRS", "MAX_USERS"]
 N_PAIRS = 48
 #: Fitting users the search looks at, at most (the first ones of a fixed shuffle): the
 #: candidates' sums cost n_users * N_PAIRS**2.
-MAX_USERS = 50_000
+MAX_USERS = 20_000
 #: A swap must remove this share more squared error than the rule it replaces: a near-tie
 #: keeps the rule, so results do not hinge on rounding.
 RELATIVE_GAIN = 1e-3
