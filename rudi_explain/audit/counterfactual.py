@@ -149,9 +149,13 @@ class Counterfactual:
         change in events, for a count; else None), ``event_change`` (signed
         number of events, or None), and where the output has a card on the
         scorecard: ``card`` (its name), ``band_now`` and ``band_needed``
-        (the bands in words, "at most 60 EUR" -> "more than 360 EUR"; None
-        without a card), ``value_now_text`` and ``value_needed_text`` (the
-        values written the one way: a share as a percent).
+        (the bands in words, "at most 60 EUR" -> "more than 360 EUR"; on a
+        linear card, its points at each value, "+0.35 points" -> "-0.12
+        points"; None without a card), ``value_now_text`` and
+        ``value_needed_text`` (the values written the one way: a share as a
+        percent), ``linear`` (the output's card is linear: a move along it
+        needs no literal to flip, the smallest that alone reaches the target,
+        clipped to the card's range).
     flipped : DataFrame
         One row per literal flipped: ``literal`` (index), ``now`` and
         ``after`` (the literal as it holds now and after, as sentences),
@@ -623,7 +627,8 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
             delta, words_events = _share_in_events(exp, index, c, x, needed, L.output_descriptions[c])
         card = card_on(state.scorecard, c)
         bands: tuple[str | None, str | None] = (None, None)
-        if card is not None and card.linear is not None and not math.isnan(x):
+        on_line = card is not None and card.linear is not None and not math.isnan(x)
+        if on_line:
             # a linear card has one band: the move is named by the points on its line (clipped to lo..hi)
             pts = card.points(np.array([x, needed]))
             bands = (f"{points_text(float(pts[0]))} points", f"{points_text(float(pts[1]))} points")
@@ -640,7 +645,7 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
             "event_change": delta,
             "card": None if card is None else card.name, "band_now": bands[0], "band_needed": bands[1],
             "value_now_text": value_text(L, c, x), "value_needed_text": value_text(L, c, needed),
-            "linear": bool(moves.linear[m]),
+            "linear": bool(on_line),  # named by the points on a linear card (not by a band)
         })
         for i in moves.flipped[m].tolist():
             holds = bool(state.literal_matrix[index, i])

@@ -15,9 +15,10 @@ are not refitted), so a moved threshold can leave a rule that never fires
 A band edge of a scorecard card is a literal too (the one its band rules
 read): name it as ``(card, edge)``, the card's index or statistic text and
 the edge's value now, or by the literal itself. Moving it moves the edge
-(and every rule that reads that literal); the band order must stay valid,
-so an edge cannot move onto or past its neighbour. A linear card has no
-edge to move.
+and only the card: an interaction rule that reads the same literal keeps
+its old threshold, on a copy of the literal added to the table (so it fires
+for the same users as before); the band order must stay valid, so an edge
+cannot move onto or past its neighbour. A linear card has no edge to move.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from rudi_explain.audit.cards import edge_literal, edge_neighbours, resolve_card
 from rudi_explain.audit.jsonable import json_float as _num
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.result import FittedState, read_scorecard, score_series
-from rudi_explain.rules.formula import Lit, format_threshold, formula_literals
+from rudi_explain.rules.formula import And, Lit, Or, format_threshold, formula_literals
 from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.rules.values import format_value
 
@@ -164,13 +165,57 @@ def _band_edge(exp: Explanation, i: int, v: float) -> dict | None:
                          f"{text(hi) if math.isfinite(hi) else 'infinity'}, or move {text(nb)} first")
     edges = tuple(sorted(v if e == old else e for e in card.edges))
     moved = card.with_(edges=edges)
-    # the edge is a literal: an interaction rule that reads it moves with it (the reply's "rules" list them all)
-    L = exp.literals
-    also = [str(r.text) for r in exp.rules if hasattr(r, "formula")
-            and i in {x.index for x in formula_literals(r.formula)}
-            and len({int(L.column[x.index]) for x in formula_literals(r.formula)}) > 1]
+    # only the card moves: an interaction rule that reads the literal keeps its own copy at the old threshold
+    kept = [str(exp.rules[k].text) for k in _interactions_reading(exp.rules, exp.literals, i)]
     return {"card": card.name, "from": text(old), "to": text(v), "bands": card.band_labels(),
-            "bands_moved": moved.band_labels(), "interactions_moved": also}
+            "bands_moved": moved.band_labels(), "interactions_kept": kept, "interactions_moved": []}
+
+
+def _interactions_reading(rules: Any, literals: Any, i: int) -> list[int]:
+    """The rules (indices) that read literal ``i`` beside literals of another output: interaction rules."""
+    out = []
+    for k, r in enumerate(rules):  # a loop over rules, not users
+        if isinstance(r, LinearTerm) or not hasattr(r, "formula"):
+            continue
+        lits = formula_literals(r.formula)
+        if i in {x.index for x in lits} and len({int(literals.column[x.index]) for x in lits}) > 1:
+            out.append(k)
+    return out
+
+
+def _relabel(f: Any, i: int, j: int) -> Any:
+    """Formula ``f`` reading literal ``j`` wherever it read literal ``i``."""
+    if isinstance(f, Lit):
+        return Lit(j, f.negated) if f.index == i else f
+    if isinstance(f, (And, Or)):
+        return type(f)(tuple(_relabel(c, i, j) for c in f.children))
+    return f
+
+
+def _split_edge(literals: Any, rules: Any, i: int) -> tuple[Any, Any] | None:
+    """Where interaction rules read band edge literal ``i``: a literal table with a copy of ``i`` appended
+    (index ``j = n_literals``, the same output and threshold), and a function giving a rule set whose
+    interaction rules read ``j`` instead of ``i`` (the card's band rules keep ``i``). None: nothing to split."""
+    if not _interactions_reading(rules, literals, i):
+        return None
+    L = literals
+    j = L.n_literals
+    table = type(L)(
+        np.append(L.column, L.column[i]), np.append(L.thresholds, L.thresholds[i]), L.output_names,
+        L.output_descriptions, L.output_statistic, L.output_index, L.output_undefined, statistics=L.statistics,
+        vocabularies=L.vocabularies, output_kind=L.output_kind, output_undefined_words=L.output_undefined_words,
+        output_min=L.output_min, output_unit=L.output_unit)
+
+    def split(rs: Any) -> Any:
+        if rs is None:
+            return None
+        out = copy.copy(rs)
+        moved = set(_interactions_reading(rs, L, i))
+        out.rules = [dataclasses.replace(r, formula=_relabel(r.formula, i, j)) if k in moved else r
+                     for k, r in enumerate(rs.rules)]
+        return out
+
+    return table, split
 
 
 def _with_thresholds(literals: Any, thresholds: np.ndarray) -> Any:
@@ -238,22 +283,31 @@ def moved_threshold(exp: Explanation, literal: Any, value: Any) -> Explanation:
     state = exp.ready_result("exp.with_threshold()")
     i = resolve_literal(exp, literal)
     v = _finite(exp, i, value)
-    _band_edge(exp, i, v)  # a band edge stays between its neighbours
+    edge = _band_edge(exp, i, v)  # a band edge stays between its neighbours
     L = state.literals
+    Z = state.literal_matrix
+    split = _split_edge(L, state.rules, i) if edge is not None else None
+    if split is None:
+        def same(rs: Any) -> Any:
+            return rs
+    else:  # only the card moves: its interaction rules read a copy of the literal, kept where it was
+        L, same = split
+        Z = np.column_stack([Z, Z[:, i]])
     thresholds = L.thresholds.copy()
     old = float(thresholds[i])
     thresholds[i] = v
     new = _with_thresholds(L, thresholds)
-    Z = state.literal_matrix.copy()
+    Z = Z.copy()
     Z[:, i] = _column(state, i, v)
     pruning = state.pruning
     if pruning is not None:
         pruning = dataclasses.replace(
-            pruning, unpruned=_rebind(pruning.unpruned, new), rule_sets=[_rebind(rs, new) for rs in pruning.rule_sets],
+            pruning, unpruned=_rebind(same(pruning.unpruned), new),
+            rule_sets=[_rebind(same(rs), new) for rs in pruning.rule_sets],
             fidelity_valid=np.full(len(pruning.fidelity_valid), np.nan))
     moved = _with_rules(
-        state, _rebind(state.rules, new), literals=new, literal_matrix=Z,
-        unpruned_rules=_rebind(state.unpruned_rules, new), pruning=pruning,
+        state, _rebind(same(state.rules), new), literals=new, literal_matrix=Z,
+        unpruned_rules=_rebind(same(state.unpruned_rules), new), pruning=pruning,
         moved_thresholds=(*state.moved_thresholds, {"literal": i, "from": old, "to": v}))
     return exp.with_result(moved)
 
@@ -298,7 +352,10 @@ def _rescore(state: FittedState, fires_new: dict, i: int, column: np.ndarray, mo
     if getattr(moved_rules, "reads_values", False):
         s[rows] = moved_rules.score(moved_rules.matrix(state.values[rows]))
     else:
-        Z = state.literal_matrix[rows].copy()
+        Z = state.literal_matrix[rows]
+        table = getattr(moved_rules, "literals", None)
+        # a band edge split off its interaction rules' copy (_split_edge): the copy keeps the old column
+        Z = np.column_stack([Z, Z[:, i]]) if table is not None and table.n_literals > Z.shape[1] else Z.copy()
         Z[:, i] = column[rows]
         s[rows] = moved_rules.score(Z)
     return s
@@ -341,8 +398,10 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
         ``value_text``) and for people (``threshold_words``, ``value_words``:
         a share as a percent), ``band_edge`` (where the literal is a card's
         band edge: ``card``, ``from``, ``to``, its ``bands`` now and
-        ``bands_moved``, and ``interactions_moved``, the interaction rules
-        that read the same literal and so move too; else None), ``share_above`` (training and held-out
+        ``bands_moved``, ``interactions_kept``, the interaction rules that
+        read the same literal and keep its old threshold (only the card
+        moves), and ``interactions_moved``, now always empty, kept for older
+        pages; else None), ``share_above`` (training and held-out
         users, now and proposed), ``rules`` (one entry per rule using the
         literal: its text now and moved, weight, coverage on training and
         held-out users now and moved, ``can_fire``), ``fidelity_test`` and
@@ -361,14 +420,19 @@ def what_if(exp: Explanation, literal: Any, value: Any) -> dict:
     Z = state.literal_matrix
     new_column = _column(state, i, v)
     using = np.flatnonzero(rules_using(state.rules, L.n_literals)[i])
-    thresholds = L.thresholds.copy()
+    split = _split_edge(L, state.rules, i) if band_edge is not None else None
+    table, same = split if split is not None else (L, lambda rs: rs)
+    if split is not None:  # only the card moves: the interaction rules keep the literal where it was
+        kept = set(_interactions_reading(state.rules, L, i))
+        using = np.array([k for k in using if int(k) not in kept], dtype=np.int64)
+    thresholds = table.thresholds.copy()
     thresholds[i] = v
-    moved_table = _with_thresholds(L, thresholds)
+    moved_table = _with_thresholds(table, thresholds)
     moved_info = moved_table.literal_info()
     s_now = state.student_scores.to_numpy(dtype=np.float64)
     # a rule reads the literal matrix by column only: the swapped column stands in for a copy of it
     fires_new = {int(k): cast(Any, state.rules[int(k)]).fires(_Swapped(Z, i, new_column)) for k in using}
-    s_new = _rescore(state, fires_new, i, new_column, _rebind(state.rules, moved_table))
+    s_new = _rescore(state, fires_new, i, new_column, _rebind(same(state.rules), moved_table))
     y = state.teacher_scores.to_numpy(dtype=np.float64)
     test, train = state.is_test, ~state.is_test
     n_of = {id(train): int(train.sum()), id(test): int(test.sum())}

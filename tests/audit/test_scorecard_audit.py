@@ -20,7 +20,7 @@ from rudi_explain.exceptions import InputError
 from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_cards import Linear
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, points_text
 
 FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
 SEEDS = (0, 1, 2)
@@ -200,6 +200,7 @@ def test_compare_without_scorecards_stays_rule_by_rule(exps):
 
 # ------------------------------------------------------------------ what-if on a band edge
 def test_what_if_on_a_band_edge_equals_a_per_user_loop(exps):
+    """A moved band edge moves the card's bands only: interaction rules that read the same literal keep it."""
     n = 0
     for a in exps:
         sc = a.scorecard
@@ -212,7 +213,7 @@ def test_what_if_on_a_band_edge_equals_a_per_user_loop(exps):
                 for new in ((lo + e) / 2, (e + hi) / 2):
                     moved = a.with_threshold((k, e), new)
                     edges = {card.column: sorted(new if x == e else x for x in card.edges)}
-                    ref = scores_by_hand(sc, V, edges, (i, new))
+                    ref = scores_by_hand(sc, V, edges)  # only the card moves: the interaction rules stay
                     # the edge is that literal: naming it by index moves the same edge
                     np.testing.assert_array_equal(a.with_threshold(i, new).student_scores, moved.student_scores)
                     np.testing.assert_allclose(moved.student_scores.to_numpy(), ref, rtol=1e-12, atol=1e-9)
@@ -225,8 +226,83 @@ def test_what_if_on_a_band_edge_equals_a_per_user_loop(exps):
                     assert w["n_changed"] == int((~np.isclose(ref, a.student_scores.to_numpy(), rtol=0,
                                                              atol=1e-12)).sum())
                     assert w["band_edge"]["bands_moved"] == mc.band_labels()
+                    # every interaction rule fires for the same users as before (a loop over users)
+                    before, after = sc.fires(V), moved.scorecard.fires(V)
+                    assert [r.text for r in moved.scorecard.interactions] == [r.text for r in sc.interactions]
+                    for u in range(len(V)):
+                        assert list(after[u]) == list(before[u]), (card.name, e, new, u)
+                    reading = [r.text for r in sc.interactions if i in {x.index for x in formula_literals(r.formula)}]
+                    assert w["band_edge"]["interactions_kept"] == reading
+                    assert all(r["index"] < len(a.rules) and a.rules[r["index"]].text not in reading
+                               for r in w["rules"])  # the reply lists the card's band rules only
                     n += 1
     assert n >= 2 * len(exps)
+
+
+def with_an_interaction_on_an_edge(a):
+    """``a`` with one more interaction rule that reads a band edge's own literal (AND a literal of another
+    card), as explain() may leave one: (the explanation, its scorecard, the card index, the edge)."""
+    from rudi_explain.explanation.result import read_scorecard, score_series
+    from rudi_explain.rules.formula import And, Lit
+    from rudi_explain.rules.ruleset import Rule
+
+    sc = a.scorecard
+    banded = [k for k, c in enumerate(sc.cards) if c.edges]
+    other = [k for k, c in enumerate(sc.cards) if c.edges and k != banded[0]] if banded else []
+    if not other:
+        return None
+    k, e = banded[0], sc.cards[banded[0]].edges[0]
+    i = edge_literal(a, k, e)
+    m = edge_literal(a, other[0], sc.cards[other[0]].edges[-1])
+    L = a.literals
+    rule = Rule(And((Lit(i), Lit(m, True))), 0.4, info=L.literal_info())
+    sc2 = Scorecard(sc.cards, (*sc.interactions, rule), sc.base, L)
+    rules = sc2.to_rules()
+    V = a.result.values
+    y = a.teacher_scores
+    Z = L.transform_values(V)
+    state = dataclasses.replace(
+        a.result, rules=rules, literal_matrix=Z, fires=rules.fires(rules.matrix(V) if rules.reads_values else Z),
+        student_scores=score_series(rules.score(rules.matrix(V) if rules.reads_values else Z), y.index, "student"),
+        pruning=None, unpruned_rules=None, scorecard=read_scorecard(rules, V, y.to_numpy(), a.is_test))
+    return a.with_result(state), k, e
+
+
+def test_a_moved_band_edge_keeps_the_interaction_rules_that_read_it(exps):
+    """The card's bands move; an interaction rule reading the same literal fires for the very same users
+    (a loop over users), its text unchanged; the scores are the moved card's plus the fixed interactions'."""
+    n = 0
+    for a in exps:
+        made = with_an_interaction_on_an_edge(a)
+        if made is None:
+            continue
+        b, k, e = made
+        sc, V = b.scorecard, b.result.values
+        card = sc.cards[k]
+        i = edge_literal(b, k, e)
+        reading = [r.text for r in sc.interactions if i in {x.index for x in formula_literals(r.formula)}]
+        assert reading  # the split is exercised
+        hi = card.edges[1] if len(card.edges) > 1 else e + 2 * (abs(e) + 1)
+        for new in (e - (abs(e) + 1), (e + hi) / 2):
+            moved = b.with_threshold((k, e), new)
+            before, after = sc.fires(V), moved.scorecard.fires(V)
+            assert [r.text for r in moved.scorecard.interactions] == [r.text for r in sc.interactions]
+            for u in range(len(V)):  # the reference: each user's firings, one by one
+                assert list(after[u]) == list(before[u]), (u, new)
+            k2, mc = next((j, c) for j, c in enumerate(moved.scorecard.cards) if c.column == card.column)
+            assert list(mc.edges) == sorted(new if x == e else x for x in card.edges)
+            assert (mc.band_index(V[:, card.column]) != card.band_index(V[:, card.column])).any()
+            ref = scores_by_hand(sc, V, {card.column: list(mc.edges)})
+            np.testing.assert_allclose(moved.student_scores.to_numpy(), ref, rtol=1e-12, atol=1e-9)
+            w = what_if(b, (k, e), new)
+            assert w["band_edge"]["interactions_kept"] == reading and w["band_edge"]["interactions_moved"] == []
+            assert w["n_changed"] == int((~np.isclose(ref, b.student_scores.to_numpy(), rtol=0, atol=1e-12)).sum())
+            assert w["fidelity_test_moved"] == pytest.approx(moved.report()["fidelity_test"], abs=2e-6)
+            # and back: the original scores exactly
+            back = moved.with_threshold((k2, new), e)
+            np.testing.assert_array_equal(back.student_scores.to_numpy(), b.student_scores.to_numpy())
+            n += 1
+    assert n >= 2
 
 
 def test_a_band_edge_moved_onto_or_past_its_neighbour_is_refused(exps):
@@ -274,6 +350,13 @@ def test_counterfactual_names_the_band_to_reach(exps):
                     assert not isinstance(r.band_now, str)  # None (NaN in a column of several rows)
                     continue
                 now, need = label_of(card, band_of(card, r.value_now)), label_of(card, band_of(card, r.value_needed))
+                if card.linear is not None and not math.isnan(r.value_now):
+                    # a linear card's one band: the move is named by the card's points at each value
+                    now, need = (f"{points_text(points_at(card, x))} points" for x in (r.value_now, r.value_needed))
+                    assert (r.band_now, r.band_needed) == (now, need)
+                    assert f"on its linear card, from {now} to {need}" in text
+                    n += 1
+                    continue
                 assert (r.band_now, r.band_needed) == (now, need)
                 # an interaction rule's literal may move the value within its card's band
                 assert (f'from band "{now}" to "{need}"' if now != need else f'still in band "{now}"') in text
