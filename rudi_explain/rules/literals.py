@@ -387,13 +387,15 @@ class Literals:
             blocks.append(values[:, [pos[self.output_names[i]] for i in mine]])
         return np.concatenate(blocks, axis=1)
 
-    def transform_values(self, values: ArrayLike) -> np.ndarray:
+    def transform_values(self, values: ArrayLike, only: ArrayLike | None = None) -> np.ndarray:
         """Literal truth values from a value matrix.
 
         Parameters
         ----------
         values : array-like of shape (n_users, n_outputs)
             As :meth:`values` returns.
+        only : array-like of int, optional
+            Compute these literals alone; every other column reads False (for a few rules' literals).
 
         Returns
         -------
@@ -403,6 +405,12 @@ class Literals:
         V = _as_value_matrix(values)
         if V.shape[1] != self.n_outputs:
             raise InputError(f"expected {self.n_outputs} value columns, got {V.shape[1]}")
+        if only is not None:
+            idx = np.unique(np.asarray(only, dtype=np.int64))
+            Z = np.zeros((V.shape[0], self.n_literals), dtype=bool)
+            with np.errstate(invalid="ignore"):
+                Z[:, idx] = V[:, self.column[idx]] > self.thresholds[idx]  # NaN > t is False
+            return Z
         if V.shape[0] < 1000:  # a few users: one comparison costs less than a loop over the outputs
             with np.errstate(invalid="ignore"):
                 return V[:, self.column] > self.thresholds  # NaN > t is False

@@ -242,8 +242,12 @@ class Scorecard:
         V = self._values(data)
         if not self.interactions:
             return np.zeros((V.shape[0], 0), dtype=bool)
-        Z = self.literals.transform_values(V)
+        Z = self.literals.transform_values(V, only=self._interaction_literals())
         return np.column_stack([r.fires(Z) for r in self.interactions])
+
+    def _interaction_literals(self) -> list[int]:
+        """The literals the interaction rules read (the others need not be computed)."""
+        return [lit.index for r in self.interactions for lit in formula_literals(r.formula)]
 
     def predict(self, data: Any) -> np.ndarray:
         """Scores: base + every card's points + the weights of the interaction rules that fire.
@@ -262,7 +266,7 @@ class Scorecard:
         for c in self.cards:
             s += c.points(V[:, c.column])
         if self.interactions:
-            Z = self.literals.transform_values(V)
+            Z = self.literals.transform_values(V, only=self._interaction_literals())
             for r in self.interactions:
                 s[r.fires(Z)] += r.weight
         return s

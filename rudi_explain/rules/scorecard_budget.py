@@ -24,7 +24,7 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_fit import MAX_BANDS, sample_rows
+from rudi_explain.rules.scorecard_fit import MAX_BANDS, refit, sample_rows
 
 __all__ = ["scorecard_within_budget", "is_additive"]
 
@@ -94,7 +94,7 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
             trial = _without(card, k)
             if len(trial) == 0:
                 continue
-            f = _fidelity(trial.refit(V_fit, t_fit, **options), V_check, t_check)
+            f = _fidelity(_refitted_points(trial, V_fit, t_fit, options), V_check, t_check)
             if f > best_fid:
                 best, best_fid = trial, f
         if best is None:  # one unit left: the budget is at least 1
@@ -109,6 +109,14 @@ def _without(card: Scorecard, k: int) -> Scorecard:
     cards = [c for i, c in enumerate(card.cards) if i != k]
     interactions = [r for i, r in enumerate(card.interactions) if i + n != k]
     return Scorecard(cards, interactions, card.base, card.literals)
+
+
+def _refitted_points(card: Scorecard, V: np.ndarray, t: np.ndarray, options: dict[str, Any]) -> Scorecard:
+    """``card.refit(V, t, **options)`` less its description (centred points, shares, notes): the same scores,
+    for a trial that is only scored."""
+    base, cards, interactions = refit(card.base, list(card.cards), list(card.interactions), card.literals, V, t,
+                                      **options)
+    return Scorecard(cards, interactions, base, card.literals)
 
 
 def _fidelity(card: Scorecard, V: np.ndarray, t: np.ndarray) -> float:

@@ -188,10 +188,15 @@ def _parts(cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Lite
             for k, (label, b) in enumerate(zip(card.band_labels(), card.bands)):
                 parts.append(_Part(f"'{label}' of {card.name}", b.points, idx == k, i))
     if interactions:
-        Z = literals.transform_values(V)
+        Z = literals.transform_values(V, only=_literals_of(interactions))
         for r in interactions:
             parts.append(_Part(f"the rule '{r.text}'", r.weight, r.fires(Z), -1))
     return parts
+
+
+def _literals_of(rules: SequenceT[Rule]) -> list[int]:
+    """The literals some of ``rules`` read: the only ones their firing needs."""
+    return [lit.index for r in rules for lit in formula_literals(r.formula)]
 
 
 def _contradicts(points: float, gap: float, scale: float) -> bool:
@@ -431,7 +436,8 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
         raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
     choose = bool(valid.any() and (~valid).any())
     fit = ~valid if choose else np.ones(t.size, dtype=bool)
-    fires = (np.column_stack([r.fires(literals.transform_values(V)) for r in interactions]) if interactions
+    Z = literals.transform_values(V, only=_literals_of(interactions)) if interactions else None
+    fires = (np.column_stack([r.fires(Z) for r in interactions]) if interactions
              else np.zeros((t.size, 0), dtype=bool))
     card_points = [c.points(V[:, c.column]) for c in cards]
     total = base + np.sum(card_points, axis=0) + fires @ np.array([r.weight for r in interactions], dtype=np.float64)
