@@ -18,9 +18,9 @@ best kept):
 With ``--search``, also ``StatisticsSearch(random_state=0).fit`` at its defaults with the
 default number of workers set to 1 and to 2, and its stage seconds. Every pair of results is
 checked to be identical (the screen's columns, bins and values; the gains; the statistics
-kept). Seconds depend on what else runs on the machine: the ratio is measured in one process,
-and the load average is printed before each data set (2 workers help only where 2 cores are
-free).
+kept). BLAS runs one thread, as in the search. Seconds depend on what else runs on the
+machine: the ratio is measured in one process, and the load average is printed before each
+data set (2 workers help only where 2 cores are free).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 import rudi_explain as rx
 from rudi_explain.search import parallel
@@ -147,9 +148,11 @@ def main() -> None:
     args = parser.parse_args()
     print(f"bench_parallel: {load()}; default workers {parallel.DEFAULT_N_JOBS}")
     ratios = []
-    for n_users in args.users:
-        for name in args.data:
-            ratios += bench(name, n_users, args.repeat, args.search)
+    # One BLAS thread, as the search runs (StatisticsSearch.fit): the workers are the only parallelism.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for n_users in args.users:
+            for name in args.data:
+                ratios += bench(name, n_users, args.repeat, args.search)
     print(f"\nratios, 1 worker's seconds / 2 workers' ({load()}):")
     for what, ratio in ratios:
         print(f"  {what:<28} {ratio:4.2f}x")
