@@ -40,6 +40,7 @@ from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.statistics.reads import output_events
 from rudi_explain.views.scorecard_view import output_kind, scorecard_state, user_scorecard, value_text
 from rudi_explain.views.slices import fidelity_slices
+from rudi_explain.views.statistics_given import statistics_given
 from rudi_explain.views.text import CELL_LIMIT, FULL_VALUES_KEY, FullValues, shorten, shorten_payload
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["progress_state", "chart_point", "summary", "rule_cards", "thresholds", "statistics_table",
            "top_users", "user_picks", "user_detail", "resolve_user", "feeding_rows", "results_state", "user_key",
-           "importance", "audit", "MAX_EVENTS",
+           "importance", "audit", "statistics_given", "MAX_EVENTS",
            "fidelity_curve", "net_effects", "attribution_state", "what_if", "global_importance"]
 
 #: Events shown in a user's drill-down (the first ones in time order).
@@ -374,7 +375,8 @@ def audit(exp: Explanation, when: Any = None) -> dict:
     dict
         ``n_users``, ``n_events``, ``columns`` (categorical and numerical),
         ``teacher``, ``student``, ``score_unit``, ``date`` (ISO 8601),
-        ``version``, ``params`` (JSON-safe) and ``random_state``.
+        ``version``, ``params`` (JSON-safe), ``random_state`` and ``statistics``
+        (:func:`statistics_given`: which statistics were given, and whether the search ran).
     """
     seqs = exp.sequences
     r = exp.report()
@@ -392,6 +394,7 @@ def audit(exp: Explanation, when: Any = None) -> dict:
         "version": str(__version__),
         "params": params,
         "random_state": params.get("random_state"),
+        "statistics": statistics_given(exp),
     }
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from rudi_explain.exceptions import InputError, MissingFileError
 from rudi_explain.views import payloads as ws
+from rudi_explain.views.statistics_given import statistics_list
 from rudi_explain.views.text import FULL_VALUES_KEY, shorten, shorten_words
 
 if TYPE_CHECKING:
@@ -226,6 +227,8 @@ def audit_header(audit: dict) -> str:
                    + (f"<code>{html.escape(shorten_words(v))}</code>" if k == "Parameters"
                       else html.escape(shorten_words(v))) + "</td></tr>"
                    for k, v in rows)
+    if audit.get("statistics"):  # older payloads have none
+        body += f'<tr><th scope="row">Statistics</th><td>{statistics_list(audit["statistics"])}</td></tr>'
     return f'<table class="rx-audit-head" aria-label="audit header">{body}</table>'
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rudi_explain.rules.values import points_text
 from rudi_explain.views.scorecard_view import scorecard_state
+from rudi_explain.views.statistics_given import statistics_given, statistics_list
 from rudi_explain.views.text import shorten_words
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ def static_html(exp: Explanation) -> str:
         f"<p style=\"opacity: 0.8\">{escape(r['fidelity_meaning'].rstrip('.'))}. Score unit: "
         f"{escape(str(r['score_unit']))}.</p>",
     ]
+    given = statistics_given(exp)
+    parts.append(f'<div style="opacity: 0.8">Statistics: {statistics_list(given)}</div>')
     scorecard = _scorecard_html(exp)
     if scorecard:
         parts.append(scorecard)

@@ -84,7 +84,8 @@ def test_report_page_carries_the_audit_header_escaped_and_a_print_stylesheet(exp
     head = re.search(r'<table class="rx-audit-head".*?</table>', text, re.S)
     assert head, "no audit header"
     cells = dict(re.findall(r'<th scope="row">(.*?)</th><td>(.*?)</td>', head.group(0)))
-    assert set(cells) == {"Date", "rudi-explain", "Data", "Model (teacher)", "Rules (student)", "Seed", "Parameters"}
+    assert set(cells) == {"Date", "rudi-explain", "Data", "Model (teacher)", "Rules (student)", "Seed", "Parameters",
+                          "Statistics"}  # given or searched (tests/views/test_statistics_given.py)
     assert cells["Seed"] == "3"
     assert cells["rudi-explain"] == rx.__version__
     assert f"{len(exp.sequences.users):,} users" in cells["Data"]
