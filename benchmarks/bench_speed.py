@@ -9,7 +9,8 @@ In one process, ``rx.explain()`` at its defaults (scores given, ``background=Fal
 ``make_payments(big)``. For each run it prints the seconds of every stage
 (``exp.result.seconds``), the share of the job each post-processing step takes (threshold
 refinement, pruning, refinement of the default point, swaps: timed by wrapping the functions
-:func:`rudi_explain.rules.refine.prune_and_refine` calls), held-out fidelity, and the
+:func:`rudi_explain.rules.refine.prune_and_refine` calls; then the scorecard's starting point and its
+fit within the budget, :mod:`rudi_explain.explanation.scorecard_step`), held-out fidelity, and the
 process's peak resident memory so far (``resource.getrusage``).
 
 The peer is what an analyst does without rudi-explain (``peers.py``): featuretools Deep
@@ -40,14 +41,20 @@ from pathlib import Path
 from typing import Any
 
 import rudi_explain as rx
+import rudi_explain.explanation.scorecard_step as scorecard_step_module
 import rudi_explain.rules.refine as refine_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 
-#: The post-processing steps, by the function of rudi_explain.rules.refine that runs each.
-STEPS = {"_refine": "refine thresholds", "prune_rules": "prune", "refine_default": "refine default",
-         "swap_path": "swap"}
+#: The post-processing steps, by the module and function that runs each: those
+#: :func:`rudi_explain.rules.refine.prune_and_refine` calls, then the scorecard step's
+#: (:mod:`rudi_explain.explanation.scorecard_step`): the pruning point it starts from (each one tried is
+#: brought within budget), and the scorecard of that point refitted within the budget.
+STEPS = {(refine_module, "_refine"): "refine thresholds", (refine_module, "prune_rules"): "prune",
+         (refine_module, "refine_default"): "refine default", (refine_module, "swap_path"): "swap",
+         (scorecard_step_module, "_start"): "scorecard start", (scorecard_step_module, "scorecard_within_budget"):
+         "scorecard fit"}
 
 PEER_SCRIPT = r"""
 import json, sys, time
@@ -72,18 +79,18 @@ class StepTimer:
     def __init__(self) -> None:
         self.seconds = {name: 0.0 for name in STEPS.values()}
         self._depth = 0
-        self._originals: dict[str, Callable] = {}
+        self._originals: dict[tuple[Any, str], Callable] = {}
 
     def __enter__(self) -> StepTimer:
-        for attr, name in STEPS.items():
-            original = getattr(refine_module, attr)
-            self._originals[attr] = original
-            setattr(refine_module, attr, self._timed(original, name))
+        for (module, attr), name in STEPS.items():
+            original = getattr(module, attr)
+            self._originals[module, attr] = original
+            setattr(module, attr, self._timed(original, name))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for attr, original in self._originals.items():
-            setattr(refine_module, attr, original)
+        for (module, attr), original in self._originals.items():
+            setattr(module, attr, original)
 
     def _timed(self, function: Callable, name: str) -> Callable:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -155,6 +162,11 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
           f"peak RSS {peak_rss_mb():,.0f} MB ==")
     print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
     print("  post-processing: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%} of the job)" for k, v in steps.items()))
+    rest = seconds.get("pruning", 0.0) - sum(steps.values())
+    largest = max(steps, key=lambda k: steps[k]) if steps else "-"
+    print(f"  rest of the post-processing stage {rest:.2f} s ({rest / total:.0%}); largest step: {largest} "
+          f"{steps.get(largest, 0.0) / total:.0%} of the job (target: at most 15%); search "
+          f"{seconds.get('search', 0.0) / total:.0%}, student {seconds.get('student', 0.0) / total:.0%} of the job")
     print("  time left: " + eta_at(estimates, 0.2, wall))
     print("  told end at 10/40/60/80% of the job: " + ", ".join(
         next((f"{e + left:.1f} s" for e, left in estimates if e >= share * wall and left is not None), "-")
