@@ -568,12 +568,12 @@ class ColumnScreen:
         """Share of the target's variance each column's step function explains of
         ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0).
 
-        Blocks of 1,024 columns can be scored on ``n_jobs`` worker threads, each block as
-        one worker would: the same gains, bit for bit, with any number. None is one worker:
-        on a quiet 2-core machine two scored a catalog of 2,000-3,400 columns 0.83-1.07x as
-        fast as one (``benchmarks/bench_parallel.py``; the weighted bincounts gain little).
+        Blocks of 1,024 columns are scored on ``n_jobs`` worker threads (None: see
+        :mod:`rudi_explain.search.parallel`), each block as one worker would: the same gains,
+        bit for bit, with any number. Two pay with one BLAS thread, as the search runs
+        (1.2-1.8x on a quiet 2-core machine), and not beside BLAS's own threads (0.8-1.1x).
         """
-        workers_asked = 1 if n_jobs is None else resolve_n_jobs(n_jobs)
+        workers_asked = resolve_n_jobs(n_jobs)
         m = len(self.owners)
         if m == 0:
             return np.zeros(0)

@@ -6,12 +6,12 @@ bincounts, fancy indexing, arithmetic over a few hundred thousand events), so th
 work without copying the sample: on a quiet 2-core machine two threads evaluated the catalog
 1.5-1.85x faster and binned it 1.6-2.2x faster than one, where a process pool gained less
 (1.3-1.7x) for pickling the columns back; the whole catalog stage of the search (4,000 users,
-payments and edits at 5,000 and 100,000 users) ran 1.54-1.66x faster, and the deepening
-candidates (:meth:`ColumnScreen.build_each`) 1.63-1.91x (``benchmarks/bench_parallel.py``).
-Scoring a screen's columns against a residual gained nothing (0.83-1.07x), so
-:meth:`ColumnScreen.gains` uses one worker unless told otherwise. Every result is
-consumed in the order one worker would have produced it, so the outcome does not depend on
-the number of workers, bit for bit.
+payments and edits at 5,000 and 100,000 users) ran 1.54-1.79x faster, and the deepening
+candidates (:meth:`ColumnScreen.build_each`) 1.63-2.05x (``benchmarks/bench_parallel.py``).
+Scoring a screen's columns against a residual (:meth:`ColumnScreen.gains`) ran 1.17-1.82x
+faster with one BLAS thread, as the search runs, but 0.83-1.07x beside BLAS's own threads.
+Every result is consumed in the order one worker would have produced it, so the outcome does
+not depend on the number of workers, bit for bit.
 """
 
 from __future__ import annotations
