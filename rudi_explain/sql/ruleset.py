@@ -23,7 +23,7 @@ from rudi_explain.rules.ruleset import LinearTerm, Rule
 from rudi_explain.rules.scorecard_cards import Card, Linear
 from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD
 from rudi_explain.rules.values import format_value
-from rudi_explain.sql.statistics import _compile, _options, _unique, _users_cte, _with, float_literal
+from rudi_explain.sql.statistics import _compile, _options, _Query, _unique, _with, float_literal
 
 __all__ = ["ruleset_sql", "sql_comment"]
 
@@ -102,31 +102,28 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
     by_stat: dict[int, list[int]] = {}
     for c in sorted(needed):
         by_stat.setdefault(int(literals.output_statistic[c]), []).append(c)
-    users, users_body = _users_cte(opts)
-    ctes = [(users, users_body)]
-    joins, value_expr = [], {}
+    query = _Query(opts)  # every statistic in one scan and one aggregation by user
+    a = q("_a")
+    value_expr = {}
     for k, outs in by_stat.items():
         stat = literals.statistics[k]
-        compiled = _compile(stat, opts, f"_s{k}_")
-        ctes.extend(compiled.ctes)
-        alias = q(f"_a{k}")
-        joins.append(f"LEFT JOIN {compiled.agg} {alias} ON {q('_x')}.{q('_u')} = {alias}.{q('_u')}")
-        exprs = dict(compiled.outputs)
-        scalar = len(compiled.outputs) == 1 and compiled.outputs[0][0] == str(stat)
+        outputs = _compile(stat, query)
+        exprs = dict(outputs)
+        scalar = len(outputs) == 1 and outputs[0][0] == str(stat)
         for c in outs:
             out = str(stat) if scalar else literals.output_names[c]
             if out not in exprs:
                 raise InputError(f"statistic {stat} has no output {out!r} with these vocabularies: "
                                  "pass vocabularies=literals.vocabularies")
-            value_expr[c] = exprs[out].format(a=alias)
+            value_expr[c] = exprs[out].format(a=a)
+    ctes, agg = query.ctes()
     value_name = {c: (str(literals.statistics[int(literals.output_statistic[c])]) if
                       literals.output_names[c] == str(literals.statistics[int(literals.output_statistic[c])])
                       else f"{literals.statistics[int(literals.output_statistic[c])]} [{literals.output_names[c]}]")
                   for c in value_expr}
     value_cols = [f"{value_expr[c]} AS {q(f'_v{c}')}" for c in sorted(value_expr)]
-    ctes.append((q("_values"), f"SELECT {q('_x')}.{q('_u')} AS {q('_u')}"
-                 + "".join(f", {v}" for v in value_cols)
-                 + f" FROM {users} {q('_x')} " + " ".join(joins)))
+    ctes.append((q("_values"), f"SELECT {a}.{q('_u')} AS {q('_u')}" + "".join(f", {v}" for v in value_cols)
+                 + f" FROM {agg} {a}"))
 
     def literal(i: int) -> str:
         col = q(f"_v{int(literals.column[i])}")

@@ -230,37 +230,119 @@ def _options(table, user, time, dialect, vocabularies, reference_time, event_ord
 
 
 # ------------------------------------------------------------------ compiling one statistic
+def _braces(text: str) -> str:
+    """``text`` inside an output expression, which ``str.format`` reads (``{a}`` is the aggregate row)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def _when(conditions: list[str], expr: str) -> str:
     return f"CASE WHEN {' AND '.join(conditions)} THEN {expr} END" if conditions else expr
 
 
-@dataclass
-class _Compiled:
-    """A statistic as CTEs ending in one aggregate row per user with events."""
+class _Query:
+    """What the statistics of one query share: one scan of the table, the window columns, one GROUP BY.
 
-    ctes: list[tuple[str, str]]
-    agg: str  # name of the CTE with "_u" and the parts
-    outputs: list[tuple[str, str]]  # (output name, expression over the parts, with {a} for the alias)
+    Every statistic reads the same source rows, and a row operator
+    (``RetainBy``, ``FilterBy``, ``Within``, ``Top``) becomes a condition
+    inside the statistic's aggregates (``CASE WHEN``) rather than a CTE of its
+    own: K statistics cost one scan and one hash aggregation by user, not K
+    scans, K aggregations and K joins. A window function (``Top``, ``First``,
+    ``Percentile``, ``MaxGap``) ranks among the rows its statistic keeps by
+    partitioning on that condition; one that reads another window's column
+    (a ``Top`` after a ``Top``) sits in a later layer. Equal columns, windows
+    and aggregates are computed once for all statistics.
+    """
+
+    def __init__(self, opts: _Options):
+        self.o = opts
+        self.columns: dict[tuple[str, str], str] = {}  # (source column, kind) -> internal name
+        self.times: dict[str, str] = {}  # time unit -> internal name of the time column in that unit
+        self.layers: list[dict[str, str]] = []  # per layer of windows: expression -> internal name
+        self.parts: dict[str, str] = {}  # aggregate expression -> internal name
+        self.src = opts.q("_src")
+
+    def column(self, column: str, kind: str) -> str:
+        key = (column, kind)
+        if key not in self.columns:
+            self.columns[key] = f"_{'k' if kind == 'categorical' else 'n'}{len(self.columns)}"
+        return self.o.q(self.columns[key])
+
+    def time(self, unit: str) -> str:
+        """The time column in ``unit``: integer nanoseconds (datetime) or a double (number)."""
+        self.times.setdefault(unit, "_td" if unit == "datetime" else "_tf")
+        return self.o.q(self.times[unit])
+
+    def window(self, layer: int, expr: str) -> str:
+        while len(self.layers) < layer:
+            self.layers.append({})
+        names = self.layers[layer - 1]
+        names.setdefault(expr, f"_w{layer}_{len(names)}")
+        return self.o.q(names[expr])
+
+    def part(self, expr: str) -> str:
+        """An aggregate by user, as a column of the aggregate row (``{a}`` stands for its alias)."""
+        self.parts.setdefault(expr, f"_p{len(self.parts)}")
+        return "{a}." + self.o.q(self.parts[expr])
+
+    def source(self) -> str:
+        o = self.o
+        q = o.q
+        cols = [f"{q(o.user)} AS {q('_u')}"]
+        if o.time is not None:
+            raw = q(o.time)
+            cols.append(f"{raw} AS {q('_t')}")  # orders events
+            for unit, internal in self.times.items():
+                if unit == "number":
+                    expr = o.as_double(raw)
+                elif o.dialect == "duckdb":
+                    expr = f"epoch_ns({raw})"  # exact integer nanoseconds, as the engine
+                else:
+                    expr = f"CAST(unix_micros({raw}) AS BIGINT) * 1000"  # spark: timestamps hold microseconds
+                cols.append(f"{expr} AS {q(internal)}")
+        if o.event_order is not None:
+            cols.append(f"{q(o.event_order)} AS {q('_o')}")
+        for (column, kind), internal in self.columns.items():
+            raw = q(column)
+            if kind == "categorical":
+                expr = f"COALESCE(CAST({raw} AS {o.text}), {o.s(_NA)})"
+                vocab = None if o.vocabularies is None else o.vocabularies.get(column)
+                if vocab is not None and _OTHER in vocab:
+                    # A lumped column: values the vocabulary lacks join "<other>", as in Sequences.
+                    kept = ", ".join(o.s(x) for x in vocab)
+                    expr = f"CASE WHEN {expr} IN ({kept}) THEN {expr} ELSE {o.s(_OTHER)} END"
+            else:
+                x = o.as_double(raw)
+                # NULL and NaN are both missing; standard SQL floats have no NaN.
+                expr = x if o.dialect == "ansi" else f"CASE WHEN isnan({x}) THEN NULL ELSE {x} END"
+            cols.append(f"{expr} AS {q(internal)}")
+        return f"SELECT {', '.join(cols)} FROM {o.table} WHERE {q(o.user)} IS NOT NULL"
+
+    def ctes(self) -> tuple[list[tuple[str, str]], str]:
+        """The CTEs (source, window layers, the aggregate by user) and the aggregate's name."""
+        q = self.o.q
+        ctes = [(self.src, self.source())]
+        current = self.src
+        for i, windows in enumerate(self.layers):
+            name = q(f"_w{i + 1}")
+            cols = ", ".join(f"{expr} AS {q(internal)}" for expr, internal in windows.items())
+            ctes.append((name, f"SELECT {current}.*, {cols} FROM {current}"))
+            current = name
+        agg = q("_agg")
+        select = ", ".join([q("_u")] + [f"{expr} AS {q(internal)}" for expr, internal in self.parts.items()])
+        ctes.append((agg, f"SELECT {select} FROM {current} GROUP BY {q('_u')}"))
+        return ctes, agg
 
 
 class _StatisticCompiler:
-    def __init__(self, stat, opts: _Options, prefix: str):
-        self.stat, self.o, self.prefix = stat, opts, prefix
-        self.columns: dict[str, str] = {}  # source column -> internal name
-        self.kinds: dict[str, str] = {}
+    def __init__(self, stat, query: _Query):
+        self.stat, self.query, self.o = stat, query, query.o
 
     # -- helpers
     def fail(self, op, why: str) -> ValueError:
         return ValueError(f"cannot compile {op} of {str(self.stat)!r} to dialect {self.o.dialect!r}: {why}")
 
-    def name(self, part: str) -> str:
-        return self.o.q(f"{self.prefix}{part}")
-
     def column(self, column: str, kind: str) -> str:
-        if column not in self.columns:
-            self.columns[column] = f"_{'k' if kind == 'categorical' else 'n'}{len(self.columns)}"
-            self.kinds[column] = kind
-        return self.o.q(self.columns[column])
+        return self.query.column(column, kind)
 
     def vocabulary(self, column: str, op) -> tuple[str, ...]:
         vocab = None if self.o.vocabularies is None else self.o.vocabularies.get(column)
@@ -291,10 +373,10 @@ class _StatisticCompiler:
             raise self.fail(op, "standard SQL has no portable timestamp arithmetic; use dialect='duckdb' or 'spark'")
         return unit
 
-    def reference(self, unit: str | None, src: str) -> str:
+    def reference(self, unit: str) -> str:
         ref = self.o.reference_time
         if ref is None:
-            return f"(SELECT MAX({self.o.q('_t')}) FROM {src})"
+            return f"(SELECT MAX({self.query.time(unit)}) FROM {self.query.src})"
         if unit == "datetime":
             stamp = pd.Timestamp(ref)
             if stamp.tzinfo is not None:
@@ -303,58 +385,65 @@ class _StatisticCompiler:
         return float_literal(float(ref))
 
     # -- the pipeline
-    def compile(self) -> _Compiled:
-        o, stat = self.o, self.stat
+    def compile(self) -> list[tuple[str, str]]:
+        """Register the statistic's columns, windows and aggregates with the query; its outputs.
+
+        Returns (output name, expression over the aggregate row, with ``{a}`` for its alias).
+        """
+        o, stat, query = self.o, self.stat, self.query
         q = o.q
         ops = stat.operators
         agg = stat.aggregation
         time_ops = any(isinstance(op, Within) for op in ops) or isinstance(agg, (Recency, Tenure, MeanGap, MaxGap))
         unit = self.time_domain(next(op for op in ops if isinstance(op, (Within, Recency, Tenure, MeanGap, MaxGap)))) \
-            if time_ops else None
-        src = self.name("src")
+            if time_ops else ""
+        t = query.time(unit) if unit else ""
 
-        # Row operators, one CTE each; SortBy only changes the order, Abs the values.
-        stages: list[tuple[str, str]] = []
+        # Row operators become conditions on the rows kept (SortBy only changes the order, Abs the
+        # values); a window ranks the kept rows among themselves by partitioning on the conditions.
+        conds: list[str] = []
+        depth = 0  # the layer of the latest window the conditions read
+
+        def kept() -> list[str]:
+            return [f"CASE WHEN {' AND '.join(conds)} THEN 1 ELSE 0 END"] if conds else []
+
         order_keys = ([q("_t")] if o.time is not None else []) + ([q("_o")] if o.event_order is not None else [])
-        current, absolute = src, False
-        for i, op in enumerate(ops[1:-1]):
-            where = None
+        ascending = list(order_keys)  # the same order as values sorting ascending, NULL nowhere
+        absolute = False
+        for op in ops[1:-1]:
             if isinstance(op, (RetainBy, FilterBy)):
                 col = self.column(op.column, "categorical")
                 vocab = None if o.vocabularies is None else o.vocabularies.get(op.column)
                 if vocab is not None and op.value not in vocab:
-                    where = "1 = 0" if isinstance(op, RetainBy) else None  # matches no event
+                    if isinstance(op, RetainBy):
+                        conds.append("1 = 0")  # matches no event
                 else:
-                    where = f"{col} {'=' if isinstance(op, RetainBy) else '<>'} {o.s(op.value)}"
+                    conds.append(f"{col} {'=' if isinstance(op, RetainBy) else '<>'} {o.s(op.value)}")
             elif isinstance(op, Within):
                 span = int(round(op.span)) if unit == "datetime" else None
-                ref = self.reference(unit, src)
+                ref = self.reference(unit)
                 start = f"{ref} - CAST({span} AS BIGINT)" if unit == "datetime" else f"{ref} - {float_literal(op.span)}"
-                where = f"{q('_t')} > {start} AND {q('_t')} <= {ref}"
+                conds.append(f"{t} > {start} AND {t} <= {ref}")
             elif isinstance(op, SortBy):
                 col = self.column(op.column, "numerical")
                 direction = "DESC" if op.direction == "desc" else "ASC"
                 # NaN (NULL) keys last in both directions; ties keep the order so far (stable).
                 order_keys = [f"CASE WHEN {col} IS NULL THEN 1 ELSE 0 END", f"{col} {direction}"] + order_keys
+                signed = f"-({col})" if direction == "DESC" else col
+                ascending = [order_keys[0], f"COALESCE({signed}, {float_literal(0.0)})"] + ascending
             elif isinstance(op, Top):
                 if o.time is None and o.event_order is None:
                     raise self.fail(op, "needs an event order: pass time= or event_order=")
-                ranked = (f"SELECT {current}.*, ROW_NUMBER() OVER (PARTITION BY {q('_u')} "
-                          f"ORDER BY {', '.join(order_keys)}) "
-                          f"AS {q('_rk')} FROM {current}")
-                name = self.name(f"r{i}")
-                stages.append((name, f"SELECT {{cols}} FROM ({ranked}) {q('_x')} WHERE {q('_rk')} <= {int(op.k)}"))
-                current = name
+                depth += 1
+                rank = query.window(depth, f"ROW_NUMBER() OVER (PARTITION BY {', '.join([q('_u')] + kept())} "
+                                           f"ORDER BY {', '.join(order_keys)})")
+                conds.append(f"{rank} <= {int(op.k)}")
             elif isinstance(op, Abs):
                 absolute = True
             elif isinstance(op, GroupBy):
                 pass
             else:
                 raise self.fail(op, f"the operator {op.name} has no SQL form")
-            if where is not None:
-                name = self.name(f"r{i}")
-                stages.append((name, f"SELECT {{cols}} FROM {current} WHERE {where}"))
-                current = name
 
         # The aggregation.
         group = stat.group
@@ -373,34 +462,29 @@ class _StatisticCompiler:
                 v = self.column(selected, "numerical")
                 if absolute:
                     v = f"ABS({v})"
-        partition = [q("_u")] + ([g] if g is not None else [])
-        windows: list[str] = []
-        if isinstance(agg, First):
-            if o.time is None and o.event_order is None:
-                raise self.fail(agg, "needs an event order: pass time= or event_order=")
+        partition = [q("_u")] + ([g] if g is not None else []) + kept()
+        fr = pr = pn = gap = ""
+        # DuckDB takes First as an aggregate by user (arg_min over the order as a row of keys): a
+        # window would sort every event of the table. Percentile and MaxGap keep their windows, which
+        # spill to disk: sorted lists by user cost as much and must fit in memory.
+        grouped = o.dialect == "duckdb"
+        key = ascending[0] if len(ascending) == 1 else f"row({', '.join(ascending)})"
+        if isinstance(agg, First) and o.time is None and o.event_order is None:
+            raise self.fail(agg, "needs an event order: pass time= or event_order=")
+        if isinstance(agg, First) and not grouped:
             # The first defined value: rank among the defined values only.
             defined_first = partition + ([] if one_hot else [f"CASE WHEN {v} IS NULL THEN 1 ELSE 0 END"])
-            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(defined_first)} "
-                           f"ORDER BY {', '.join(order_keys)}) "
-                           f"AS {q('_fr')}")
+            fr = query.window(depth + 1, f"ROW_NUMBER() OVER (PARTITION BY {', '.join(defined_first)} "
+                                         f"ORDER BY {', '.join(order_keys)})")
         if isinstance(agg, Percentile) and not one_hot:
-            windows.append(f"ROW_NUMBER() OVER (PARTITION BY {', '.join(partition)}, CASE WHEN {v} IS NULL THEN 1 "
-                           f"ELSE 0 END ORDER BY {v}) - 1 AS {q('_pr')}")
-            windows.append(f"COUNT({v}) OVER (PARTITION BY {', '.join(partition)}) AS {q('_pn')}")
+            pr = query.window(depth + 1, f"ROW_NUMBER() OVER (PARTITION BY {', '.join(partition)}, CASE WHEN {v} "
+                                         f"IS NULL THEN 1 ELSE 0 END ORDER BY {v}) - 1")
+            pn = query.window(depth + 1, f"COUNT({v}) OVER (PARTITION BY {', '.join(partition)})")
         if isinstance(agg, MaxGap):
             tie = [q("_o")] if o.event_order is not None else []
-            windows.append(f"{q('_t')} - LAG({q('_t')}) OVER (PARTITION BY {', '.join(partition)} "
-                           f"ORDER BY {', '.join([q('_t')] + tie)}) AS {q('_gap')}")
-        if windows:
-            name = self.name("w")
-            stages.append((name, f"SELECT {current}.*, {', '.join(windows)} FROM {current}"))
-            current = name
-
-        parts: dict[str, int] = {}  # aggregate expression -> its column, each computed once
-
-        def part(expr: str) -> str:
-            index = parts.setdefault(expr, len(parts))
-            return "{a}." + q(f"_p{index}")
+            gap = query.window(depth + 1, f"{t} - LAG({t}) OVER (PARTITION BY {', '.join(partition)} "
+                                          f"ORDER BY {', '.join([q('_t')] + tie)})")
+        part = query.part
 
         d = o.as_double
         outputs: list[tuple[str, str]] = []
@@ -412,23 +496,23 @@ class _StatisticCompiler:
         if isinstance(agg, Percentile):
             frac_of = float(agg.k) / 100.0  # as the engine: (n - 1) * (k / 100.0)
         for (c, w), out_name in zip(cells, names):
-            cond = [f"{g} = {o.s(w)}"] if w is not None else []
+            cond = conds + ([f"{g} = {o.s(w)}"] if w is not None else [])
             if isinstance(agg, (Recency, Tenure, MeanGap, MaxGap)):
-                ref = self.reference(unit, src)
+                ref = self.reference(unit)
                 scale = float_literal(float(_NS_PER_DAY) if unit == "datetime" else 1.0)
                 if isinstance(agg, Recency):
-                    last = part(f"MAX({_when(cond, q('_t'))})")
+                    last = part(f"MAX({_when(cond, t)})")
                     expr = f"{d(f'{ref} - {last}')} / {scale}"
                 elif isinstance(agg, Tenure):
-                    first = part(f"MIN({_when(cond, q('_t'))})")
+                    first = part(f"MIN({_when(cond, t)})")
                     expr = f"{d(f'{ref} - {first}')} / {scale}"
                 elif isinstance(agg, MeanGap):
-                    first = part(f"MIN({_when(cond, q('_t'))})")
-                    last = part(f"MAX({_when(cond, q('_t'))})")
+                    first = part(f"MIN({_when(cond, t)})")
+                    last = part(f"MAX({_when(cond, t)})")
                     n = part(f"COUNT({_when(cond, '1')})")
                     expr = f"CASE WHEN {n} > 1 THEN {d(f'{last} - {first}')} / {scale} / {d(f'{n} - 1')} END"
                 else:
-                    expr = part(f"MAX({_when(cond, d(q('_gap')) + ' / ' + scale)})")
+                    expr = part(f"MAX({_when(cond, d(gap) + ' / ' + scale)})")
             elif agg.ignores_selection:
                 if not isinstance(agg, Count):
                     raise self.fail(agg, f"the aggregation {agg.name} has no SQL form")
@@ -437,8 +521,11 @@ class _StatisticCompiler:
             elif one_hot:
                 n_all = part(f"COUNT({_when(cond, '1')})" if cond else "COUNT(*)")
                 hit = f"{v} = {o.s(cast(str, c))}"  # one-hot: every cell has its category
-                if isinstance(agg, First):
-                    first = part(f"MAX({_when(cond + [q('_fr') + ' = 1'], f'CASE WHEN {hit} THEN 1 ELSE 0 END')})")
+                if isinstance(agg, First) and grouped:
+                    first = part(f"arg_min({v}, {key})" + (f" FILTER (WHERE {' AND '.join(cond)})" if cond else ""))
+                    expr = d(f"({first} = {_braces(o.s(cast(str, c)))})")  # NULL without an event
+                elif isinstance(agg, First):
+                    first = part(f"MAX({_when(cond + [fr + ' = 1'], f'CASE WHEN {hit} THEN 1 ELSE 0 END')})")
                     expr = d(first)
                 else:
                     cnt = part(f"COUNT({_when(cond + [hit], '1')})")
@@ -461,14 +548,15 @@ class _StatisticCompiler:
                     expr = part(f"STDDEV_SAMP({val})")
                 elif isinstance(agg, Ptp):
                     expr = f"{part(f'MAX({val})')} - {part(f'MIN({val})')}"
+                elif isinstance(agg, First) and grouped:
+                    expr = part(f"arg_min({v}, {key}) FILTER (WHERE {' AND '.join(cond + [f'{v} IS NOT NULL'])})")
                 elif isinstance(agg, First):
-                    expr = part(f"MAX({_when(cond + [q('_fr') + ' = 1'], v)})")
+                    expr = part(f"MAX({_when(cond + [fr + ' = 1'], v)})")
                 elif isinstance(agg, Percentile):
                     n = part(f"COUNT({val})")
-                    rank = f"{d(q('_pn') + ' - 1')} * {float_literal(frac_of)}"
+                    rank = f"{d(pn + ' - 1')} * {float_literal(frac_of)}"
                     lo = f"FLOOR({rank})"
-                    hi = f"CASE WHEN {lo} + 1 < {q('_pn')} - 1 THEN {lo} + 1 ELSE {q('_pn')} - 1 END"
-                    pr = q("_pr")
+                    hi = f"CASE WHEN {lo} + 1 < {pn} - 1 THEN {lo} + 1 ELSE {pn} - 1 END"
                     a = part(f"MAX({_when(cond + [f'{v} IS NOT NULL', f'{pr} = {lo}'], v)})")
                     b = part(f"MAX({_when(cond + [f'{v} IS NOT NULL', f'{pr} = {hi}'], v)})")
                     expr = self.lerp(f"{d(f'{n} - 1')} * {float_literal(frac_of)}", a, b, f"{n} > 0")
@@ -476,13 +564,7 @@ class _StatisticCompiler:
                     raise self.fail(agg, f"the aggregation {agg.name} has no SQL form")
             outputs.append((out_name, expr))
 
-        cols = ", ".join([q("_u")] + ([q("_t")] if o.time is not None else []) +
-                         ([q("_o")] if o.event_order is not None else []) + [q(c) for c in self.columns.values()])
-        ctes = [(src, self.source(src))] + [(n_, body.replace("{cols}", cols)) for n_, body in stages]
-        agg_name = self.name("agg")
-        select = ", ".join([q("_u")] + [f"{p} AS {q(f'_p{i}')}" for p, i in parts.items()])
-        ctes.append((agg_name, f"SELECT {select} FROM {current} GROUP BY {q('_u')}"))
-        return _Compiled(ctes, agg_name, outputs)
+        return outputs
 
     def ordered_values(self, val: str, order_keys: list[str]) -> str | None:
         """The user's defined values as an array in the engine's event order, or None.
@@ -561,63 +643,25 @@ class _StatisticCompiler:
             return self.lerp(rank, a, b, defined)
         raise self.fail(agg, f"the aggregation {agg.name} of a categorical selection has no SQL form")
 
-    def source(self, src: str) -> str:
-        o = self.o
-        q = o.q
-        cols = [f"{q(o.user)} AS {q('_u')}"]
-        if o.time is not None:
-            cols.append(f"{self.time_expr()} AS {q('_t')}")
-        if o.event_order is not None:
-            cols.append(f"{q(o.event_order)} AS {q('_o')}")
-        for column, internal in self.columns.items():
-            raw = q(column)
-            if self.kinds[column] == "categorical":
-                expr = f"COALESCE(CAST({raw} AS {o.text}), {o.s(_NA)})"
-                vocab = None if o.vocabularies is None else o.vocabularies.get(column)
-                if vocab is not None and _OTHER in vocab:
-                    # A lumped column: values the vocabulary lacks join "<other>", as in Sequences.
-                    kept = ", ".join(o.s(x) for x in vocab)
-                    expr = f"CASE WHEN {expr} IN ({kept}) THEN {expr} ELSE {o.s(_OTHER)} END"
-            else:
-                x = o.as_double(raw)
-                # NULL and NaN are both missing; standard SQL floats have no NaN.
-                expr = x if o.dialect == "ansi" else f"CASE WHEN isnan({x}) THEN NULL ELSE {x} END"
-            cols.append(f"{expr} AS {q(internal)}")
-        return f"SELECT {', '.join(cols)} FROM {o.table} WHERE {q(o.user)} IS NOT NULL"
 
-    def time_expr(self) -> str:
-        o = self.o
-        if o.time is None:
-            raise self.fail(self.stat.aggregation, "needs a time column: pass time=")
-        raw = o.q(o.time)
-        unit = o.time_unit
-        stat = self.stat
-        uses_time = any(isinstance(op, Within) for op in stat.operators) or \
-            isinstance(stat.aggregation, (Recency, Tenure, MeanGap, MaxGap))
-        if not uses_time:
-            return raw  # only orders events
-        unit = self.time_domain(stat.aggregation)
-        if unit == "number":
-            return o.as_double(raw)
-        if o.dialect == "duckdb":
-            return f"epoch_ns({raw})"  # exact integer nanoseconds, as the engine
-        return f"CAST(unix_micros({raw}) AS BIGINT) * 1000"  # spark: timestamps hold microseconds
-
-
-def _compile(stat, opts: _Options, prefix: str) -> _Compiled:
+def _compile(stat, query: _Query) -> list[tuple[str, str]]:
+    """Add ``stat`` to ``query``; its outputs (name, expression over the aggregate row ``{a}``)."""
     if not isinstance(stat, Statistic):
         stat = Statistic.parse(str(stat))
-    return _StatisticCompiler(stat, opts, prefix).compile()
+    return _StatisticCompiler(stat, query).compile()
 
 
 def _with(ctes: list[tuple[str, str]]) -> str:
     return "WITH " + ",\n".join(f"{name} AS (\n  {body}\n)" for name, body in ctes)
 
 
-def _users_cte(opts: _Options) -> tuple[str, str]:
-    q = opts.q
-    return q("_users"), (f"SELECT DISTINCT {q(opts.user)} AS {q('_u')} FROM {opts.table} "
-                         f"WHERE {q(opts.user)} IS NOT NULL")
+def _select_by_user(query: _Query, columns: list[tuple[str, str]], user: str) -> str:
+    """The query's CTEs, then one row per user (every user with an event, sorted) with ``columns``."""
+    q = query.o.q
+    ctes, agg = query.ctes()
+    a = q("_a")
+    cols = [f"{a}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}" for name, expr in columns]
+    return f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {agg} {a}\nORDER BY {a}.{q('_u')}"
 
 
 def _unique(names: list[str], what: str) -> None:
@@ -682,16 +726,10 @@ def statistic_sql(stat, table: str | Sequence[str] = "events", user: str = "user
     """
     opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
                     exact_sums)
-    compiled = _compile(stat, opts, "_s_")
-    q = opts.q
-    _unique([user] + [n for n, _ in compiled.outputs], "statistic outputs")
-    users, users_body = _users_cte(opts)
-    ctes = [(users, users_body)] + compiled.ctes
-    a = q("_a")
-    cols = [f"{q('_x')}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}"
-                                                   for name, expr in compiled.outputs]
-    return (f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {users} {q('_x')} LEFT JOIN {compiled.agg} {a} "
-            f"ON {q('_x')}.{q('_u')} = {a}.{q('_u')}\nORDER BY {q('_x')}.{q('_u')}")
+    query = _Query(opts)
+    outputs = _compile(stat, query)
+    _unique([user] + [n for n, _ in outputs], "statistic outputs")
+    return _select_by_user(query, outputs, user)
 
 
 def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", user: str = "user_id",
@@ -710,20 +748,11 @@ def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", 
     """
     opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
                     exact_sums)
-    q = opts.q
-    users, users_body = _users_cte(opts)
-    ctes, joins, cols = [(users, users_body)], [], [f"{q('_x')}.{q('_u')} AS {q(user)}"]
-    names = [user]
-    for k, stat in enumerate(stats):
-        compiled = _compile(stat, opts, f"_s{k}_")
-        ctes.extend(compiled.ctes)
-        alias = q(f"_a{k}")
-        joins.append(f"LEFT JOIN {compiled.agg} {alias} ON {q('_x')}.{q('_u')} = {alias}.{q('_u')}")
-        scalar = len(compiled.outputs) == 1 and compiled.outputs[0][0] == str(stat)
-        for out, expr in compiled.outputs:
-            name = str(stat) if scalar else f"{stat} [{out}]"
-            names.append(name)
-            cols.append(f"{expr.format(a=alias)} AS {q(name)}")
-    _unique(names, "statistic outputs")
-    return (f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {users} {q('_x')} " + " ".join(joins)
-            + f"\nORDER BY {q('_x')}.{q('_u')}")
+    query = _Query(opts)
+    columns = []
+    for stat in stats:
+        outputs = _compile(stat, query)
+        scalar = len(outputs) == 1 and outputs[0][0] == str(stat)
+        columns.extend((str(stat) if scalar else f"{stat} [{out}]", expr) for out, expr in outputs)
+    _unique([user] + [n for n, _ in columns], "statistic outputs")
+    return _select_by_user(query, columns, user)

@@ -21,7 +21,7 @@ from rudi_explain.rules.ruleset import LinearTerm, Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_cards import Band, Card, Linear
 from rudi_explain.sql.ruleset import sql_comment
-from rudi_explain.sql.statistics import float_literal, quote_identifier, quote_string
+from rudi_explain.sql.statistics import float_literal, quote_identifier, quote_string, statistics_sql
 from rudi_explain.statistics import Mean, Pipeline, Schema, Std, Sum, Top, Within, next_operators
 
 CATEGORICAL = ["a", "b"]
@@ -112,13 +112,29 @@ def test_random_statistics_match_engine(grammar):
         schema = Schema.of(seqs)
         con = duckdb.connect()
         con.register("events", df)
+        exact = table % 2 == 1  # half the tables with sums in the engine's order, equal to the bit
+        stats = {}
         for _ in range(10):
             stat = random_statistic(rng, schema, grammar, max_depth=int(rng.integers(1, 6)))
-            exact = table % 2 == 1  # half the tables with sums in the engine's order, equal to the bit
             sql = stat.to_sql(vocabularies=seqs.vocabularies, event_order="row", reference_time=reference,
                               time_unit=schema.time_unit, exact_sums=exact)
             check_against_engine(run(con, sql), stat, seqs, ordered_sums=exact)
+            stats[str(stat)] = stat
             tested += 1
+        # The same statistics in one query (one scan; their row conditions, windows and aggregates
+        # side by side, equal ones shared): each statistic's columns as the engine's.
+        together = list(stats.values())
+        got = run(con, statistics_sql(together, vocabularies=seqs.vocabularies, event_order="row",
+                                      reference_time=reference, time_unit=schema.time_unit, exact_sums=exact))
+        assert list(got["user_id"]) == list(seqs.users)
+        start = 1
+        for stat in together:
+            width = len(stat.output_names(seqs))
+            want = stat.evaluate(seqs)
+            assert_same(stat, got.iloc[:, start:start + width].to_numpy(dtype=np.float64, na_value=np.nan)
+                        .reshape(want.shape), want, ordered_sums=exact)
+            start += width
+        assert start == got.shape[1]
     assert tested == 240
 
 
@@ -313,7 +329,7 @@ def test_hostile_names_and_values_round_trip():
     df = pd.DataFrame({
         "user id\"": ["ü1", "ü1", "o'2", "o'2", "z"],
         "t s": [1.0, 2.0, 1.0, 3.0, 1.0],
-        cat: [evil, slash, evil, "ok", None],
+        cat: [evil, slash, evil, "{a}} {0", None],  # braces: outputs are read by str.format
         col: ["a", "b", "a", "a", "b"],
         num: [1.0, 2.0, 3.0, np.nan, 5.0],
     })
@@ -323,7 +339,7 @@ def test_hostile_names_and_values_round_trip():
     con.execute("CREATE TABLE events AS SELECT 1 AS x")
     for text in [f"Select({num!r}) | RetainBy({cat!r}={evil!r}) | Sum",
                  f"Select({cat!r}) | GroupBy({col!r}) | Mean",
-                 f"Select({num!r}) | FilterBy({cat!r}={slash!r}) | Max"]:
+                 f"Select({num!r}) | FilterBy({cat!r}={slash!r}) | Max", f"Select({cat!r}) | First"]:
         stat = rx.Statistic.parse(text)
         sql = stat.to_sql(table='my "events"', user="user id\"", time="t s", vocabularies=seqs.vocabularies)
         got = run(con, sql)
