@@ -181,7 +181,8 @@ def _literal_part(exp: Explanation, lit: Lit) -> dict:
 
 
 def rule_cards(exp: Explanation, n_examples: int = N_EXAMPLES) -> list[dict]:
-    """One card per rule, largest |weight| first.
+    """One card per rule, the one that moves scores most first: largest ``spread`` (a rule's ``|weight|``;
+    a linear card's term, ``|weight|`` times the range of its clipped values over the training users).
 
     Each card: the rule's text and literals, its weight and direction,
     coverage, the mean teacher score where it fires and where it does not,
@@ -210,6 +211,8 @@ def rule_cards(exp: Explanation, n_examples: int = N_EXAMPLES) -> list[dict]:
             "text": str(rule.text),
             "notation": str(getattr(rule, "notation", rule.text)),
             "weight": _num(rule.weight),
+            # the order of the cards: a linear term by its spread of points, not its weight per unit
+            "spread": _num(_spread(exp, rule)),
             "direction": "raises" if rule.weight > 0 else "lowers",
             "linear": linear,
             "literals": parts,
@@ -221,8 +224,21 @@ def rule_cards(exp: Explanation, n_examples: int = N_EXAMPLES) -> list[dict]:
             "mean_not": _num(rest_mean, 4),
             "examples": examples,
         })
-    cards.sort(key=lambda c: (-abs(c["weight"] or 0.0), c["index"]))
+    cards.sort(key=lambda c: (-(c["spread"] or 0.0), c["index"]))
     return cards
+
+
+def _spread(exp: Explanation, rule: Any) -> float:
+    """How far a rule moves scores over the training users: the range of what it adds, comparable between
+    a rule (0 or its weight: ``|weight|``) and a linear card's term (``|weight|`` x the range of the clipped
+    values the training users have), whose weight is per unit of the value and so compares with nothing."""
+    if not isinstance(rule, LinearTerm):
+        return abs(float(rule.weight))
+    v = exp.result.values[~exp.is_test, int(rule.column)]
+    v = np.where(np.isnan(v), rule.fill, v)
+    if rule.lo is not None or rule.hi is not None:
+        v = np.clip(v, -np.inf if rule.lo is None else rule.lo, np.inf if rule.hi is None else rule.hi)
+    return abs(float(rule.weight)) * float(np.ptp(v)) if v.size else 0.0
 
 
 def _connective(rule: Any) -> str:
@@ -801,7 +817,7 @@ def user_detail(exp: Explanation, user_id: Any, max_events: int = MAX_EVENTS, at
         "held_out": u.is_held_out,
         "intercept": _num(u.intercept),
         "fired": [int(k) for k in u.fired],
-        "scorecard": user_scorecard(exp, i),
+        "scorecard": user_scorecard(exp, i, u),
         "contributions": [{"index": int(k), "text": str(rules[k].text), "weight": _num(added[k])}
                           for k in fired],
         "literals": literal_rows,

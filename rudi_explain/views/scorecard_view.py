@@ -3,8 +3,9 @@
 Pure functions from an :class:`~rudi_explain.explanation.Explanation` to plain
 dicts (SEMANTICS.md, "The scorecard"). Every text a reader sees is written
 here, the one way: a card's rows are :meth:`Card.rows
-<rudi_explain.rules.scorecard_cards.Card.rows>` (the text form's own labels and
-points), values go through :func:`rudi_explain.rules.values.format_value`; the
+<rudi_explain.rules.scorecard_cards.Card.rows>` (the text form's own labels),
+points go through :func:`~rudi_explain.rules.values.points_text`, values
+through :func:`rudi_explain.rules.values.format_value`; the
 raw numbers travel beside them only to draw the charts. Nothing here escapes
 HTML: the front end puts every string into the page as text, the static copy
 escapes it.
@@ -19,6 +20,7 @@ import numpy as np
 
 from rudi_explain.audit.cards import output_kind, output_unit, value_text  # one place for a kind's fallback
 from rudi_explain.audit.jsonable import json_float
+from rudi_explain.audit.user import UserView
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Card
 from rudi_explain.rules.values import format_value, points_text
 
@@ -57,6 +59,15 @@ def _exact(card: Card, x: float) -> str:
     return format_value(x, card.kind, card.unit, exact=True)
 
 
+def _points_text(card: Card, band: int, points: float) -> str:
+    """A card row's points as every view writes points (:func:`points_text`); a linear card's value row
+    is its range, "-1.64 to +0.79"."""
+    lin = card.linear
+    if lin is None or band == UNDEFINED:
+        return points_text(points)
+    return f"{points_text(lin.offset)} to {points_text(lin.offset + lin.slope * (lin.hi - lin.lo))}"
+
+
 def _card_state(exp: Explanation, k: int, card: Card) -> dict:
     L = exp.literals
     rows = card.rows()
@@ -72,8 +83,9 @@ def _card_state(exp: Explanation, k: int, card: Card) -> dict:
         "unit": card.unit,
         "linear": card.linear is not None,
         "monotone": bool(card.monotone),
-        "rows": [{"band": b, "label": label, "points": pts, "users": users, "teacher": teacher, "note": note,
-                  "value": _num(p)} for b, p, (label, pts, users, teacher, note) in zip(bands, raw, rows)],
+        # Card.rows() writes points "+.2f"; every view writes points one way, points_text (as the user's own)
+        "rows": [{"band": b, "label": label, "points": _points_text(card, b, p), "users": users, "teacher": teacher,
+                  "note": note, "value": _num(p)} for b, p, (label, _, users, teacher, note) in zip(bands, raw, rows)],
         # the band edges between the value bands, for the step chart's axis (exact, as the labels write them)
         "edges_text": [_exact(card, e) for e in card.edges],
     }
@@ -114,15 +126,20 @@ def scorecard_state(exp: Explanation) -> dict | None:
     }
 
 
-def user_scorecard(exp: Explanation, index: int) -> dict | None:
+def user_scorecard(exp: Explanation, index: int, user: UserView | None = None) -> dict | None:
     """One user on the scorecard: their value, band and points on each card, the interaction rules that fire,
     and the sum check (base + card points + fired interaction weights against the rules' score).
+
+    Read off :class:`~rudi_explain.audit.user.UserView` (``exp.user(id).bands`` and ``score_check``): one
+    place works out a user's bands; this writes them for the front end, points via ``points_text``.
 
     Parameters
     ----------
     exp : Explanation
     index : int
         The user's position among the explained users.
+    user : UserView, optional
+        That user's view, where the caller has it already.
 
     Returns
     -------
@@ -132,33 +149,23 @@ def user_scorecard(exp: Explanation, index: int) -> dict | None:
     sc = getattr(exp, "scorecard", None)
     if sc is None:
         return None
-    V = exp.result.values[index:index + 1]
-    band = sc.band_index(V)[0]
-    pts = sc.points(V)[0]
-    fired = sc.fires(V)[0]
-    cards = []
-    for k, card in enumerate(sc.cards):
-        b = int(band[k])
-        labels = {row_band: row for row_band, row in zip(
-            ([UNDEFINED] if card.undefined is not None else []) + list(range(card.n_bands)), card.rows())}
-        label, card_points, _, _, _ = labels[b]
-        v = V[0, card.column]
-        cards.append({"index": k, "name": card.name, "band": b, "label": label,
-                      # a band's points as its card row writes them; a linear card's are the user's own
-                      "points_text": card_points if card.linear is None or b == UNDEFINED
-                      else points_text(float(pts[k])),
-                      "points": _num(pts[k]), "value": _num(v),
-                      "value_text": format_value(v, card.kind, card.unit)})
-    total = sc.base + float(pts.sum()) + float(sum(r.weight for r, f in zip(sc.interactions, fired) if f))
-    score = float(exp.student_scores.iloc[index])
+    u = user if user is not None else UserView(exp, index)
+    check = u.score_check
+    if check is None:
+        return None
+    cards = [{"index": k, "name": str(r.card), "band": int(r.band_index), "label": str(r.band),
+              # a band's points, or on a linear card the user's own, written as the card rows write points
+              "points_text": points_text(float(r.points)), "points": _num(r.points), "value": _num(r.value_raw),
+              "value_text": str(r.value)}
+             for k, r in enumerate(u.bands.itertuples())]
+    fired = set(u.interactions.index)
     base_text, weights = _text_form(sc)
     return {
-        "base": _num(sc.base), "base_text": base_text,
+        "base": _num(check["base"]), "base_text": base_text,
         "cards": cards,
-        "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight),
-                          "weight_text": weights[j]}
-                         for j, (r, f) in enumerate(zip(sc.interactions, fired)) if f],
-        "total": _num(total), "total_text": points_text(total, sign=False),
-        "score": _num(score), "score_text": points_text(score, sign=False),
-        "adds_up": bool(np.isclose(total, score, rtol=1e-9, atol=1e-9)),
+        "interactions": [{"index": j, "text": str(r.text), "weight": _num(r.weight), "weight_text": weights[j]}
+                         for j, r in enumerate(sc.interactions) if str(r.text) in fired],
+        "total": _num(check["total"]), "total_text": points_text(check["total"], sign=False),
+        "score": _num(check["score"]), "score_text": points_text(check["score"], sign=False),
+        "adds_up": bool(check["holds"]),
     }

@@ -1,7 +1,7 @@
 """The Scorecard comes first (issue 26, item 6), in Chromium, on the standalone report (no kernel).
 
 The report opens on the Scorecard tab, the first tab; each card's rows on the page are ``exp.scorecard``'s
-card rows (``Card.rows()``: the text form's labels, points, users, teacher) and every row has its step in
+card rows (``Card.rows()``: the text form's labels, users, teacher; points as ``points_text`` writes them) and every row has its step in
 the card's chart; the interaction rules follow with their points, as ``print(exp.scorecard)`` writes
 them. A user's view shows their band on each card (a per-user loop over the band edges) and a sum that
 adds up to the rules' score. A category value holding HTML is shown as text, never run.
@@ -15,7 +15,7 @@ import re
 import pytest
 from test_widget_progress_page import _with_state
 from tiny import tiny_explanation
-from views.test_scorecard_view import PROBE, interacting_explanation, linear_stand_in
+from views.test_scorecard_view import PROBE, interacting_explanation, linear_stand_in, rows_written
 
 import rudi_explain as rx
 from rudi_explain.views import scorecard_view as sv
@@ -59,11 +59,12 @@ def test_the_scorecard_is_the_first_tab_and_matches_the_scorecard(chromium, repo
             assert block.locator(".rx-sc-name").inner_text() == card.name
             rows = block.locator(".rx-sc-table tbody tr").evaluate_all(
                 "trs => trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))")
-            assert [tuple(r) for r in rows] == [row[:4] for row in card.rows()], card.name
+            # Card.rows() with the points as every view writes them (points_text)
+            assert [tuple(r) for r in rows] == [row[:4] for row in rows_written(card)], card.name
             # one step per band in the chart, at the band's points (the line's y is the chart's, the text the row's)
             if card.linear is None:
                 steps = block.locator("line.rx-sc-step").evaluate_all("ls => ls.map(l => l.dataset.points)")
-                assert steps == [row[1] for row in card.rows()], card.name
+                assert steps == [row[1] for row in rows_written(card)], card.name
                 # the undefined band's level is drawn apart from the value bands' steps
                 assert block.locator("path.rx-sc-undefined").count() == (card.undefined is not None)
             notes = block.locator(".rx-sc-note").all_inner_texts()

@@ -21,11 +21,11 @@ TESTS = Path(__file__).resolve().parents[1]
 SETUP = f"""\
 import json, re, sys
 sys.path[:0] = [{str(TESTS)!r}]
-from views.test_scorecard_view import interacting_explanation
+from views.test_scorecard_view import interacting_explanation, rows_written
 exp = interacting_explanation(2, n_users=160)
 sc = exp.scorecard
 json.dump({{"headline": str(sc).splitlines()[0],
-           "cards": [{{"name": c.name, "rows": [list(r[:4]) for r in c.rows()]}} for c in sc.cards],
+           "cards": [{{"name": c.name, "rows": [list(r[:4]) for r in rows_written(c)]}} for c in sc.cards],
            "lines": [re.sub(r"\\s+", " ", x).strip() for x in str(sc).splitlines()],
            "interactions": [r.text for r in sc.interactions]}}, open("scorecard.json", "w"))
 exp.widget()"""

@@ -10,6 +10,7 @@ holds rules and linear terms together is built too.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -23,6 +24,7 @@ from tiny import tiny_explanation, tiny_payments
 
 import rudi_explain as rx
 from rudi_explain.explanation import Explanation, FittedState, JobProgress
+from rudi_explain.explanation.result import read_scorecard
 from rudi_explain.rules.formula import And, Lit, formula_literals
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
@@ -84,6 +86,21 @@ def _text_lines(text: str) -> list[str]:
     return [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()]
 
 
+def rows_written(card):
+    """Card.rows() with the points as every view writes them (points_text; rows() itself writes "+.2f"):
+    a band's points, a linear card's range "lo to hi" from its line by hand."""
+    raw = ([card.undefined.points] if card.undefined is not None else []) + [b.points for b in card.bands]
+    out = []
+    for k, (label, _, users, teacher, note) in enumerate(card.rows()):
+        if card.linear is not None and k == len(card.rows()) - 1:
+            lin = card.linear
+            pts = f"{points_text(lin.offset)} to {points_text(lin.offset + lin.slope * (lin.hi - lin.lo))}"
+        else:
+            pts = points_text(raw[k])
+        out.append((label, pts, users, teacher, note))
+    return out
+
+
 def test_cards_are_the_card_rows_and_the_text_form(exp):
     sc = exp.scorecard
     state = sv.scorecard_state(exp)
@@ -93,7 +110,7 @@ def test_cards_are_the_card_rows_and_the_text_form(exp):
     assert state["headline"] == text.splitlines()[0]
     assert [c["name"] for c in state["cards"]] == [c.name for c in sc.cards]
     for card, got in zip(sc.cards, state["cards"]):
-        rows = card.rows()
+        rows = rows_written(card)
         assert [(r["label"], r["points"], r["users"], r["teacher"], r["note"]) for r in got["rows"]] == rows
         # the bands: undefined first, then ascending; each row's raw points are its band's
         want_bands = ([-1] if card.undefined is not None else []) + list(range(card.n_bands))
@@ -101,8 +118,8 @@ def test_cards_are_the_card_rows_and_the_text_form(exp):
         for r in got["rows"]:
             band = card.undefined if r["band"] == -1 else card.bands[r["band"]]
             assert r["value"] == pytest.approx(band.points, abs=1e-5)
-            # the row, as print(exp.scorecard) lays it out
-            assert f"{r['label']} {r['points']} {r['users']} {r['teacher']}" in lines, r
+            # the row, as print(exp.scorecard) lays it out (its points "+.2f": Card.rows(), rules/ not views/)
+            assert f"{r['label']} {r['value']:+.2f} {r['users']} {r['teacher']}" in lines, r
         assert got["edges_text"] == [format_value(e, card.kind, card.unit, exact=True) for e in card.edges]
     for r, got in zip(sc.interactions, state["interactions"]):
         assert got["text"] == r.text and f"{got['weight_text']} {got['text']}" in lines
@@ -135,7 +152,7 @@ def test_each_users_band_points_and_sum_against_a_per_user_loop(exp):
             assert got["band"] == band, (i, card.name, v)
             points = card.undefined.points if band == -1 else card.bands[band].points
             row = dict(zip([r for r in ([-1] if card.undefined is not None else []) + list(range(card.n_bands))],
-                           card.rows()))[band]
+                           rows_written(card)))[band]
             assert got["label"] == row[0] and got["points_text"] == row[1]
             assert got["value_text"] == format_value(v, card.kind, card.unit)
             total += points
@@ -287,16 +304,28 @@ def test_a_linear_card():
     card = sc.cards[0]
     got = sv.scorecard_state(exp)["cards"][0]
     assert got["linear"] and [(r["label"], r["points"], r["users"], r["teacher"], r["note"]) for r in got["rows"]] \
-        == card.rows()
+        == rows_written(card)
     assert got["line"]["text"] == card.linear_text() and got["rows"][-1]["label"] == card.linear_text()
     assert got["line"]["lo_text"] == format_value(card.linear.lo, "count", card.unit, exact=True)
     assert got["line"]["points_hi"] == pytest.approx(-0.3 + 0.02 * (card.linear.hi - card.linear.lo), abs=1e-6)
-    for i in range(0, len(exp.result.values), 7):
-        u = sv.user_scorecard(exp, i)
-        v = float(exp.result.values[i, card.column])
-        want = -0.3 + 0.02 * (min(max(v, card.linear.lo), card.linear.hi) - card.linear.lo)
-        assert u["cards"][0]["band"] == 0 and u["cards"][0]["points"] == pytest.approx(want, abs=1e-5)
-        assert u["cards"][0]["points_text"] == points_text(want) and u["adds_up"]
+    # a user on it: an explanation whose rules are that scorecard's (points centred again when read back)
+    base = interacting_explanation(7, n_users=150)
+    rules = sc.to_rules()
+    V = base.result.values
+    y = base.teacher_scores
+    L2 = rules.literal_table()
+    b = base.with_result(dataclasses.replace(
+        base.result, rules=rules, literals=L2, literal_matrix=L2.transform_values(V), fires=rules.fires(V),
+        student_scores=pd.Series(rules.score(V), index=y.index, name="student"), pruning=None, unpruned_rules=None,
+        scorecard=read_scorecard(rules, V, y.to_numpy(), base.is_test)))
+    k, lin = next((k, c) for k, c in enumerate(b.scorecard.cards) if c.linear is not None)
+    for i in range(0, len(V), 7):
+        u = sv.user_scorecard(b, i)
+        v = float(V[i, lin.column])
+        # the reference: the line by hand, centred as read back (its offset), the value clipped
+        want = lin.linear.offset + lin.linear.slope * (min(max(v, lin.linear.lo), lin.linear.hi) - lin.linear.lo)
+        assert u["cards"][k]["band"] == 0 and u["cards"][k]["points"] == pytest.approx(want, abs=1e-5)
+        assert u["cards"][k]["points_text"] == points_text(want) and u["adds_up"]
 
 
 def test_the_static_copy_shows_the_scorecard_first(exp):
@@ -306,7 +335,7 @@ def test_the_static_copy_shows_the_scorecard_first(exp):
     assert page.index("rudi-explain-scorecard") < page.index("<th>weight</th>")
     assert page.count("<svg ") == len(sc.cards) and page.count("rudi-explain-card") == len(sc.cards)
     for card in sc.cards:
-        for label, points, users, teacher, _ in card.rows():
+        for label, points, users, teacher, _ in rows_written(card):
             cells = "".join(f'<td style="text-align: {side}; white-space: nowrap">{html.escape(x)}</td>'
                             for side, x in zip(("left", "right", "right", "right"), (label, points, users, teacher)))
             assert f"<tr>{cells}</tr>" in page, (card.name, label)
@@ -387,3 +416,33 @@ def _swap(exp: Explanation, rules: RuleSet) -> Explanation:
                                     st.teacher_scores.to_numpy(), st.is_test, teacher_kind="given scores",
                                     seconds={"total": 0.0})
     return Explanation(exp.sequences, exp.params, result=state, history=[JobProgress("done", 1, 1, "built here")])
+
+
+@pytest.mark.parametrize("weight", [1e-4, 0.003, 0.05, -0.02])
+def test_rule_cards_place_a_linear_term_by_its_spread_of_points(weight):
+    """The Rules tab orders cards by how far each moves scores over the training users: a rule by |weight|,
+    a linear card's term by |weight| x the range of its clipped values (not by its weight per unit, which
+    compares with nothing). The reference: what each adds, user by user, max minus min."""
+    exp = tiny_payments(150, random_state=5)
+    st = exp.result
+    L = st.literals
+    c = next(c for c in range(L.n_outputs) if L.output_kind[c] == "count")
+    v = st.values[~st.is_test, c]
+    lo, hi = float(np.nanquantile(v, 0.1)), float(np.nanquantile(v, 0.9))
+    term = LinearTerm(c, weight, 0.0, L.output_descriptions[c], False, lo=lo, hi=hi)
+    exp = _swap(exp, RuleSet(list(st.rules.rules) + [term], st.rules.intercept, literals=L))
+    train = np.flatnonzero(~exp.is_test)
+    spread = {}
+    for k, rule in enumerate(exp.rules):
+        if not isinstance(rule, LinearTerm):  # a rule adds its weight where it fires, else nothing
+            spread[k] = abs(rule.weight)
+            continue
+        added = []
+        for u in train:  # the reference: a loop over the training users
+            x = exp.result.values[u, rule.column]
+            added.append(rule.weight * (rule.fill if math.isnan(x) else min(max(x, rule.lo), rule.hi)))
+        spread[k] = max(added) - min(added)
+    cards = ws.rule_cards(exp)
+    assert [x["index"] for x in cards] == sorted(spread, key=lambda k: (-spread[k], k))
+    got = next(x for x in cards if x["linear"])
+    assert got["spread"] == pytest.approx(spread[got["index"]], rel=1e-9)

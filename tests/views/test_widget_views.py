@@ -113,5 +113,13 @@ def test_widget_answers_a_report_request_with_the_report_page(exp):
     assert page.startswith("<!DOCTYPE html>") and '<table class="rx-audit-head"' in page
     # the page embeds the same rules as the widget's state
     state = json.loads(re.search(r'<script type="application/json" id="rx-state">(.*?)</script>', page, re.S).group(1))
-    by_weight = sorted(range(len(exp.rules)), key=lambda k: (-abs(exp.rules[k].weight), k))  # the cards' order
-    assert [r["text"] for r in state["results"]["rules"]] == [str(exp.rules[k].text) for k in by_weight]
+    # the cards' order: by spread (a rule's |weight|; a linear card's term |weight| x its clipped values' range)
+    def spread(rule):
+        if not isinstance(rule, LinearTerm):
+            return abs(rule.weight)
+        v = exp.result.values[~exp.is_test, rule.column]
+        v = np.clip(np.where(np.isnan(v), rule.fill, v), rule.lo, rule.hi)
+        return abs(rule.weight) * (v.max() - v.min())
+
+    by_spread = sorted(range(len(exp.rules)), key=lambda k: (-spread(exp.rules[k]), k))
+    assert [r["text"] for r in state["results"]["rules"]] == [str(exp.rules[k].text) for k in by_spread]
