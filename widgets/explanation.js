@@ -523,8 +523,10 @@ function sortedRules(rules, ui) {
   const hay = (c) => [c.text, c.notation, `rule ${c.index + 1}`, ...(c.literals || []).flatMap((l) =>
     [l.words, l.statistic_text, l.sentence, l.notation, l.threshold_text])].filter(Boolean).join(" \n ").toLowerCase();
   const kept = rules.filter((c) => words.every((w) => hay(c).includes(w)));
-  const key = { weight: (c) => Math.abs(c.weight), coverage: (c) => c.coverage || 0, gap: (c) => scoreGap(c) ?? -Infinity }[ui.ruleSort] ||
-    ((c) => Math.abs(c.weight));
+  // "weight": how far a card moves scores, its spread (a rule's |weight|; a linear card's term, |weight| x
+  // the range of its clipped values: its weight is per unit, rudi_explain/views/payloads.py rule_cards)
+  const spread = (c) => c.spread ?? Math.abs(c.weight);
+  const key = { weight: spread, coverage: (c) => c.coverage || 0, gap: (c) => scoreGap(c) ?? -Infinity }[ui.ruleSort] || spread;
   return kept.map((c, i) => [c, i]).sort((a, b) => key(b[0]) - key(a[0]) || a[1] - b[1]).map(([c]) => c);
 }
 
