@@ -628,7 +628,7 @@ def _describe(exp: Explanation, state: FittedState, index: int, moves: _Moves, c
         card = card_on(state.scorecard, c)
         bands: tuple[str | None, str | None] = (None, None)
         on_line = card is not None and card.linear is not None and not math.isnan(x)
-        if on_line:
+        if card is not None and on_line:
             # a linear card has one band: the move is named by the points on its line (clipped to lo..hi)
             pts = card.points(np.array([x, needed]))
             bands = (f"{points_text(float(pts[0]))} points", f"{points_text(float(pts[1]))} points")

@@ -31,7 +31,7 @@ def statistics_given(exp: Explanation) -> dict:
     used = [str(st) for st in (getattr(exp.result, "statistics", None) or ())]
     rows = [{"text": t, "given": t in given} for t in used]
     left = [t for t in given if t not in used]
-    n_given = sum(r["given"] for r in rows)
+    n_given = sum(t in given for t in used)
     how = ("the search ran" + (f" beside {len(given)} given" if given else " (none given)") if search
            else "no search (search=False): only the given statistics")
     sentence = f"{len(rows)} statistic{'s' if len(rows) != 1 else ''}, {n_given} given; {how}"
