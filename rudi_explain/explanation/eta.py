@@ -9,7 +9,10 @@ than the one before, so the statistics still to come are those that the fall of 
 far leaves above ``min_gain`` (and never more than ``n_stats``).
 
 The constants were read off ``benchmarks/bench_speed.py`` runs (make_payments and make_edits at
-5,000 users, make_payments at 100,000; the 2-core machine of the issue, loaded).
+5,000 users, make_payments at 100,000; the 2-core machine of the issue, loaded). Since the student trains
+each epoch on at most 16,384 users and the post-processing makes its choices on samples (issue 27), the
+later stages cost a part that grows with every user and a part that stops growing at
+:data:`CAPPED_USERS`; once the student runs, its own epochs give the pace of what is left.
 """
 
 from __future__ import annotations
@@ -25,10 +28,18 @@ SELECT_PER_CATALOG = 1.2
 MCTS_PER_CATALOG = 0.7
 #: Seconds of one catalog statistic on one sample user, on the reference machine.
 CATALOG_UNIT = 8e-7
-#: Literals, student and post-processing: seconds per user and statistic on the reference machine.
-LATER_PER_USER_STAT = 2.4e-4
-#: Of which the post-processing (the 'evaluate' stage): seconds per second of the student.
-PRUNE_PER_STUDENT = 1.5
+#: Literals, student and post-processing: seconds per user and statistic on the reference machine, for the
+#: work that grows with every user (the statistics' values, pruning, the final fits) ...
+LATER_PER_USER_STAT = 4.3e-5
+#: ... and for the work on at most :data:`CAPPED_USERS` users (the student's epochs, the choices made on
+#: samples of users): it stops growing there.
+LATER_PER_CAPPED_USER_STAT = 1.65e-4
+#: Users from which the capped work stops growing: GS-NLN's ``epoch_users`` (16,384) over the share of the
+#: users it fits on (0.8 training x 0.8 not validation).
+CAPPED_USERS = 25_600
+#: The post-processing (the 'evaluate' stage) in seconds per second of the student, measured in the job: 2.8
+#: at 5,000 users, 2.5 at 100,000 (the student's epochs and the post-processing's choices both on samples).
+PRUNE_PER_STUDENT = 2.6
 #: Statistics a search keeps before its gains say how they fall (the searches measured kept 3 to 6).
 TYPICAL_STATS = 5
 #: Users the catalog is evaluated on (the search's ``screen_size``).
@@ -85,7 +96,8 @@ class TimeLeft:
 
     def _later(self, n_stats: float) -> float:
         """Literals, student and post-processing for ``n_stats`` statistics."""
-        return LATER_PER_USER_STAT * self.users * max(n_stats, 1.0) * self.speed
+        per_stat = LATER_PER_USER_STAT * self.users + LATER_PER_CAPPED_USER_STAT * min(self.users, CAPPED_USERS)
+        return per_stat * max(n_stats, 1.0) * self.speed
 
     def _search(self, numbers: dict[str, Any], n_stats: int, elapsed: float, in_stage: float) -> float | None:
         phase = numbers.get("phase", "")

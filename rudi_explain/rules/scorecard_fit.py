@@ -436,9 +436,10 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
         raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
     choose = bool(valid.any() and (~valid).any())
     fit = ~valid if choose else np.ones(t.size, dtype=bool)
-    Z = literals.transform_values(V, only=_literals_of(interactions)) if interactions else None
-    fires = (np.column_stack([r.fires(Z) for r in interactions]) if interactions
-             else np.zeros((t.size, 0), dtype=bool))
+    fires = np.zeros((t.size, 0), dtype=bool)
+    if interactions:
+        Z = literals.transform_values(V, only=_literals_of(interactions))
+        fires = np.column_stack([r.fires(Z) for r in interactions])
     card_points = [c.points(V[:, c.column]) for c in cards]
     total = base + np.sum(card_points, axis=0) + fires @ np.array([r.weight for r in interactions], dtype=np.float64)
     forms = []

@@ -31,7 +31,9 @@ def _job(speed=2.0, users=5000, n_catalog=1000):
         out.append(("search", 4, 20, {**base, "phase": "mcts", "found": found, "reward": GAINS[-1]}, t + i * mcts / 10))
     t += mcts + 0.5 * per_stat
     out.append(("search", 20, 20, {**base, "phase": "select", "found": found, "reward": GAINS[-1]}, t))
-    later = eta.LATER_PER_USER_STAT * users * len(found) * speed
+    # literals, student and post-processing: the work on every user, and the work on at most CAPPED_USERS
+    later = (eta.LATER_PER_USER_STAT * users + eta.LATER_PER_CAPPED_USER_STAT * min(users, eta.CAPPED_USERS)) \
+        * len(found) * speed
     student = later / (1 + eta.PRUNE_PER_STUDENT)
     for e in range(21):
         out.append(("student", e, 20, {}, t + student * e / 20))
@@ -72,3 +74,20 @@ def test_statistics_left_follow_the_stopping_rule_not_n_stats():
     left.gains = [0.3, 0.29]  # slowly falling gains: bounded by the statistics still allowed
     assert left.expected_statistics(20, 0.002) == 20 - len(kept)
     assert left.expected_statistics(20, 0.5) == 0
+
+
+def test_later_stages_grow_with_users_less_than_in_proportion_beyond_the_students_cap():
+    def later(users: int) -> float:
+        left = TimeLeft()
+        left.users = users
+        return left._later(4)
+
+    small = eta.CAPPED_USERS // 4
+    # below the cap every part grows with the users: in proportion
+    assert abs(later(2 * small) / later(small) - 2.0) < 1e-9
+    # beyond it the student's epochs and the post-processing's choices stop growing: four times the users
+    # cost more, but less than four times as much
+    big = 4 * eta.CAPPED_USERS
+    assert later(big) < 4 * later(eta.CAPPED_USERS)
+    assert later(big) - later(2 * eta.CAPPED_USERS) == \
+        eta.LATER_PER_USER_STAT * 2 * eta.CAPPED_USERS * 4 * TimeLeft().speed
