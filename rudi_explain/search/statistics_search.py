@@ -1,25 +1,20 @@
 """Stage 1: searching statistics that explain a target (catalog, MCTS-SG, baselines).
 
-With the readable grammar (the default) the search first screens the short
-readable catalog exhaustively, keeps a statistic only when it explains
-measurably more on users it was not chosen on, deepens the best by single
-edits, keeps a deeper form only where it explains measurably more than its
-simpler forms on those users, and leaves MCTS-SG what that cannot explain
-(:mod:`rudi_explain.search.catalog`, :meth:`StatisticsSearch._fit_screened`).
-Statistics the user gives compete there as given (:mod:`rudi_explain.search.given`); then a filter of a
-searched statistic goes where dropping it changes nothing the statistics explain on training users the
-selection never saw (:mod:`rudi_explain.search.filters`).
+With the readable grammar (the default) the search screens the short readable catalog exhaustively, keeps
+a statistic only when it explains measurably more on users it was not chosen on (added to an additive step
+model, or split by the strata of the first kept statistic where its effect differs between them:
+:mod:`rudi_explain.search.selection`), deepens the best by single edits, keeps a deeper form only where it
+explains measurably more than its simpler forms there, and leaves MCTS-SG what that cannot explain
+(:meth:`StatisticsSearch._fit_screened`). Given statistics compete as given (:mod:`~.given`); then a filter
+of a searched statistic goes where dropping it changes nothing on held-out training users (:mod:`~.filters`).
 
-With ``grammar="paper"`` it is the paper's algorithm as published:
-``search_statistics`` builds each of K statistics operator by operator, as in
-the RuDi paper's Algorithms 1 and 2: for every step a fresh Monte Carlo tree
-rooted at the partial pipeline grows for ``n_simulations`` iterations
-(selection by UCT, expansion of an untried valid operator, a random valid
-completion as the rollout, a reward from a fresh random batch of users,
-backpropagation), then the child with the best mean reward is committed
-(equation 6). Found statistics, and every equivalent one, are marked invalid
-(also inside rollouts), and before each new statistic the target becomes the
-residual of a least-squares fit on the statistics found so far (equation 7).
+With ``grammar="paper"`` it is the paper's algorithm as published: ``search_statistics`` builds each of K
+statistics operator by operator, as in the RuDi paper's Algorithms 1 and 2: for every step a fresh Monte Carlo
+tree rooted at the partial pipeline grows for ``n_simulations`` iterations (selection by UCT, expansion of an
+untried valid operator, a random valid completion as the rollout, a reward from a fresh random batch of users,
+backpropagation), then the child with the best mean reward is committed (equation 6). Found statistics, and
+every equivalent one, are marked invalid (also inside rollouts), and before each new statistic the target
+becomes the residual of a least-squares fit on the statistics found so far (equation 7).
 
 The paper's Table 3 baselines are behind ``method=``: ``"random"`` valid pipelines, and ``"lasso"`` /
 ``"gbm"`` feature selection over a flat table of every single aggregation of every column.
@@ -43,7 +38,6 @@ from rudi_explain.search.catalog import (
     ColumnScreen,
     StepModel,
     complexity,
-    distinct_statistics,
     neighbours,
     scalar_form,
     short_catalog,
@@ -53,14 +47,15 @@ from rudi_explain.search.catalog import (
 from rudi_explain.search.filters import held_users, replace_idle_filters
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
+from rudi_explain.search.paper_edits import paper_neighbours
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
+from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
 from rudi_explain.statistics import (
     Aggregation,
     Pipeline,
     PipelineState,
     Schema,
     Statistic,
-    candidate_operators,
     next_operators,
 )
 from rudi_explain.statistics.frame import FrameCache
@@ -68,13 +63,7 @@ from rudi_explain.statistics.operators import Operator
 from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
 
-__all__ = [
-    "StatisticsSearch",
-    "SearchProgress",
-    "SearchCancelled",
-    "METHODS",
-    "single_aggregations",
-]
+__all__ = ["StatisticsSearch", "SearchProgress", "SearchCancelled", "METHODS", "single_aggregations"]
 
 METHODS = ("mcts", "random", "lasso", "gbm")
 
@@ -147,7 +136,8 @@ class StatisticsSearch:
     min_gain : float, default=0.002
         A statistic is kept only if it explains at least this share of the
         target's variance more on the checking users, which it was not
-        chosen on; the search stops early when none does. Likewise a kept
+        chosen on, added as it is or (when none does so) split by the
+        strata of the first statistic kept; the search stops when neither does. Likewise a kept
         statistic gives way to a simpler form of it (an operator dropped, a
         plainer aggregation) unless it explains at least this much more there.
     beam : int, default=3
@@ -406,27 +396,7 @@ class StatisticsSearch:
         if self.grammar == "readable":
             return [s for s in neighbours(stat, self._schema, self.max_depth, self.grammar)
                     if s.key not in self._marked]
-        return self._paper_neighbours(stat)
-
-    def _paper_neighbours(self, stat: Statistic) -> list[Statistic]:
-        """Valid, unmarked statistics one edit away, within the depth bound."""
-        ops = list(stat.operators)
-        candidates = candidate_operators(self._schema)
-        variants: list[list[Operator]] = []
-        for i, op in enumerate(ops):
-            for other in candidates:  # the same kind of operator in this place
-                if other.kind == op.kind and other != op:
-                    variants.append(ops[:i] + [other] + ops[i + 1:])
-            if op.kind == "row":
-                variants.append(ops[:i] + ops[i + 1:])
-        if stat.depth < self.max_depth:
-            for i in range(1, len(ops)):
-                for other in candidates:
-                    if other.kind == "row":
-                        variants.append(ops[:i] + [other] + ops[i:])
-        return distinct_statistics(
-            variants, lambda c: c.depth <= self.max_depth and c.is_valid(self._schema),
-            exclude={stat.key, *self._marked})
+        return paper_neighbours(stat, self._schema, self.max_depth, self._marked)
 
     def _polish(self, stat: Statistic, target: np.ndarray) -> tuple[float, Statistic]:
         """Hill-climb by single edits; returns the final statistic and its last batch score."""
@@ -533,7 +503,11 @@ class StatisticsSearch:
             model = StepModel(chosen.bins[fit_rows], chosen.values[fit_rows], ys[fit_rows])
             return ys[fit_rows] - model.predict(chosen.bins[fit_rows], chosen.values[fit_rows])
 
+        split: set[tuple[str, int]] = set()  # kept for how their effect differs by strata (search.selection)
+        strata: np.ndarray | None = None
+
         def check_r2(cols: ColumnScreen) -> float:
+            cols = in_form(cols, split, strata)
             model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
             err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
             centred = ys[check_rows] - ys[check_rows].mean()
@@ -630,6 +604,8 @@ class StatisticsSearch:
             else:
                 chosen = ColumnScreen.join(others[:j] + [new_column] + others[j:], len(users))
             taken.discard((str(old), old_output))
+            if (str(old), old_output) in split and new_column is not None:
+                split.add((str(new_column.owners[0][0]), new_column.owners[0][1]))
             index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
             new = None if new_column is None else new_column.owners[0][0]
             if new_column is not None and new is not None:
@@ -724,6 +700,24 @@ class StatisticsSearch:
                 # Otherwise the simpler form stays at j and is tried once more (depth 3 to 1).
             return changed
 
+        def interacting(residual: np.ndarray, before: float) -> tuple[ColumnScreen, float] | None:
+            """The first of the columns whose effect differs most by the strata of the first kept
+            column (:mod:`rudi_explain.search.selection`) that, split by them, raises the check
+            score at least ``min_gain`` above ``before``: (column, score), or None."""
+            nonlocal strata
+            if strata is None and len(chosen):
+                strata = median_strata(chosen.take(0), fit_rows)
+            for i in [] if strata is None else interaction_candidates(
+                    screen, residual, fit_rows, strata, total_var, self.min_gain, self.beam, taken, preference):
+                column = scalar(screen.take(i))
+                key = (str(column.owners[0][0]), column.owners[0][1])
+                split.add(key)
+                after = check_r2(ColumnScreen.join([chosen, column], len(users)))
+                if after - before >= self.min_gain:
+                    return column, after
+                split.discard(key)
+            return None
+
         mcts_left = True
         for revision in range(2):
             # Forward selection; then each kept statistic is revised once against what the
@@ -768,14 +762,17 @@ class StatisticsSearch:
                         best = best_of(cols, residual)
                         if best is not None:
                             candidate = (scalar(cols.take(best[1])), best[0])
-                if candidate is None:
-                    break
-                column, gain = candidate
-                stat, output = column.owners[0]
                 before = check_r2(chosen)
-                after = check_r2(ColumnScreen.join([chosen, column], len(users)))
-                if after - before < self.min_gain:
-                    break  # not measurably better on users it was not chosen on
+                if candidate is not None:
+                    column = candidate[0]
+                    after = check_r2(ColumnScreen.join([chosen, column], len(users)))
+                if candidate is None or after - before < self.min_gain:
+                    # No additive candidate passes: the one whose effect differs most by strata may.
+                    joint = interacting(residual, before)
+                    if joint is None:
+                        break  # not measurably better on users it was not chosen on
+                    column, after = joint
+                stat, output = column.owners[0]
                 chosen = ColumnScreen.join([chosen, column], len(users))
                 taken.add((str(stat), output))
                 if stat.key in self._marked:  # another output of a statistic already kept
