@@ -503,9 +503,9 @@ class ColumnScreen:
                 if held > max_columns + max_columns // 2:  # trim now and then, not at every block
                     held = _trim(kept, merit, max_columns)
 
-        # One worker gives the order of a plain loop; more evaluate chunks of statistics and bin
-        # blocks of columns at once, and everything is taken up in that same order: which column
-        # is kept as new, the blocks and the trims do not depend on the number of workers.
+        # One worker gives the order of a plain loop; more share each chunk of statistics and
+        # bin blocks of columns meanwhile, and everything is taken up in that same order: which
+        # column is kept as new, the blocks and the trims do not depend on the number of workers.
         with Workers(workers_asked if len(chunks) > 1 else 1) as workers:
             def close_block() -> None:
                 nonlocal owners, columns
@@ -518,16 +518,22 @@ class ColumnScreen:
                 while closing and (wait or closing[0].done() or len(closing) > workers.n_jobs):
                     finish_block(*closing.popleft().result())
 
-            for found in workers.map_ordered(partial(_evaluate_chunk, sample=sample, frames=frames), chunks,
-                                             before=cancel):
-                for stat, j, v, sig in found:
-                    if sig in seen:
-                        continue
-                    seen.add(sig)
-                    owners.append((stat, j))
-                    columns.append(v)
-                    if len(columns) == _BLOCK:
-                        close_block()
+            evaluate = partial(_evaluate_chunk, sample=sample, frames=frames)
+            piece = -(-_CHUNK // (3 * workers.n_jobs))  # a few pieces per worker: they end about together
+            for chunk in chunks:
+                # The cancel check comes before a chunk starts, and a chunk starts once the last has
+                # ended: a check every 50 statistics, and nothing evaluated after a stop.
+                if cancel is not None:
+                    cancel()
+                for part in [workers.submit(evaluate, chunk[i:i + piece]) for i in range(0, len(chunk), piece)]:
+                    for stat, j, v, sig in part.result():
+                        if sig in seen:
+                            continue
+                        seen.add(sig)
+                        owners.append((stat, j))
+                        columns.append(v)
+                        if len(columns) == _BLOCK:
+                            close_block()
                 take_closed(wait=False)
             close_block()
             take_closed(wait=True)

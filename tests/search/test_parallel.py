@@ -90,24 +90,35 @@ def test_workers_keep_the_order_and_run_each_item_once():
         assert sorted(ran) == list(range(40)) and len(checks) == 40
 
 
-def test_a_cancel_stops_the_work_and_joins_the_threads():
+def test_a_cancel_stops_the_work_and_joins_the_threads(monkeypatch):
     seqs, target = _data("payments", 1, n_users=200)
     before = threading.active_count()
+    evaluations = []  # one entry per statistic evaluated (list.append is atomic across threads)
+    evaluate = rx.Statistic.evaluate
+
+    def counting(self, *args, **kwargs):
+        evaluations.append(1)
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(rx.Statistic, "evaluate", counting)
 
     class Stop(Exception):
         pass
 
     for n_jobs in (1, 2):
-        calls = []
+        evaluations.clear()
+        at_check = []
 
-        def cancel(calls=calls):
-            calls.append(1)
-            if len(calls) == 3:
+        def cancel(at_check=at_check):
+            at_check.append(len(evaluations))
+            if len(at_check) == 3:
                 raise Stop
 
         with pytest.raises(Stop):
             _screen(seqs, target, n_jobs, cancel=cancel)
-        assert len(calls) == 3  # one check per chunk of 50 statistics, as with one worker
+        # One check per chunk of 50 statistics before it starts, as with one worker, and nothing
+        # evaluated after the stop.
+        assert at_check == [0, 50, 100] and len(evaluations) == 100
         assert threading.active_count() == before  # no worker left running
 
 
@@ -123,7 +134,7 @@ def test_the_screen_is_the_same_with_1_and_2_workers(name, monkeypatch):
     # Small blocks and a column limit: many blocks binned at once, and trims between them.
     monkeypatch.setattr(catalog_module, "_BLOCK", 64)
     for seed in (0, 1):
-        seqs, target = _data(name, seed)
+        seqs, target = _data(name, seed, n_users=300 if name == "planted" else 500)  # planted: many categories
         seen = {n_jobs: set() for n_jobs in (1, 2, 3)}
         screens = {n_jobs: _screen(seqs, target, n_jobs, max_columns=150, seen=seen[n_jobs]) for n_jobs in (1, 2, 3)}
         assert len(screens[1]) == 150
