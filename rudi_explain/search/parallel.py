@@ -3,15 +3,15 @@
 The catalog's evaluation (thousands of statistics on one sample of users) and the binning and
 standardizing of its columns spend their time in numpy kernels that release the GIL (sorts,
 bincounts, fancy indexing, arithmetic over a few hundred thousand events), so threads share the
-work without copying the sample: on a quiet 2-core machine two threads evaluated the catalog
-1.5-1.85x faster and binned it 1.6-2.2x faster than one, where a process pool gained less
-(1.3-1.7x) for pickling the columns back; the whole catalog stage of the search (4,000 users,
-payments and edits at 5,000 and 100,000 users) ran 1.54-1.79x faster, and the deepening
-candidates (:meth:`ColumnScreen.build_each`) 1.63-2.05x (``benchmarks/bench_parallel.py``).
-Scoring a screen's columns against a residual (:meth:`ColumnScreen.gains`) ran 1.17-1.82x
-faster with one BLAS thread, as the search runs, but 0.83-1.07x beside BLAS's own threads.
-Every result is consumed in the order one worker would have produced it, so the outcome does
-not depend on the number of workers, bit for bit.
+work without copying the sample. On a quiet 2-core machine (``benchmarks/bench_parallel.py``,
+payments and edits at 5,000 and 100,000 users, the search's sample of 4,000), two threads ran
+the catalog stage 1.76-1.88x faster than one (a process pool had gained 1.3-1.7x on evaluation
+alone, for pickling the columns back), the deepening candidates
+(:meth:`ColumnScreen.build_each`) 1.61-1.71x, and the scoring of a screen's columns against a
+residual (:meth:`ColumnScreen.gains`) 1.21-1.54x with one BLAS thread, as the search runs
+(0.83-1.07x beside BLAS's own threads). Every result is consumed in the order one worker
+would have produced it, so the outcome does not depend on the number of workers, bit for bit.
+A cancel check comes before each chunk of 50 statistics starts, and none starts after a stop.
 """
 
 from __future__ import annotations
