@@ -252,4 +252,4 @@ def ruleset_sql(rules, table: str | Sequence[str] = "events", user: str = "user_
         cols.extend((literals.names[i], f"CASE WHEN {literal(i)} THEN 1 ELSE 0 END") for i in lit_columns)
     _unique([n for n, _ in cols], "values, score, rules and literals")
     select = ", ".join(f"{expr} AS {q(name)}" for name, expr in cols)
-    return f"{_with(ctes)}\nSELECT {select}\nFROM {q('_values')}\nORDER BY {q('_u')}"
+    return f"{_with(ctes, query.inline)}\nSELECT {select}\nFROM {q('_values')}\nORDER BY {q('_u')}"

@@ -258,7 +258,7 @@ class _Query:
         self.columns: dict[tuple[str, str], str] = {}  # (source column, kind) -> internal name
         self.times: dict[str, str] = {}  # time unit -> internal name of the time column in that unit
         self.layers: list[dict[str, str]] = []  # per layer of windows: expression -> internal name
-        self.parts: dict[str, str] = {}  # aggregate expression -> internal name
+        self.parts: dict[tuple[str, bool], str] = {}  # (aggregate, over the windows?) -> internal name
         self.src = opts.q("_src")
 
     def column(self, column: str, kind: str) -> str:
@@ -279,10 +279,15 @@ class _Query:
         names.setdefault(expr, f"_w{layer}_{len(names)}")
         return self.o.q(names[expr])
 
-    def part(self, expr: str) -> str:
-        """An aggregate by user, as a column of the aggregate row (``{a}`` stands for its alias)."""
-        self.parts.setdefault(expr, f"_p{len(self.parts)}")
-        return "{a}." + self.o.q(self.parts[expr])
+    def part(self, expr: str, windowed: bool = False) -> str:
+        """An aggregate by user, as a column of the aggregate row (``{a}`` stands for its alias).
+
+        ``windowed``: it reads the window columns (or the statistic has a window), so it is taken
+        over the window layers; the others are taken over the scan itself, whose row order the
+        windows do not change (a plain SUM adds in the order it reads).
+        """
+        self.parts.setdefault((expr, windowed), f"_p{len(self.parts)}")
+        return "{a}." + self.o.q(self.parts[expr, windowed])
 
     def source(self) -> str:
         o = self.o
@@ -317,6 +322,11 @@ class _Query:
             cols.append(f"{expr} AS {q(internal)}")
         return f"SELECT {', '.join(cols)} FROM {o.table} WHERE {q(o.user)} IS NOT NULL"
 
+    @property
+    def inline(self) -> tuple[str, ...]:
+        """The CTEs to read where used (DuckDB's ``NOT MATERIALIZED``): the scan."""
+        return (self.src,) if self.o.dialect == "duckdb" else ()
+
     def ctes(self) -> tuple[list[tuple[str, str]], str]:
         """The CTEs (source, window layers, the aggregate by user) and the aggregate's name."""
         q = self.o.q
@@ -327,9 +337,17 @@ class _Query:
             cols = ", ".join(f"{expr} AS {q(internal)}" for expr, internal in windows.items())
             ctes.append((name, f"SELECT {current}.*, {cols} FROM {current}"))
             current = name
+        plain = [(expr, internal) for (expr, windowed), internal in self.parts.items() if not windowed]
+        over = [(expr, internal) for (expr, windowed), internal in self.parts.items() if windowed]
         agg = q("_agg")
-        select = ", ".join([q("_u")] + [f"{expr} AS {q(internal)}" for expr, internal in self.parts.items()])
-        ctes.append((agg, f"SELECT {select} FROM {current} GROUP BY {q('_u')}"))
+        ctes.append((agg, "SELECT " + ", ".join([q("_u")] + [f"{e} AS {q(i)}" for e, i in plain])
+                     + f" FROM {self.src} GROUP BY {q('_u')}"))
+        if over:  # every user has a row in both (each has events)
+            ctes.append((q("_wagg"), "SELECT " + ", ".join([q("_u")] + [f"{e} AS {q(i)}" for e, i in over])
+                         + f" FROM {current} GROUP BY {q('_u')}"))
+            ctes.append((q("_all"), f"SELECT {agg}.*, " + ", ".join(f"{q('_wagg')}.{q(i)}" for _, i in over)
+                         + f" FROM {agg} JOIN {q('_wagg')} ON {agg}.{q('_u')} = {q('_wagg')}.{q('_u')}"))
+            agg = q("_all")
         return ctes, agg
 
 
@@ -484,7 +502,10 @@ class _StatisticCompiler:
             tie = [q("_o")] if o.event_order is not None else []
             gap = query.window(depth + 1, f"{t} - LAG({t}) OVER (PARTITION BY {', '.join(partition)} "
                                           f"ORDER BY {', '.join([q('_t')] + tie)})")
-        part = query.part
+        windowed = depth > 0 or bool(fr or pr or pn or gap)
+
+        def part(expr: str) -> str:
+            return query.part(expr, windowed)
 
         d = o.as_double
         outputs: list[tuple[str, str]] = []
@@ -651,8 +672,11 @@ def _compile(stat, query: _Query) -> list[tuple[str, str]]:
     return _StatisticCompiler(stat, query).compile()
 
 
-def _with(ctes: list[tuple[str, str]]) -> str:
-    return "WITH " + ",\n".join(f"{name} AS (\n  {body}\n)" for name, body in ctes)
+def _with(ctes: list[tuple[str, str]], inline: tuple[str, ...] = ()) -> str:
+    """``WITH`` the CTEs; DuckDB reads those of ``inline`` where they are used rather than storing
+    them (the scan of the table feeds the aggregate and the windows: stored, it would be held whole)."""
+    return "WITH " + ",\n".join(f"{name} AS {'NOT MATERIALIZED ' if name in inline else ''}(\n  {body}\n)"
+                                 for name, body in ctes)
 
 
 def _select_by_user(query: _Query, columns: list[tuple[str, str]], user: str) -> str:
@@ -661,7 +685,7 @@ def _select_by_user(query: _Query, columns: list[tuple[str, str]], user: str) ->
     ctes, agg = query.ctes()
     a = q("_a")
     cols = [f"{a}.{q('_u')} AS {q(user)}"] + [f"{expr.format(a=a)} AS {q(name)}" for name, expr in columns]
-    return f"{_with(ctes)}\nSELECT {', '.join(cols)}\nFROM {agg} {a}\nORDER BY {a}.{q('_u')}"
+    return f"{_with(ctes, query.inline)}\nSELECT {', '.join(cols)}\nFROM {agg} {a}\nORDER BY {a}.{q('_u')}"
 
 
 def _unique(names: list[str], what: str) -> None:
