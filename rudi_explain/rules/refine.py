@@ -37,7 +37,6 @@ from rudi_explain.rules.formula import And, Const, Formula, Lit, evaluate_formul
 from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold, is_vacuous
 from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, complement_common, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.rules.scorecard_fit import sample_rows
 from rudi_explain.rules.swap import swap_path
 from rudi_explain.validation import check_whole
 
@@ -307,12 +306,11 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
                          f"and the {literals.n_outputs} outputs of the literal table")
     for name, value, low in (("n_candidates", n_candidates, 1), ("n_global", n_global, 0), ("passes", passes, 0)):
         check_whole(value, name, min_value=low)
-    all_fit = np.flatnonzero(~is_valid)
-    if all_fit.size < 2 or is_valid.sum() < 2:
+    # every fitting user: choosing thresholds on a sample of 20,000 of them lost 0.0014 of held-out fidelity on
+    # make_payments at 100,000 users (issue 27), for 3 times less time
+    fit_rows = np.flatnonzero(~is_valid)
+    if fit_rows.size < 2 or is_valid.sum() < 2:
         return rules
-    # where each threshold goes is a choice: made on a fixed sample of the fitting users (all of them when few,
-    # CHOICE_USERS); the weights of the rules chosen are then fitted on all of them
-    fit_rows = sample_rows(~is_valid)
     if rounding is None or rounding.V is not V or rounding.move_tolerance != move_tolerance:
         rounding = _Rounding(V, move_tolerance)
     grid = _Grid(literals, rounding, int(n_candidates), int(n_global))
@@ -367,10 +365,6 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
     formulas = [_renumber(f, renumber) for f in formulas]
     table = literals.extended([grid.column_of(i) for i in used], [grid.threshold(i) for i in used]) \
         if used else literals
-    if fit_rows.size < all_fit.size:
-        Z_all = table.transform_values(V[all_fit], only=[lit.index for f in formulas for lit in formula_literals(f)])
-        intercept, weights = _refit(np.column_stack([evaluate_formula(f, Z_all) for f in formulas]),
-                                    (y[all_fit] - center) / scale)
     refined = RuleSet.from_formulas(formulas, weights * scale, intercept * scale + center, literals=table)
     valid = np.flatnonzero(is_valid)
     before = fidelity(y[valid], rules.score(literals.transform_values(V[valid])))
