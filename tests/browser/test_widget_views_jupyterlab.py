@@ -131,7 +131,7 @@ def check_views_fit(page, good, cards: list[dict], label: str, shots=None) -> di
     good.locator(".rx-tab[data-tab='rules']").click()
     good.locator(".rx-panel[data-tab='rules']").wait_for()
     sort = good.locator(".rx-rule-sort")
-    for key, value in (("coverage", lambda c: c["coverage"]), ("gap", _gap), ("weight", lambda c: abs(c["weight"]))):
+    for key, value in (("coverage", lambda c: c["coverage"]), ("gap", _gap), ("weight", lambda c: c.get("spread", abs(c["weight"])))):
         sort.select_option(key)
         assert _order(good) == _expected_order(cards, value), (label, key)
     # typed with the keyboard: the app's own shortcuts (Notebook 7 and JupyterLab bind letters) stay out
@@ -175,7 +175,7 @@ def check_views_fit(page, good, cards: list[dict], label: str, shots=None) -> di
     rows = good.locator(".rx-rule-table tbody tr")
     assert rows.count() == len(cards)
     assert [int(r) for r in rows.evaluate_all("els => els.map(e => e.dataset.ruleIndex)")] == \
-        _expected_order(cards, lambda c: abs(c["weight"]))
+        _expected_order(cards, lambda c: c.get("spread", abs(c["weight"])))
     readable("table weights", ".rx-rule-table .rx-weight")
     _check_narrow(page, good, "rule-table", shots, prefix=f"views-{label}")
     good.locator(".rx-rule-compact").click()
@@ -412,7 +412,7 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
         widget = page.locator(".rx-root").first
 
         # 2. Sort by weight (the default), coverage, score gap.
-        assert _order(page) == _expected_order(cards, lambda c: abs(c["weight"]))
+        assert _order(page) == _expected_order(cards, lambda c: c.get("spread", abs(c["weight"])))
         sort = page.locator(".rx-rule-sort")
         sort.select_option("coverage")
         assert _order(page) == _expected_order(cards, lambda c: c["coverage"])
