@@ -84,7 +84,7 @@ def test_median_strata_splits_near_the_median_or_not_at_all(seqs):
 
 
 def test_stratified_gains_see_an_effect_that_flips_sign_and_additive_gains_do_not(seqs):
-    screen = _screen(seqs, [SECOND, "Select(hour) | Max"])
+    screen = _screen(seqs, [SECOND, "Select(amount) | Max"])
     rows = np.arange(seqs.n_users)
     for seed in SEEDS:
         y = _flipped(seqs, seed)
@@ -98,7 +98,7 @@ def test_stratified_gains_see_an_effect_that_flips_sign_and_additive_gains_do_no
 
 
 def test_interaction_candidates_skip_what_is_taken_and_give_one_column_per_statistic(seqs):
-    screen = _screen(seqs, [SECOND, "Select(amount) | Max", "Select(hour) | Max", "Select(channel) | Mean"])
+    screen = _screen(seqs, [SECOND, "Select(amount) | Max", "Select(hour) | Min", "Select(card_type) | Mean"])
     rows = np.arange(seqs.n_users)
     y = _flipped(seqs, 0)
     strata = _z(seqs, FIRST) > np.median(_z(seqs, FIRST))
