@@ -47,6 +47,7 @@ from rudi_explain.rules.scorecard_fit import (
     read_off,
     refit,
 )
+from rudi_explain.rules.values import points_text
 
 __all__ = ["Scorecard", "DEFINED_THRESHOLD"]
 
@@ -362,7 +363,7 @@ class Scorecard:
         parts.extend(c.text() for c in self.cards)
         if self.interactions:
             parts.append("points  interaction rule (fires when it holds)\n"
-                         + "\n".join(f"{r.weight:+6.2f}  {r.text}" for r in self.interactions))
+                         + "\n".join(f"{points_text(r.weight):>6}  {r.text}" for r in self.interactions))
         return "\n\n".join(parts)
 
     def __str__(self) -> str:

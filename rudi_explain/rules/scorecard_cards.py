@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, points_text
 
 __all__ = ["Band", "Linear", "Card", "UNDEFINED"]
 
@@ -245,7 +245,7 @@ class Card:
             out.append(_row(self.undefined_label(), self.undefined))
         if self.linear is not None:
             lin = self.linear
-            pts = f"{lin.offset:+.2f} to {lin.offset + lin.slope * (lin.hi - lin.lo):+.2f}"
+            pts = f"{points_text(lin.offset)} to {points_text(lin.offset + lin.slope * (lin.hi - lin.lo))}"
             out.append((self.linear_text(), pts, _users(lin.share), _teacher(lin.teacher), lin.note))
         else:
             out.extend(_row(label, b) for label, b in zip(self.band_labels(), self.bands))
@@ -306,4 +306,4 @@ def _teacher(t: float | None) -> str:
 
 
 def _row(label: str, b: Band) -> tuple[str, str, str, str, str | None]:
-    return (label, f"{b.points:+.2f}", _users(b.share), _teacher(b.teacher), b.note)
+    return (label, points_text(b.points), _users(b.share), _teacher(b.teacher), b.note)

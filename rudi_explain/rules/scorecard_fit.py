@@ -35,6 +35,7 @@ from rudi_explain.rules.formula import formula_literals
 from rudi_explain.rules.literals import Literals, is_vacuous
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
+from rudi_explain.rules.values import points_text
 
 __all__ = ["read_off", "describe", "refit", "check_values", "sample_rows", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD",
            "CHOICE_USERS"]
@@ -249,8 +250,8 @@ def _pct(x: float) -> str:
 
 
 def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Part]) -> str:
-    head = (f"points {points:+.2f} though the teacher's mean in this band is "
-            f"{'above' if gap > 0 else 'below'} the average ({gap:+.2f})")
+    head = (f"points {points_text(points)} though the teacher's mean in this band is "
+            f"{'above' if gap > 0 else 'below'} the average ({points_text(gap)})")
     if not others or not members.any():
         return f"{head}; no other card or rule shares its users"
     M = np.column_stack([p.members for p in others]).astype(np.float64)
@@ -270,8 +271,8 @@ def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Par
     inside, overall = float(M[members, j].mean()), float(M[:, j].mean())
     verb = "fire" if best.card < 0 else "are in"
     if inside >= 0.5:
-        return f"{head}: users of this band mostly ({_pct(inside)}) {verb} {best.text} ({best.points:+.2f})"
-    return (f"{head}: users of this band more often {verb} {best.text} ({best.points:+.2f}; "
+        return f"{head}: users of this band mostly ({_pct(inside)}) {verb} {best.text} ({points_text(best.points)})"
+    return (f"{head}: users of this band more often {verb} {best.text} ({points_text(best.points)}; "
             f"{_pct(inside)} of them against {_pct(overall)} of all users)")
 
 
@@ -288,7 +289,7 @@ def _linear_note(slope: float, corr: float, v: np.ndarray, others: SequenceT[_Pa
                 best, best_corr = p, c
     if best is None:
         return f"{head}; no other card or rule goes with higher values"
-    return f"{head}: higher values go with {best.text} ({best.points:+.2f}; correlation {best_corr:+.2f})"
+    return f"{head}: higher values go with {best.text} ({points_text(best.points)}; correlation {best_corr:+.2f})"
 
 
 # ------------------------------------------------------------------ refit

@@ -35,7 +35,7 @@ _num = json_float
 
 def weight_text(weight: float) -> str:
     """An interaction rule's weight as the scorecard's text form writes it (``print(exp.scorecard)``)."""
-    return f"{weight:+.2f}"
+    return points_text(weight)
 
 
 def _text_form(sc: Scorecard) -> tuple[str, list[str]]:

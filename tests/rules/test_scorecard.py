@@ -425,11 +425,12 @@ def test_card_text_as_semantics_writes_it():
     lines = card.text().splitlines()
     assert len({len(line) for line in lines}) == 1  # lined up: every column ends where its header does
     assert re.fullmatch(r"largest amount among events where industry is games\s+points   users   teacher", lines[0])
-    rows = [re.fullmatch(r"  (\S.*?)\s+([+-]\d+\.\d\d)\s+(\d+%)\s+(\d+\.\d\d)", line).groups() for line in lines[1:]]
-    assert rows == [("undefined (no events where industry is games)", "-0.17", "56%", "0.31"),
-                    ("at most 60 EUR", "-0.08", "9%", "0.33"),
-                    ("more than 60 EUR and at most 360 EUR", "+0.21", "22%", "0.52"),
-                    ("more than 360 EUR", "+0.45", "13%", "0.71")]
+    rows = [re.fullmatch(r"  (\S.*?)\s+([+-]\d+\.\d+)\s+(\d+%)\s+(\d+\.\d\d)", line).groups() for line in lines[1:]]
+    # points as every view writes them (points_text: three significant digits, at most three decimals)
+    assert rows == [("undefined (no events where industry is games)", "-0.170", "56%", "0.31"),
+                    ("at most 60 EUR", "-0.080", "9%", "0.33"),
+                    ("more than 60 EUR and at most 360 EUR", "+0.210", "22%", "0.52"),
+                    ("more than 360 EUR", "+0.450", "13%", "0.71")]
 
 
 def test_band_labels_use_the_one_value_formatter():

@@ -87,8 +87,8 @@ def _text_lines(text: str) -> list[str]:
 
 
 def rows_written(card):
-    """Card.rows() with the points as every view writes them (points_text; rows() itself writes "+.2f"):
-    a band's points, a linear card's range "lo to hi" from its line by hand."""
+    """Card.rows() with the points as every view writes them (points_text), worked out here by hand:
+    a band's points, a linear card's range "lo to hi" from its line."""
     raw = ([card.undefined.points] if card.undefined is not None else []) + [b.points for b in card.bands]
     out = []
     for k, (label, _, users, teacher, note) in enumerate(card.rows()):
@@ -118,8 +118,8 @@ def test_cards_are_the_card_rows_and_the_text_form(exp):
         for r in got["rows"]:
             band = card.undefined if r["band"] == -1 else card.bands[r["band"]]
             assert r["value"] == pytest.approx(band.points, abs=1e-5)
-            # the row, as print(exp.scorecard) lays it out (its points "+.2f": Card.rows(), rules/ not views/)
-            assert f"{r['label']} {r['value']:+.2f} {r['users']} {r['teacher']}" in lines, r
+            # the row, as print(exp.scorecard) lays it out (points written the one way: points_text)
+            assert f"{r['label']} {points_text(r['value'])} {r['users']} {r['teacher']}" in lines, r
         assert got["edges_text"] == [format_value(e, card.kind, card.unit, exact=True) for e in card.edges]
     for r, got in zip(sc.interactions, state["interactions"]):
         assert got["text"] == r.text and f"{got['weight_text']} {got['text']}" in lines
