@@ -773,7 +773,7 @@ def statistics_sql(stats: Sequence[Any], table: str | Sequence[str] = "events", 
     opts = _options(table, user, time, dialect, vocabularies, reference_time, event_order, time_unit, schema,
                     exact_sums)
     query = _Query(opts)
-    columns = []
+    columns: list[tuple[str, str]] = []
     for stat in stats:
         outputs = _compile(stat, query)
         scalar = len(outputs) == 1 and outputs[0][0] == str(stat)
