@@ -260,6 +260,7 @@ class _Query:
         self.layers: list[dict[str, str]] = []  # per layer of windows: expression -> internal name
         self.parts: dict[tuple[str, bool], str] = {}  # (aggregate, over the windows?) -> internal name
         self.src = opts.q("_src")
+        self.window_columns: set[str] = set()  # the columns the window statistics read (quoted)
 
     def column(self, column: str, kind: str) -> str:
         key = (column, kind)
@@ -335,7 +336,11 @@ class _Query:
         for i, windows in enumerate(self.layers):
             name = q(f"_w{i + 1}")
             cols = ", ".join(f"{expr} AS {q(internal)}" for expr, internal in windows.items())
-            ctes.append((name, f"SELECT {current}.*, {cols} FROM {current}"))
+            # The first layer keeps only what the window statistics read: every sort carries its rows.
+            keep = f"{current}.*" if i else ", ".join(
+                [q("_u")] + ([q("_t")] if self.o.time is not None else [])
+                + ([q("_o")] if self.o.event_order is not None else []) + sorted(self.window_columns))
+            ctes.append((name, f"SELECT {keep}, {cols} FROM {current}"))
             current = name
         plain = [(expr, internal) for (expr, windowed), internal in self.parts.items() if not windowed]
         over = [(expr, internal) for (expr, windowed), internal in self.parts.items() if windowed]
@@ -354,13 +359,16 @@ class _Query:
 class _StatisticCompiler:
     def __init__(self, stat, query: _Query):
         self.stat, self.query, self.o = stat, query, query.o
+        self.used: set[str] = set()  # the internal columns the statistic reads
 
     # -- helpers
     def fail(self, op, why: str) -> ValueError:
         return ValueError(f"cannot compile {op} of {str(self.stat)!r} to dialect {self.o.dialect!r}: {why}")
 
     def column(self, column: str, kind: str) -> str:
-        return self.query.column(column, kind)
+        name = self.query.column(column, kind)
+        self.used.add(name)
+        return name
 
     def vocabulary(self, column: str, op) -> tuple[str, ...]:
         vocab = None if self.o.vocabularies is None else self.o.vocabularies.get(column)
@@ -416,6 +424,8 @@ class _StatisticCompiler:
         unit = self.time_domain(next(op for op in ops if isinstance(op, (Within, Recency, Tenure, MeanGap, MaxGap)))) \
             if time_ops else ""
         t = query.time(unit) if unit else ""
+        if t:
+            self.used.add(t)
 
         # Row operators become conditions on the rows kept (SortBy only changes the order, Abs the
         # values); a window ranks the kept rows among themselves by partitioning on the conditions.
@@ -503,6 +513,8 @@ class _StatisticCompiler:
             gap = query.window(depth + 1, f"{t} - LAG({t}) OVER (PARTITION BY {', '.join(partition)} "
                                           f"ORDER BY {', '.join([q('_t')] + tie)})")
         windowed = depth > 0 or bool(fr or pr or pn or gap)
+        if windowed:
+            query.window_columns |= self.used
 
         def part(expr: str) -> str:
             return query.part(expr, windowed)
