@@ -113,7 +113,7 @@ class StatisticsSearch:
         it scores higher. The tree finds the region, polishing finds the
         exact filter values that the mean reward blurs. 0 disables it.
     n_polished : int, default=2
-        How many of the best contenders are polished; the best result is kept.
+        Contenders polished (the best result is kept).
     random_state : int or None, default=0
     grammar : {'readable', 'paper'}, default='readable'
         Which statistics may be proposed (SEMANTICS.md): the readable
@@ -127,22 +127,21 @@ class StatisticsSearch:
     screen_size : int, default=4000
         Users the catalog is evaluated on: half choose, half check.
     screen_columns : int or None, default=50000
-        At most this many catalog outputs are held for choosing (about 36 kB
-        each at 4,000 users, so 1.8 GB). A catalog with more (six columns of
-        30 categories each give 140,000 outputs: every category's share under
-        every other category's filter) keeps those that explain the most of
-        the target alone on the choosing users; ``catalog_columns_`` and
-        ``catalog_outputs_`` say how many were held and found. None: no limit.
+        At most this many catalog outputs are held for choosing (36 kB each
+        at 4,000 users: 1.8 GB). A catalog with more (six columns of 30
+        categories give 140,000: every category's share under every other's
+        filter) keeps those that explain the most of the target alone on the
+        choosing users (``catalog_columns_``, ``catalog_outputs_``). None: no limit.
     min_gain : float, default=0.002
         A statistic is kept only if it explains at least this share of the
         target's variance more on the checking users, which it was not
         chosen on, added as it is or (when none does so) split by the
-        strata of the first statistic kept; the search stops when neither does. Likewise a kept
+        strata of the first statistic kept; the search stops when neither
+        does. Likewise a kept
         statistic gives way to a simpler form of it (an operator dropped, a
         plainer aggregation) unless it explains at least this much more there.
     beam : int, default=3
-        How many of the best catalog statistics are deepened by single
-        edits at each step; the best result is kept.
+        The best catalog statistics deepened by single edits at each step.
     given_statistics : sequence of str or Statistic, default=()
         Statistics the user brings (texts or :class:`Statistic`), checked
         against the data (:func:`rudi_explain.search.given.check_statistics`).
@@ -160,6 +159,9 @@ class StatisticsSearch:
         statistic without it explains the target at least as well (within
         ``min_gain``) on training users the search did not choose on
         (:func:`rudi_explain.search.filters.drop_idle_filters`).
+    n_jobs : int or None, default=None
+        Threads of the catalog and of candidate scoring (None: the cores, at most
+        2; :mod:`rudi_explain.search.parallel`); any number gives the same result.
 
     Attributes
     ----------
@@ -172,8 +174,7 @@ class StatisticsSearch:
     seconds_ : float
         Wall time of the whole search.
     tree_seconds_ : float
-        Of which growing the trees (simulations: selection, expansion,
-        rollout, batch evaluation, reward, backpropagation).
+        Of which growing the trees (every simulation's steps).
     n_evaluations_ : int
         Batch evaluations made by the tree search (one per simulation).
     stage_seconds_ : dict
@@ -182,8 +183,8 @@ class StatisticsSearch:
     screened_ : int
         Catalog statistics evaluated (0 without the catalog).
     catalog_outputs_, catalog_columns_ : int
-        With the catalog: its distinct outputs that vary, and how many of them
-        were held for choosing (fewer only beyond ``screen_columns``).
+        With the catalog: its distinct varying outputs, and those held for
+        choosing (fewer only beyond ``screen_columns``).
     check_r2_ : float
         With the catalog: R^2 of the additive model of the kept statistics on
         the checking users (as selection left them, before idle filters go).
@@ -200,7 +201,8 @@ class StatisticsSearch:
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
                  grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
                  min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000,
-                 given_statistics: Sequence[Statistic | str] = (), drop_idle_filters: bool = True) -> None:
+                 given_statistics: Sequence[Statistic | str] = (), drop_idle_filters: bool = True,
+                 n_jobs: int | None = None) -> None:
         self.n_stats = n_stats
         self.max_depth = max_depth
         self.batch_size = batch_size
@@ -221,7 +223,7 @@ class StatisticsSearch:
         self.beam = beam
         self.screen_columns = screen_columns
         self.given_statistics = given_statistics
-        self.drop_idle_filters = drop_idle_filters
+        self.drop_idle_filters, self.n_jobs = drop_idle_filters, n_jobs
 
     # ---------------------------------------------------------------- checks
     def _check(self, seqs: Sequences, target) -> np.ndarray:
@@ -239,12 +241,13 @@ class StatisticsSearch:
         for name in ("contender_batch", "n_polished", "beam"):
             check_whole(getattr(self, name), name, min_value=1)
         check_whole(self.screen_size, "screen_size", min_value=2)
+        check_whole(self.n_jobs, "n_jobs", min_value=1, allow_none=True)
         check_real(self.exploration, "exploration", min_value=0.0)
         check_real(self.min_gain, "min_gain")
         check_random_state_seed(self.random_state)
         if self.catalog is not None and not isinstance(self.catalog, (bool, np.bool_)):
             raise InputTypeError(f"catalog must be True, False or None, got {self.catalog!r}")
-        y = _target_array(target, seqs)
+        y = per_user_values(target, seqs.users, "the target values")
         if np.ptp(y) == 0:
             raise InputError("the target is constant: there is nothing to explain")
         self._given = read_statistics(self.given_statistics)
@@ -478,10 +481,10 @@ class StatisticsSearch:
         # The given statistics first: a catalog output with the same values is then dropped as
         # seen, so the user's form is the one that competes.
         given_keys = {st.key for st in self._given}
-        given = ColumnScreen.build(self._given, sample, seen, cancel=None, frames=frames)
+        given = ColumnScreen.build(self._given, sample, seen, cancel=None, frames=frames, n_jobs=self.n_jobs)
         given_outputs = len(seen)
         screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=self.screen_columns,
-                                    target=ys, rows=fit_rows, frames=frames)
+                                    target=ys, rows=fit_rows, frames=frames, n_jobs=self.n_jobs)
         self._phase = ("select", 0, 0)
         self.screened_ = len(catalog)
         self.catalog_columns_ = len(screen)
@@ -517,10 +520,12 @@ class StatisticsSearch:
         given_by_key = {st.key: st for st in self._given}
 
         def screen_of(stats: list[Statistic]) -> ColumnScreen:
+            todo: dict[tuple, Statistic] = {}  # the first statistic of each key, built side by side
             for st in stats:
                 if st.key not in cache:
-                    cache[st.key] = ColumnScreen.build([given_by_key.get(st.key, st)], sample, set(), cancel=None,
-                                                       frames=frames)
+                    todo.setdefault(st.key, given_by_key.get(st.key, st))
+            built = ColumnScreen.build_each(list(todo.values()), sample, frames=frames, n_jobs=self.n_jobs)
+            cache.update(zip(todo, built))
             return ColumnScreen.join([cache[st.key] for st in stats], len(users))
 
         def scalar(column: ColumnScreen) -> ColumnScreen:
@@ -563,7 +568,7 @@ class StatisticsSearch:
 
         def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
             """The next best columns of other statistics: greedy edits from one start can stall."""
-            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)
+            gains = np.round(cols.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)
             out: list[tuple[float, int]] = []
             stats = {cols.owners[pick][0]}
             for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
@@ -579,7 +584,8 @@ class StatisticsSearch:
                     floor: float | np.ndarray = -np.inf) -> tuple[float, int] | None:
             """The simplest of the columns that explain about as much as the best (and at
             least ``floor``, one value or one per column): (gain, index), or None."""
-            gains = np.round(cols.gains(residual, fit_rows, total_var), 6)  # no decision on a float near-tie
+            # rounded: no decision on a float near-tie
+            gains = np.round(cols.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)
             floor = np.broadcast_to(np.round(floor, 6), gains.shape)
             ok = [i for i in range(len(cols))
                   if gains[i] >= floor[i] and (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
@@ -636,7 +642,7 @@ class StatisticsSearch:
                 model = StepModel(rest.bins[fit_rows], rest.values[fit_rows], ys[fit_rows])
                 residual = ys[fit_rows] - model.predict(rest.bins[fit_rows], rest.values[fit_rows])
                 column = chosen.take(j)
-                gain = float(np.round(column.gains(residual, fit_rows, total_var), 6)[0])
+                gain = float(np.round(column.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)[0])
                 edited, _ = deepen(column, gain, residual, base=rest)
                 old, new = column.owners[0][0], edited.owners[0][0]
                 if new.key == old.key or new.key in self._marked:
@@ -871,10 +877,8 @@ class StatisticsSearch:
 
     # ------------------------------------------------------------ baselines
     def _fit_random(self) -> None:
-        empty = Pipeline((), schema=self._schema)
         for k in range(len(self.statistics_) + 1, self.n_stats + 1):
-            stat = self._rollout(empty, attempts=200)
-            if stat is None:
+            if (stat := self._rollout(Pipeline((), schema=self._schema), attempts=200)) is None:
                 return
             self._accept(stat, float("nan"), self._y)
             self._report(k, 1, 0, "", str(stat), float("nan"))
@@ -892,6 +896,3 @@ class StatisticsSearch:
             self._accept(candidates[i], float("nan"), self._y)
             self._report(k, 1, 0, "", str(candidates[i]), float("nan"))
 
-
-def _target_array(target, seqs: Sequences) -> np.ndarray:
-    return per_user_values(target, seqs.users, "the target values")

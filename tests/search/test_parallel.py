@@ -12,7 +12,6 @@ import pytest
 import rudi_explain as rx
 import rudi_explain.search.catalog as catalog_module
 from rudi_explain.exceptions import InputError, InputTypeError
-from rudi_explain.search import parallel
 from rudi_explain.search.catalog import ColumnScreen, short_catalog
 from rudi_explain.search.parallel import DEFAULT_N_JOBS, Workers, resolve_n_jobs
 from rudi_explain.search.statistics_search import StatisticsSearch
@@ -193,13 +192,13 @@ def test_build_each_is_each_statistic_built_alone():
 
 # ------------------------------------------------------------------ the search and the rules
 @pytest.mark.slow
-@pytest.mark.parametrize("name,seed", [("payments", 0), ("payments", 1), ("edits", 0), ("planted", 0), ("planted", 5)])
-def test_same_seed_same_statistics_with_1_and_2_cores(name, seed, monkeypatch):
+@pytest.mark.parametrize("name,seed", [("payments", 0), ("payments", 1), ("edits", 0), ("planted", 0)])
+def test_same_seed_same_statistics_with_1_and_2_cores(name, seed):
     seqs, target = _data(name, seed, n_users=600)
     found = {}
     for n_jobs in (1, 2):
-        monkeypatch.setattr(parallel, "DEFAULT_N_JOBS", n_jobs)  # what the search's catalog uses
-        search = StatisticsSearch(n_stats=4, n_simulations=40, screen_size=500, random_state=seed).fit(seqs, target)
+        search = StatisticsSearch(n_stats=4, n_simulations=40, screen_size=500, random_state=seed,
+                                  n_jobs=n_jobs).fit(seqs, target)
         found[n_jobs] = ([str(s) for s in search.statistics_], search.rewards_, search.partial_r_,
                          search.catalog_outputs_, search.catalog_columns_)
     assert found[1][0], "the search kept no statistic: nothing compared"
@@ -207,13 +206,20 @@ def test_same_seed_same_statistics_with_1_and_2_cores(name, seed, monkeypatch):
 
 
 @pytest.mark.slow
-def test_same_seed_same_rules_with_1_and_2_cores(monkeypatch):
+def test_same_seed_same_rules_with_1_and_2_cores():
     demo = rx.datasets.make_payments(500, random_state=3)
     rules = {}
-    for n_jobs in (1, 2):
-        monkeypatch.setattr(parallel, "DEFAULT_N_JOBS", n_jobs)
+    for n_jobs in (1, 2):  # explain()'s search takes its workers as search_params
         exp = rx.explain(None, demo.events, scores=demo.risk, n_stats=3, n_rules=5, n_simulations=30,
                          background=False, random_state=0, student_params={"epochs": 20},
+                         search_params={"n_jobs": n_jobs},
                          progress=lambda event: None)
         rules[n_jobs] = (str(exp.rules), [str(s) for s in exp.statistics])
     assert rules[1] == rules[2]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_the_search_refuses_a_bad_n_jobs_naming_it(bad):
+    seqs, target = _data("payments", 0, n_users=100)
+    with pytest.raises((InputError, InputTypeError), match="n_jobs"):
+        StatisticsSearch(n_stats=1, n_jobs=bad).fit(seqs, target)
