@@ -8,14 +8,13 @@ Checked against an independent reference: the proposed value put into the user's
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pytest
+from scorecard_swap import with_scorecard
 from tiny import tiny_payments
 
-from rudi_explain.explanation.result import read_scorecard, score_series
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_cards import Linear
 from rudi_explain.rules.values import points_text
@@ -33,15 +32,7 @@ def linear_on_card(a, k, slope_sign=1.0):
     hi = max(hi, lo + 1.0)
     lin = card.with_(edges=(), bands=(), linear=Linear(slope_sign * 3.0 / (hi - lo), lo, hi, -0.1))
     sc2 = Scorecard([lin if c is card else c for c in sc.cards], sc.interactions, sc.base, sc.literals)
-    rules = sc2.to_rules()
-    M = rules.matrix(V)
-    y = a.teacher_scores
-    L2 = rules.literal_table()
-    state = dataclasses.replace(
-        a.result, rules=rules, literals=L2, literal_matrix=L2.transform_values(V), fires=rules.fires(M),
-        student_scores=score_series(rules.score(M), y.index, "student"), pruning=None, unpruned_rules=None,
-        scorecard=read_scorecard(rules, V, y.to_numpy(), a.is_test))
-    return a.with_result(state), lin
+    return with_scorecard(a, sc2), lin
 
 
 @pytest.fixture(scope="module")

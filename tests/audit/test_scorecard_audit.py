@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+from scorecard_swap import with_scorecard
 
 import rudi_explain as rx
 from rudi_explain.audit.cards import edge_literal, edge_neighbours
@@ -438,7 +439,6 @@ def with_a_linear_card(a):
     """``a`` with its first banded card made linear, as explain() writes such a scorecard: its rule form holds
     rules and a linear term (a mixed RuleSet). None where rule sets cannot hold both yet."""
     from rudi_explain.exceptions import StateError
-    from rudi_explain.explanation.result import read_scorecard, score_series
 
     sc = a.scorecard
     k, card = next(((k, c) for k, c in enumerate(sc.cards) if c.edges), (None, None))
@@ -450,17 +450,9 @@ def with_a_linear_card(a):
     lin = card.with_(edges=(), bands=(), linear=Linear(0.5 / max(hi - lo, 1e-9), lo, max(hi, lo + 1.0), -0.1))
     sc2 = Scorecard([lin if c is card else c for c in sc.cards], sc.interactions, sc.base, sc.literals)
     try:
-        rules = sc2.to_rules()
-    except StateError:
+        return with_scorecard(a, sc2), sc2, k
+    except StateError:  # the scorecard has no rule form
         return None
-    M = rules.matrix(V)
-    y = a.teacher_scores
-    L2 = rules.literal_table()
-    state = dataclasses.replace(
-        a.result, rules=rules, literals=L2, literal_matrix=L2.transform_values(V), fires=rules.fires(M),
-        student_scores=score_series(rules.score(M), y.index, "student"), pruning=None, unpruned_rules=None,
-        scorecard=read_scorecard(rules, V, y.to_numpy(), a.is_test))
-    return a.with_result(state), sc2, k
 
 
 def test_what_if_on_a_scorecard_with_a_linear_card_against_a_per_user_loop(exps):
