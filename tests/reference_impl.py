@@ -164,3 +164,22 @@ def reference_evaluate(
     scalar = (selected not in categorical or name == "Count") and group is None
     scalar = scalar or (name in TIME_AGGREGATIONS and group is None)
     return out[:, 0] if scalar else out
+
+
+def varying_new_outputs(stats, seqs) -> list[tuple]:
+    """The catalog's columns by a plain loop: every output of every statistic evaluated whole, in order, kept
+    where it varies (two finite values at least, not one value for everyone) and is no repeat of an earlier
+    output's values (rounded to 9 decimals, undefined as infinity); ``[(statistic, output, values)]``."""
+    out, seen = [], set()
+    for stat in stats:
+        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
+                continue
+            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+            if key not in seen:
+                seen.add(key)
+                out.append((stat, j, v))
+    return out

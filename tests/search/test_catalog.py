@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+from reference_impl import varying_new_outputs
 
 import rudi_explain as rx
 from rudi_explain.search.catalog import complexity, neighbours, ranked_statistics, short_catalog, simpler_forms
@@ -95,20 +96,9 @@ def _plain_screen(stats, seqs):
     """Reference: every output evaluated whole, the exact duplicates and constants dropped."""
     from rudi_explain.search.catalog import bin_columns, standardize
 
-    owners, columns, seen = [], [], set()
-    for stat in stats:
-        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
-        for j in range(values.shape[1]):
-            v = values[:, j]
-            finite = v[np.isfinite(v)]
-            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
-                continue
-            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
-            if key not in seen:
-                seen.add(key)
-                owners.append((stat, j))
-                columns.append(v)
-    X = np.column_stack(columns)
+    kept = varying_new_outputs(stats, seqs)
+    owners = [(stat, j) for stat, j, _ in kept]
+    X = np.column_stack([v for _, _, v in kept])
     return owners, bin_columns(X), standardize(X)
 
 

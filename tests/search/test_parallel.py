@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference_impl import varying_new_outputs
 
 import rudi_explain as rx
 import rudi_explain.search.catalog as catalog_module
@@ -162,18 +163,7 @@ def test_the_screen_matches_a_plain_loop_over_the_statistics():
     # on its own, outputs that vary kept, a repeat of earlier values dropped.
     seqs, target = _data("planted", 4, n_users=300)
     stats = short_catalog(seqs, "readable", 4)
-    expected, values_seen = [], set()
-    for stat in stats:
-        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
-        for j in range(values.shape[1]):
-            v = values[:, j]
-            finite = v[np.isfinite(v)]
-            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
-                continue
-            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
-            if key not in values_seen:
-                values_seen.add(key)
-                expected.append((str(stat), j))
+    expected = [(str(stat), j) for stat, j, _ in varying_new_outputs(stats, seqs)]
     screens = [_screen(seqs, target, n_jobs) for n_jobs in (1, 2)]
     assert [(str(s), j) for s, j in screens[0].owners] == expected
     _same(screens[0], screens[1])
