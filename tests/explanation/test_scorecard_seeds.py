@@ -37,14 +37,13 @@ N_USERS = 2000
 #: Thresholds of the "defined" literal (the scorecard's undefined band in rule form) are no band edge.
 DEFINED_BELOW = -1e300
 
-#: One case runs in the fast suite (about 10 s on a quiet machine: one explain()); the others are slow.
+#: One case runs in the fast suite (about 10 s on a quiet machine: one explain()); the others are slow. Five
+#: cases of three families (payments 1 and edits 1 passed too; dropped to keep make test under 20 minutes).
 CASES = [
     pytest.param(("payments", 0), id="payments-0"),
     pytest.param(("edits", 0), id="edits-0", marks=pytest.mark.slow),
-    pytest.param(("payments", 1), id="payments-1", marks=pytest.mark.slow),
     # before issue 26's item 4, two interaction rules of this one fired for 90% of the training users or more
     pytest.param(("payments", 3), id="payments-3", marks=pytest.mark.slow),
-    pytest.param(("edits", 1), id="edits-1", marks=pytest.mark.slow),
     pytest.param(("planted", 0), id="planted-0", marks=pytest.mark.slow),
     pytest.param(("planted", 1), id="planted-1", marks=pytest.mark.slow),
 ]
