@@ -200,11 +200,7 @@ def _split_edge(literals: Any, rules: Any, i: int) -> tuple[Any, Any] | None:
         return None
     L = literals
     j = L.n_literals
-    table = type(L)(
-        np.append(L.column, L.column[i]), np.append(L.thresholds, L.thresholds[i]), L.output_names,
-        L.output_descriptions, L.output_statistic, L.output_index, L.output_undefined, statistics=L.statistics,
-        vocabularies=L.vocabularies, output_kind=L.output_kind, output_undefined_words=L.output_undefined_words,
-        output_min=L.output_min, output_unit=L.output_unit)
+    table = L.extended([L.column[i]], [L.thresholds[i]])
 
     def split(rs: Any) -> Any:
         if rs is None:

@@ -3,8 +3,8 @@
 Pure functions from an :class:`~rudi_explain.explanation.Explanation` to plain
 dicts (SEMANTICS.md, "The scorecard"). Every text a reader sees is written
 here, the one way: a card's rows are :meth:`Card.rows
-<rudi_explain.rules.scorecard_cards.Card.rows>` (the text form's own labels),
-points go through :func:`~rudi_explain.rules.values.points_text`, values
+<rudi_explain.rules.scorecard_cards.Card.rows>` (the text form's own labels and
+points, via :func:`~rudi_explain.rules.values.points_text`), values
 through :func:`rudi_explain.rules.values.format_value`; the
 raw numbers travel beside them only to draw the charts. Nothing here escapes
 HTML: the front end puts every string into the page as text, the static copy
@@ -59,15 +59,6 @@ def _exact(card: Card, x: float) -> str:
     return format_value(x, card.kind, card.unit, exact=True)
 
 
-def _points_text(card: Card, band: int, points: float) -> str:
-    """A card row's points as every view writes points (:func:`points_text`); a linear card's value row
-    is its range, "-1.64 to +0.79"."""
-    lin = card.linear
-    if lin is None or band == UNDEFINED:
-        return points_text(points)
-    return f"{points_text(lin.offset)} to {points_text(lin.offset + lin.slope * (lin.hi - lin.lo))}"
-
-
 def _card_state(exp: Explanation, k: int, card: Card) -> dict:
     L = exp.literals
     rows = card.rows()
@@ -83,9 +74,9 @@ def _card_state(exp: Explanation, k: int, card: Card) -> dict:
         "unit": card.unit,
         "linear": card.linear is not None,
         "monotone": bool(card.monotone),
-        # Card.rows() writes points "+.2f"; every view writes points one way, points_text (as the user's own)
-        "rows": [{"band": b, "label": label, "points": _points_text(card, b, p), "users": users, "teacher": teacher,
-                  "note": note, "value": _num(p)} for b, p, (label, _, users, teacher, note) in zip(bands, raw, rows)],
+        # the rows as print(exp.scorecard) writes them (points via points_text), the raw points beside for charts
+        "rows": [{"band": b, "label": label, "points": pts, "users": users, "teacher": teacher, "note": note,
+                  "value": _num(p)} for b, p, (label, pts, users, teacher, note) in zip(bands, raw, rows)],
         # the band edges between the value bands, for the step chart's axis (exact, as the labels write them)
         "edges_text": [_exact(card, e) for e in card.edges],
     }

@@ -42,7 +42,7 @@ def statistics_given(exp: Explanation) -> dict:
 
 def statistics_list(info: dict) -> str:
     """The statistics an explanation reads as HTML (every text escaped): the sentence of
-    :func:`rudi_explain.views.payloads.statistics_given`, then each statistic, "given" where the user gave it."""
+    :func:`statistics_given`, then each statistic, "given" where the user gave it."""
     items = "".join(f'<li data-given="{str(r["given"]).lower()}"><code>{html.escape(shorten_words(r["text"]))}</code>'
                     + (" <b>given</b>" if r["given"] else " searched") + "</li>"
                     for r in info["statistics"])
