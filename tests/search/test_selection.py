@@ -127,13 +127,30 @@ def test_the_search_keeps_a_statistic_whose_effect_flips_between_strata(seqs):
     assert hits >= 4
 
 
+#: A lighter search for the sum of plain aggregates (55 s of the suite at the defaults on 1,000 users):
+#: the plain aggregates are found by the catalog at depth 3 with one candidate deepened, the last
+#: MCTS try (after they are kept, against noise) stays short, and the idle-filter pass has no filter
+#: to judge. Measured on 700 users over seeds 0-4: all 3 kept in every seed (the defaults on 1,000:
+#: all 3 in every seed too).
+LIGHT = {"max_depth": 3, "beam": 1, "n_simulations": 10, "n_contenders": 5, "polish_rounds": 0,
+         "drop_idle_filters": False}
+
+
+@pytest.fixture(scope="module")
+def small_seqs():
+    return rx.datasets.make_payments(700, random_state=3).sequences()
+
+
 @pytest.mark.slow
-def test_the_search_keeps_most_of_a_sum_of_plain_aggregates(seqs):
-    """A teacher that is a sum of k plain aggregates: at least k - 1 of them kept in at least 4 of 5 seeds."""
+def test_the_search_keeps_most_of_a_sum_of_plain_aggregates(small_seqs):
+    """A teacher that is a sum of k plain aggregates: at least k - 1 of them kept in at least 4 of 5 seeds
+    (n_stats above k: the search has to stop by itself, and a blend such as the sum of amounts,
+    count x mean, must not stand in for two of them)."""
+    seqs = small_seqs
     k = len(PLAIN)
     hits = 0
     for seed in SEEDS:
         y = sum(_z(seqs, t) for t in PLAIN) + np.random.default_rng(seed).normal(0, 0.3, seqs.n_users)
-        kept = _kept(StatisticsSearch(random_state=seed, n_stats=6).fit(seqs, y))
+        kept = _kept(StatisticsSearch(random_state=seed, n_stats=6, **LIGHT).fit(seqs, y))
         hits += sum(t in kept for t in PLAIN) >= k - 1
     assert hits >= 4
