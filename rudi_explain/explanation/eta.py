@@ -1,66 +1,125 @@
-"""How many seconds an explain job has left, from what is left of each stage as it runs (issue 27).
+"""How many seconds an explain job has left, from each stage's own pace as it runs (issue 27).
 
-The estimate is the sum of what is left of the running stage, measured at its own pace so far
-(catalog statistics evaluated, statistics kept, simulations run, epochs trained), and what the
-later stages will cost, predicted from the data's size and the pace this machine showed on the
-catalog. It never counts statistics beyond the search's stopping rule: the search keeps a
-statistic only while it explains at least ``min_gain`` more, and each kept one explains less
-than the one before, so the statistics still to come are those that the fall of the gains so
-far leaves above ``min_gain`` (and never more than ``n_stats``).
+Each stage is measured as it goes; what has not started yet is predicted from what has:
 
-The constants were read off ``benchmarks/bench_speed.py`` runs (make_payments and make_edits at
-5,000 users, make_payments at 100,000; the 2-core machine of the issue, loaded). Since the student trains
-each epoch on at most 16,384 users and the post-processing makes its choices on samples (issue 27), the
-later stages cost a part that grows with every user and a part that stops growing at
-:data:`CAPPED_USERS`; once the student runs, its own epochs give the pace of what is left.
+* the catalog (stage 1 first evaluates a catalog of short statistics on a sample of users): the
+  statistics evaluated so far at the pace so far, plus the binning of its last columns;
+* the selection: seconds per statistic kept, predicted from the catalog's seconds until
+  statistics are kept, then as measured (the prediction counts as one step measured, so that
+  one slow step does not swing it);
+* MCTS-SG, run once when the catalog leaves nothing: predicted from the seconds one catalog
+  statistic took (both evaluate statistics on users' events), then as it runs;
+* after MCTS-SG, the revision of the statistics kept and the check of their filters: a share
+  of the selection's pace;
+* literals, student and post-processing: from users x statistics at the pace this machine
+  showed on the catalog, until they run; then the student's epochs give its pace, and the
+  post-processing is a multiple of the student's measured seconds.
+
+The estimate never counts statistics beyond the search's stopping rule: the search keeps a
+statistic only while it explains at least ``min_gain`` more on users it was not chosen on, so
+the statistics still to come are those between the last gain and ``min_gain`` at the fall of
+gains seen in searches (:attr:`Pace.fall`), never more than ``n_stats``.
+
+The constants (:class:`Pace`) are fitted by ``benchmarks/bench_eta.py --fit`` on recorded runs
+of several families, sizes and seeds, and checked there on other runs. They stand in for a
+stage only until it shows its own pace, so a stage that others make faster is followed once it
+runs; before that, a refit (the same command) brings them up to date.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TimeLeft"]
+__all__ = ["TimeLeft", "Pace"]
 
-#: Selection, deepening and checking, in seconds per second the catalog took to evaluate.
-SELECT_PER_CATALOG = 1.2
-#: One MCTS-SG run (when the catalog leaves something), in seconds per second of the catalog.
-MCTS_PER_CATALOG = 0.7
-#: Seconds of one catalog statistic on one sample user, on the reference machine.
-CATALOG_UNIT = 8e-7
-#: Literals, student and post-processing: seconds per user and statistic on the reference machine, for the
-#: work that grows with every user (the statistics' values, pruning, the final fits) ...
-LATER_PER_USER_STAT = 4.3e-5
-#: ... and for the work on at most :data:`CAPPED_USERS` users (the student's epochs, the choices made on
-#: samples of users): it stops growing there.
-LATER_PER_CAPPED_USER_STAT = 1.65e-4
-#: Users from which the capped work stops growing: GS-NLN's ``epoch_users`` (16,384) over the share of the
-#: users it fits on (0.8 training x 0.8 not validation).
-CAPPED_USERS = 25_600
-#: The post-processing (the 'evaluate' stage) in seconds per second of the student, measured in the job: 2.8
-#: at 5,000 users, 2.5 at 100,000 (the student's epochs and the post-processing's choices both on samples).
-PRUNE_PER_STUDENT = 2.6
-#: Statistics a search keeps before its gains say how they fall (the searches measured kept 3 to 6).
-TYPICAL_STATS = 5
-#: Users the catalog is evaluated on (the search's ``screen_size``).
-SAMPLE_USERS = 4000
+
+@dataclass(frozen=True)
+class Pace:
+    """What a stage costs before it shows its own pace (fitted by ``benchmarks/bench_eta.py --fit``).
+
+    Attributes
+    ----------
+    catalog_tail : float
+        Seconds from the catalog's last progress event to the selection's first, per second of the
+        catalog before it (the last chunk, its binning, the first scoring of every column).
+    select_per_catalog : float
+        One statistic's selection (scoring, deepening, checking), in seconds per second of the catalog.
+    mcts_per_statistic : float
+        The MCTS-SG run, in seconds per second one catalog statistic took on average.
+    finish : float
+        After MCTS-SG (the revision of the statistics kept, the check of their filters), in
+        selections of one statistic.
+    fall : float
+        The factor by which a kept statistic's gain falls, on average, from one to the next.
+    typical_stats : float
+        Statistics a search keeps, before any gain is known.
+    later_per_user_stat : float
+        Literals, student and post-processing, in seconds per user and statistic on the reference
+        machine, for the work that grows with every user ...
+    later_per_capped_user_stat : float
+        ... and for the work on at most ``capped_users`` users (the student's epochs, the choices
+        the post-processing makes on samples).
+    capped_users : int
+        GS-NLN's ``epoch_users`` (16,384) over the share of users it fits on (0.8 x 0.8).
+    speed_power : float
+        How far the later stages follow the pace the catalog showed against the reference machine
+        (1: in proportion; below 1, since the catalog's pace also grows with events per user).
+    post_per_student : float
+        The post-processing in seconds per second of the student's training.
+    catalog_unit : float
+        Seconds of one catalog statistic on one sample user on the reference machine.
+    sample_users : int
+        Users the catalog is evaluated on (the search's ``screen_size``).
+    """
+
+    catalog_tail: float = 0.3
+    select_per_catalog: float = 0.35
+    mcts_per_statistic: float = 1300.0
+    finish: float = 1.0
+    fall: float = 6.0
+    typical_stats: float = 4.0
+    later_per_user_stat: float = 4.3e-5
+    later_per_capped_user_stat: float = 1.65e-4
+    capped_users: int = 25_600
+    speed_power: float = 1.0
+    post_per_student: float = 2.6
+    catalog_unit: float = 8e-7
+    sample_users: int = 4000
+
+    def replace(self, **changes: float) -> Pace:
+        """A copy with some constants changed (what a refit tries)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
 
 class TimeLeft:
-    """Follows a job's progress events and estimates its seconds left (None while it cannot)."""
+    """Follows a job's progress events and estimates its seconds left (None while it cannot tell).
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    pace : Pace, optional
+        The constants used until a stage shows its own pace (default: the fitted ones).
+    """
+
+    def __init__(self, pace: Pace | None = None) -> None:
+        self.pace = pace if pace is not None else Pace()
         self.users = 0
         self.stage = ""
         self.stage_start = 0.0
         self.speed = 1.0  # seconds here per second on the reference machine
+        self.catalog_start: float | None = None
         self.catalog_seconds: float | None = None
-        self.select_start = self.mcts_start = 0.0
-        self.select_found = 0  # statistics kept when the selection started
-        self.mcts_done = False
-        self.mcts_seconds = 0.0
+        self.n_catalog = 0
         self.gains: list[float] = []
         self.n_found = 0
+        self.select_found = 0  # statistics kept when the selection started (the given ones among them)
+        self.last_kept = 0.0  # when the last statistic was kept (or the selection started)
+        self.kept_seconds = 0.0  # selection seconds up to the last statistic kept, MCTS-SG left out
+        self.mcts_start: float | None = None
+        self.mcts_seconds = 0.0
+        self.mcts_end: float | None = None
         self.student_seconds: float | None = None
         self.later: float | None = None  # predicted seconds of literals, student and post-processing
 
@@ -74,19 +133,19 @@ class TimeLeft:
             self.users = int(numbers["users"])
         in_stage = elapsed - self.stage_start
         if stage == "search":
-            return self._search(numbers, total, elapsed, in_stage)
+            return self._search(numbers, total, elapsed)
         if stage == "literals":
             return None if self.later is None else max(self.later - in_stage, 0.0)
         if stage == "student":
             if step <= 0 or total <= 0:
-                return self.later
+                return None if self.later is None else max(self.later - in_stage, 0.0)
             student = in_stage * total / step
             self.student_seconds = student
-            return max(student - in_stage, 0.0) + PRUNE_PER_STUDENT * student
+            return max(student - in_stage, 0.0) + self.pace.post_per_student * student
         if stage == "evaluate":
             if self.student_seconds is None:
                 return None
-            return max(PRUNE_PER_STUDENT * self.student_seconds - in_stage, 0.0)
+            return max(self.pace.post_per_student * self.student_seconds - in_stage, 0.0)
         return None  # the teacher: no pace to go by yet
 
     def _enter(self, stage: str, elapsed: float) -> None:
@@ -94,60 +153,97 @@ class TimeLeft:
             self.student_seconds = elapsed - self.stage_start  # what it really took
         self.stage, self.stage_start = stage, elapsed
 
+    # ------------------------------------------------------------ the later stages
     def _later(self, n_stats: float) -> float:
         """Literals, student and post-processing for ``n_stats`` statistics."""
-        per_stat = LATER_PER_USER_STAT * self.users + LATER_PER_CAPPED_USER_STAT * min(self.users, CAPPED_USERS)
-        return per_stat * max(n_stats, 1.0) * self.speed
+        p = self.pace
+        per_stat = p.later_per_user_stat * self.users + p.later_per_capped_user_stat * min(self.users, p.capped_users)
+        return per_stat * max(n_stats, 1.0) * self.speed ** p.speed_power
 
-    def _search(self, numbers: dict[str, Any], n_stats: int, elapsed: float, in_stage: float) -> float | None:
+    def _set_speed(self, catalog: float) -> None:
+        """This machine's pace against the reference one, from the catalog's (estimated) seconds, its tail
+        included."""
+        sample = min(self.pace.sample_users, max(self.users * 0.8, 1.0))
+        evaluated = catalog / (1.0 + self.pace.catalog_tail)
+        self.speed = evaluated / (max(self.n_catalog, 1) * sample * self.pace.catalog_unit)
+
+    # ------------------------------------------------------------ the search
+    def _search(self, numbers: dict[str, Any], n_stats: int, elapsed: float) -> float | None:
+        p = self.pace
         phase = numbers.get("phase", "")
-        found = len(numbers.get("found", ()))
-        if found > self.n_found:  # a statistic kept: its gain, for the fall of the gains
+        found = len(numbers.get("found", ())) if phase else self.n_found
+        if found > self.n_found:  # a statistic kept: its gain, for the stopping rule
             self.gains.append(float(numbers.get("reward") or 0.0))
             self.n_found = found
+            if self.catalog_seconds is not None and self.mcts_start is None:
+                self.kept_seconds = elapsed - self.catalog_start - self.catalog_seconds  # type: ignore[operator]
+                self.last_kept = elapsed
         n_stats = max(n_stats, 1)
+        min_gain = float(numbers.get("min_gain", 0.002) or 0.0)
         if phase == "catalog":
+            if self.catalog_start is None:
+                self.catalog_start = elapsed
             done, todo = int(numbers.get("phase_done", 0)), int(numbers.get("phase_total", 0))
             if done <= 0 or todo <= 0:
                 return None
-            catalog = in_stage * todo / done
-            sample = min(SAMPLE_USERS, max(self.users * 0.8, 1.0))
-            self.speed = catalog / (todo * sample * CATALOG_UNIT)
-            self.later = self._later(min(TYPICAL_STATS, n_stats))
-            return catalog - in_stage + (SELECT_PER_CATALOG + MCTS_PER_CATALOG) * catalog + self.later
+            self.n_catalog = todo
+            in_catalog = elapsed - self.catalog_start
+            catalog = in_catalog * todo / done * (1.0 + p.catalog_tail)
+            self._set_speed(catalog)
+            rest = self._after_catalog(catalog, 0.0, n_stats, min_gain)
+            self.later = self._later(self.n_found + self.expected_statistics(n_stats, min_gain))
+            return catalog - in_catalog + rest + self.later
+        if self.catalog_start is None:
+            return None  # a search without the catalog: no pace to go by
         if self.catalog_seconds is None:  # the catalog just ended
-            if phase not in ("select", "mcts"):
-                return None  # a search without the catalog: no pace to go by
-            self.catalog_seconds = in_stage
-            self.select_start, self.select_found = elapsed, found
-        catalog = self.catalog_seconds
-        left = self.expected_statistics(n_stats, float(numbers.get("min_gain", 0.002) or 0.0))
-        self.later = self._later(found + left)
+            self.catalog_seconds = elapsed - self.catalog_start
+            self.select_found, self.last_kept = found, elapsed
+            self._set_speed(self.catalog_seconds)
+        self.later = self._later(self.n_found + self.expected_statistics(n_stats, min_gain))
         if phase == "mcts":
-            self.mcts_done = True
+            if self.mcts_start is None:
+                self.mcts_start = elapsed
             self.mcts_seconds = elapsed - self.mcts_start
-            return max(MCTS_PER_CATALOG * catalog - self.mcts_seconds, 0.0) + self.later
-        self.mcts_start = elapsed - self.mcts_seconds  # so that a later MCTS event counts from its start
-        kept = found - self.select_found
-        select = elapsed - self.select_start - self.mcts_seconds
-        per_stat = select / kept if kept > 0 else SELECT_PER_CATALOG * catalog / max(TYPICAL_STATS, 1)
-        mcts = 0.0 if self.mcts_done else MCTS_PER_CATALOG * catalog
-        # and half a step more: the search ends on a candidate that fails the check
-        return per_stat * (left + 0.5) + mcts + self.later
+        elif self.mcts_start is not None and self.mcts_end is None:
+            self.mcts_end = elapsed
+        if not phase:  # the search's last event
+            return self.later
+        return self._after_catalog(self.catalog_seconds, elapsed, n_stats, min_gain) + self.later
+
+    def _per_statistic(self, catalog: float) -> float:
+        """Seconds of one statistic's selection: the prediction counts as one step measured."""
+        predicted = self.pace.select_per_catalog * catalog
+        kept = self.n_found - self.select_found
+        return (predicted + self.kept_seconds) / (1 + kept)
+
+    def _after_catalog(self, catalog: float, elapsed: float, n_stats: int, min_gain: float) -> float:
+        """Seconds of the search after the catalog from ``elapsed`` (0: the catalog still runs)."""
+        p = self.pace
+        per_stat = self._per_statistic(catalog)
+        finish = p.finish * per_stat
+        if self.mcts_end is not None:  # MCTS-SG ran: what is left is the revision and the filters
+            return max(finish - (elapsed - self.mcts_end), 0.0)
+        mcts = p.mcts_per_statistic * catalog / max(self.n_catalog, 1)
+        if self.mcts_start is not None:
+            return max(mcts - self.mcts_seconds, 0.0) + finish
+        # the statistics still to come; short of n_stats, the search ends on a candidate that fails the
+        # check, and MCTS-SG runs once when the catalog has nothing left
+        to_come = self.expected_statistics(n_stats, min_gain)
+        short = 1.0 if self.n_found + to_come < n_stats else 0.0
+        since = elapsed - self.last_kept if elapsed else 0.0
+        return max(per_stat * (to_come + short) - since, 0.0) + short * mcts + finish
 
     def expected_statistics(self, n_stats: int, min_gain: float) -> float:
-        """Statistics the search can still keep: those the fall of the gains leaves above ``min_gain``.
+        """Statistics the search can still keep: those between the last gain and ``min_gain``.
 
-        With gains g1 > g2 > ... falling by a factor q a statistic, the next ones are g q, g q^2,
-        ...; those at least ``min_gain`` number log(min_gain / g) / log(1 / q). Before two gains
-        are known, a typical search's count; never more than ``n_stats`` in all.
+        Gains fall by about :attr:`Pace.fall` a statistic, so from a last gain g about
+        log(g / min_gain) / log(fall) more stay above ``min_gain``; before any gain is known,
+        a typical search's count. Never more than ``n_stats`` in all.
         """
         room = max(n_stats - self.n_found, 0)
-        gains = [g for g in self.gains if g > 0]
-        if len(gains) < 2:
-            return float(min(room, max(TYPICAL_STATS - self.n_found, 1)))
-        last = gains[-1]
-        if last < min_gain:
-            return 0.0
-        q = min(max(last / gains[-2], 0.05), 0.95)  # geometric fall of the last two
-        return float(min(room, math.floor(math.log(max(min_gain, 1e-12) / last) / math.log(q))))
+        if not self.gains:
+            return float(min(room, max(self.pace.typical_stats - self.n_found, 0.0)))
+        last = self.gains[-1]
+        if not last > min_gain:  # nan (a given statistic) or the last one above the floor
+            return float(min(room, max(self.pace.typical_stats - self.n_found, 0.0))) if math.isnan(last) else 0.0
+        return float(min(room, math.log(last / max(min_gain, 1e-12)) / math.log(max(self.pace.fall, 1.01))))

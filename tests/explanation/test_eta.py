@@ -1,0 +1,198 @@
+"""The job's estimate of its time left (issue 27): simulated jobs whose stages cost known seconds, on a fake clock.
+
+The reference is a plain simulation of a job: the catalog's statistics at a steady pace, a
+selection that keeps statistics whose gains fall by a known factor down to ``min_gain``, one
+MCTS-SG run, then the literals, the student's epochs and the post-processing. Where the costs
+are those the constants describe, the told end must be the real one; where a stage costs more
+than they say, the estimate must follow it once that stage runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rudi_explain.explanation.eta import Pace, TimeLeft
+
+PACE = Pace()
+MIN_GAIN = 0.002
+
+
+def _gains(first: float, fall: float, n_stats: int = 20) -> list[float]:
+    """The gains a search keeps: falling by ``fall`` from ``first`` while at least ``min_gain``."""
+    out = []
+    g = first
+    while g >= MIN_GAIN and len(out) < n_stats:
+        out.append(g)
+        g /= fall
+    return out
+
+
+def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first_gain: float = 0.5,
+             fall: float = PACE.fall, n_stats: int = 20, select_factor: float = 1.0,
+             later_factor: float = 1.0) -> list[tuple[str, int, int, dict, float]]:
+    """A job's events as ``(stage, step, total, numbers, elapsed)``: each stage costs what :data:`PACE` says
+    on a machine ``speed`` times slower than the reference, the selection ``select_factor`` and the later
+    stages ``later_factor`` times more."""
+    p = PACE
+    t, out = 0.0, []
+    out.append(("teacher", 0, 1, {"users": users}, t))
+    out.append(("teacher", 1, 1, {}, t))
+    sample = min(p.sample_users, users * 0.8)
+    per_catalog_stat = p.catalog_unit * sample * speed
+    base = {"found": [], "min_gain": MIN_GAIN, "reward": 0.0}
+    t += 0.3  # the search's set-up before the catalog's first event
+    for done in range(0, n_catalog, 50):
+        out.append(("search", 0, n_stats, {**base, "phase": "catalog", "phase_done": done,
+                                           "phase_total": n_catalog}, t + done * per_catalog_stat))
+    catalog = n_catalog * per_catalog_stat * (1 + p.catalog_tail)
+    t += catalog
+    per_stat = p.select_per_catalog * catalog * select_factor
+    found: list[str] = []
+    gains = _gains(first_gain, fall, n_stats)
+    out.append(("search", 0, n_stats, {**base, "phase": "select"}, t))
+    for k, gain in enumerate(gains):
+        for i in range(1, 4):  # the selection's own events between two statistics kept
+            out.append(("search", k, n_stats, {**base, "phase": "select", "found": found}, t + per_stat * i / 4))
+        t += per_stat
+        found = found + [f"s{k}"]
+        out.append(("search", k + 1, n_stats, {**base, "phase": "select", "found": found, "reward": gain}, t))
+    if len(found) < n_stats:
+        t += per_stat  # the step whose candidate fails the check
+        mcts = p.mcts_per_statistic * catalog / n_catalog
+        for i in range(10):
+            out.append(("search", len(found), n_stats, {**base, "phase": "mcts", "found": found}, t + i * mcts / 10))
+        t += mcts
+    out.append(("search", len(found), n_stats, {**base, "phase": "select", "found": found}, t))
+    t += p.finish * per_stat
+    out.append(("search", n_stats, n_stats, {}, t))
+    per_user_stat = p.later_per_user_stat * users + p.later_per_capped_user_stat * min(users, p.capped_users)
+    later = per_user_stat * len(found) * speed ** p.speed_power * later_factor
+    student = later / (1 + p.post_per_student)
+    for e in range(21):
+        out.append(("student", e, 20, {}, t + student * e / 20))
+    t += student
+    out.append(("evaluate", 0, 1, {}, t))
+    t += p.post_per_student * student
+    out.append(("done", 1, 1, {}, t))
+    return out
+
+
+def estimates(events: list, pace: Pace | None = None) -> list[tuple[float, float | None]]:
+    left = TimeLeft(pace)
+    return [(e, left.update(stage, step, total, dict(numbers), e)) for stage, step, total, numbers, e in events]
+
+
+#: Machines, sizes and catalogs; the gains fall as the constants say, from a first gain that keeps
+#: about the typical count of statistics (the last case: n_stats stops the search first).
+TYPICAL_FIRST = MIN_GAIN * PACE.fall ** (PACE.typical_stats - 0.5)
+JOBS = [dict(speed=1.0, users=2000, n_catalog=935, first_gain=TYPICAL_FIRST),
+        dict(speed=3.0, users=5000, n_catalog=1511, first_gain=TYPICAL_FIRST * 1.5),
+        dict(speed=0.5, users=20_000, n_catalog=1711, first_gain=TYPICAL_FIRST / 1.5),
+        dict(speed=2.0, users=100_000, n_catalog=4811, first_gain=TYPICAL_FIRST),
+        dict(speed=1.5, users=5000, n_catalog=1500, first_gain=0.5, n_stats=2)]
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_job_that_costs_what_the_constants_say_is_told_its_end(job):
+    events = simulate(**job)
+    end = events[-1][-1]
+    told = [(e, s) for e, s in estimates(events) if s is not None]
+    assert told[0][0] < 0.1 * end  # from the catalog's first pace on
+    for e, s in told:
+        # the fall of the gains is a whole number of statistics in the job and a fraction in the estimate
+        assert abs(e + s - end) <= 0.15 * end, (job, e, s, end)
+
+
+@pytest.mark.parametrize("job", JOBS[:4])
+def test_a_stage_slower_than_the_constants_say_is_followed_once_it_runs(job):
+    for factor in (0.4, 2.5):
+        # the selection, and gains that fall otherwise: within the bound once two statistics are kept
+        events = simulate(**job, select_factor=factor, fall=PACE.fall * factor)
+        end = events[-1][-1]
+        kept = [e for stage, _, _, numbers, e in events if stage == "search" and len(numbers.get("found", ())) >= 2]
+        for e, s in estimates(events):
+            if s is not None and e >= kept[0]:
+                assert abs(e + s - end) <= 0.3 * end, (job, factor, e, s, end)
+        # the later stages: within the bound once the student has run a few epochs
+        events = simulate(**job, later_factor=factor)
+        end = events[-1][-1]
+        epochs = [e for stage, step, _, _, e in events if stage == "student" and step == 3]
+        for e, s in estimates(events):
+            if e >= epochs[0]:
+                assert abs(e + s - end) <= 0.3 * end + 1e-9, (job, factor, e, s, end)
+
+
+def test_a_machine_slower_or_faster_is_measured_on_the_catalog():
+    for speed in (0.25, 1.0, 4.0, 16.0):
+        events = simulate(speed=speed, users=5000)
+        end = events[-1][-1]
+        at_fifth = next(e + s for e, s in estimates(events) if e >= 0.2 * end and s is not None)
+        assert abs(at_fifth / end - 1) <= 0.15, (speed, at_fifth, end)
+
+
+def test_none_while_it_cannot_tell_and_zero_once_ended():
+    left = TimeLeft()
+    assert left.update("teacher", 0, 1, {"users": 5000}, 0.0) is None
+    assert left.update("search", 0, 20, {"phase": "catalog", "phase_done": 0, "phase_total": 900}, 0.5) is None
+    assert left.update("search", 0, 20, {"phase": "catalog", "phase_done": 50, "phase_total": 900}, 1.0) > 0
+    # a search without the catalog (the paper's MCTS-SG alone) reports no pace to go by
+    other = TimeLeft()
+    other.update("teacher", 0, 1, {"users": 5000}, 0.0)
+    assert other.update("search", 0, 20, {"found": [], "reward": 0.4}, 3.0) is None
+    # the post-processing, before the student has run, has no pace to go by either
+    assert TimeLeft().update("evaluate", 0, 1, {}, 1.0) is None
+    for end in ("done", "failed", "cancelled"):
+        assert TimeLeft().update(end, 1, 1, {}, 9.0) == 0.0
+
+
+def test_never_negative():
+    for job in JOBS:
+        assert all(s is None or s >= 0 for _, s in estimates(simulate(**job, select_factor=0.1, later_factor=0.1)))
+
+
+def test_statistics_left_follow_the_stopping_rule_never_n_stats():
+    left = TimeLeft()
+    assert left.expected_statistics(20, MIN_GAIN) == PACE.typical_stats  # nothing known: a typical search
+    assert left.expected_statistics(2, MIN_GAIN) == 2  # never beyond n_stats
+    kept: list[str] = []
+    for k, gain in enumerate([0.5, 0.05, 0.001]):
+        kept.append(f"s{k}")
+        left.update("search", k + 1, 20, {"phase": "select", "found": kept, "reward": gain, "min_gain": MIN_GAIN}, k)
+        want = max(math.log(gain / MIN_GAIN) / math.log(PACE.fall), 0.0)  # the gains' fall down to min_gain
+        assert left.expected_statistics(20, MIN_GAIN) == pytest.approx(want)
+        assert left.expected_statistics(len(kept), MIN_GAIN) == 0  # n_stats reached: none more
+    assert left.expected_statistics(20, MIN_GAIN) == 0  # the last gain was under min_gain: the search ends
+    # a gain far above min_gain never asks for more statistics than n_stats allows
+    big = TimeLeft()
+    big.update("search", 1, 3, {"phase": "select", "found": ["a"], "reward": 0.9, "min_gain": 1e-9}, 1.0)
+    assert big.expected_statistics(3, 1e-9) == 2
+
+
+def test_a_given_statistic_kept_without_a_gain_leaves_a_typical_count():
+    left = TimeLeft()
+    left.update("search", 1, 20, {"phase": "select", "found": ["given"], "reward": float("nan"),
+                                  "min_gain": MIN_GAIN}, 1.0)
+    assert left.expected_statistics(20, MIN_GAIN) == PACE.typical_stats - 1
+
+
+def test_later_stages_grow_with_users_less_than_in_proportion_beyond_the_students_cap():
+    def later(users: int) -> float:
+        left = TimeLeft()
+        left.users = users
+        return left._later(4)
+
+    small = PACE.capped_users // 4
+    assert later(2 * small) / later(small) == pytest.approx(2.0)  # below the cap: in proportion
+    big = 4 * PACE.capped_users
+    assert later(PACE.capped_users) < later(big) < 4 * later(PACE.capped_users)
+    assert later(big) - later(2 * PACE.capped_users) == pytest.approx(
+        PACE.later_per_user_stat * 2 * PACE.capped_users * 4)
+
+
+def test_other_constants_change_the_estimate_as_they_say():
+    events = simulate(speed=1.0, users=5000)
+    at = next(i for i, (_, s) in enumerate(estimates(events)) if s is not None)
+    slow = PACE.replace(select_per_catalog=2 * PACE.select_per_catalog)
+    assert estimates(events, slow)[at][1] > estimates(events)[at][1]  # a dearer selection: a later end
