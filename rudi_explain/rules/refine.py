@@ -105,6 +105,32 @@ def _fires_with(f: Formula, Z: np.ndarray, position: int, column: np.ndarray) ->
     return np.broadcast_to(out, (Z.shape[0], column.shape[1])) if wide else out
 
 
+def _sse_by_threshold(r: np.ndarray, fit_order: tuple[np.ndarray, np.ndarray], f0: np.ndarray, f1: np.ndarray,
+                      thresholds: np.ndarray) -> np.ndarray:
+    """:func:`_sse_after_fit` of the columns ``where(v > t, f1, f0)``, one per threshold ``t``, without forming them.
+
+    ``fit_order`` is ``(order, sorted)``: the users with a value (NaN is never above) in increasing order of
+    ``v``, and those values. A user's firing differs from ``f0`` only where ``v > t``, by ``f1 - f0``: the
+    sums and counts of every candidate are suffix sums over that order, one pass for all candidates (where
+    the columns cost ``n_users`` per candidate).
+    """
+    n = r.size
+    order, sorted_v = fit_order
+    rc = r - r.mean()
+    s_rr = float(rc @ rc)
+    d = f1.astype(np.int64) - f0.astype(np.int64)  # -1, 0 or +1: how firing changes above the threshold
+    count_d = np.concatenate(([0], np.cumsum(d[order])))
+    sum_d = np.concatenate(([0.0], np.cumsum((rc * d)[order])))
+    below = np.searchsorted(sorted_v, np.asarray(thresholds, dtype=np.float64), side="right")
+    count = int(f0.sum()) + (count_d[-1] - count_d[below])
+    s_rf = float(rc[f0].sum()) + (sum_d[-1] - sum_d[below])
+    f_mean = count / n
+    s_ff = n * f_mean * (1.0 - f_mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(s_ff > 0, s_rf ** 2 / s_ff, 0.0)
+    return s_rr - gain
+
+
 def _sse_after_fit(r: np.ndarray, F: np.ndarray) -> np.ndarray:
     """Residual sum of squares of ``r`` after fitting ``b + w * F[:, j]``, for every column j."""
     n = r.size
@@ -117,6 +143,13 @@ def _sse_after_fit(r: np.ndarray, F: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(s_ff > 0, s_rf ** 2 / s_ff, 0.0)
     return s_rr - gain
+
+
+def _fit_order(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The users with a value, in increasing order of it (stable), and their sorted values."""
+    defined = np.flatnonzero(~np.isnan(v))
+    order = defined[np.argsort(v[defined], kind="stable")]
+    return order, v[order]
 
 
 class _Rounding:
@@ -326,6 +359,8 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
     Z_fit = np.zeros((fit_rows.size, n_table + room), dtype=bool)
     Z_fit[:, :n_table] = literals.transform_values(V[fit_rows])
     F = np.column_stack([evaluate_formula(f, Z_fit) for f in formulas])
+    F_float = F.astype(np.float64)  # kept beside F: the residual's product would convert F for every literal
+    fit_orders: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per output: the fitting users by value
     for _ in range(passes):
         changed = False
         for k in range(len(formulas)):
@@ -336,9 +371,13 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
                 if cands.size < 2:
                     continue
                 c = grid.column_of(lit.index)
-                r = y_fit - (intercept + F @ weights - weights[k] * F[:, k])
-                fires = _fires_with(formulas[k], Z_fit, pos, grid.truth(c, cands, fit_rows))
-                sse = _sse_after_fit(r, fires)
+                r = y_fit - (intercept + F_float @ weights - weights[k] * F_float[:, k])
+                # the rule with this literal true, and false: each candidate's firing is one of the two per user
+                f0 = _fires_with(formulas[k], Z_fit, pos, np.zeros(fit_rows.size, dtype=bool))
+                f1 = _fires_with(formulas[k], Z_fit, pos, np.ones(fit_rows.size, dtype=bool))
+                if c not in fit_orders:
+                    fit_orders[c] = _fit_order(V[fit_rows, c])
+                sse = _sse_by_threshold(r, fit_orders[c], f0, f1, cands)
                 current = np.flatnonzero(cands == grid.threshold(lit.index))  # the candidates include it
                 best = int(np.argmin(sse))
                 # move only for a real gain: a near-tie keeps the student's threshold (portable results)
@@ -349,7 +388,8 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
                     Z_fit[:, index] = grid.truth(c, np.array([grid.threshold(index)]), fit_rows)[:, 0]
                 formulas[k] = _replace_leaf(formulas[k], pos, index)
                 F[:, k] = evaluate_formula(formulas[k], Z_fit)
-                f = F[:, k].astype(np.float64)
+                F_float[:, k] = F[:, k]
+                f = F_float[:, k]
                 share = f.mean()
                 if 0.0 < share < 1.0:  # this rule's weight and the intercept, the other rules held
                     w = float((r - r.mean()) @ f) / (f.size * share * (1.0 - share))

@@ -240,3 +240,27 @@ def test_post_processing_runs_on_one_blas_thread_and_rounds_each_threshold_once(
     for _ in range(2):
         assert [str(r) for r in refine._refine(rules, V, y, is_valid, rounding=shared)] == alone
     assert len(path.default_rules) >= 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_candidate_errors_by_suffix_sums_equal_the_columns(seed):
+    """Every candidate threshold's squared error, from suffix sums over the users sorted by value, equals the
+    error of fitting its firing column itself (rules with the literal plain or negated, NaN never above)."""
+    from rudi_explain.rules.refine import _fires_with, _fit_order, _sse_after_fit, _sse_by_threshold
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    v = np.round(rng.lognormal(2, 1, n), 1)  # ties between users
+    v[rng.random(n) < 0.1] = np.nan
+    Z = rng.random((n, 3)) < 0.5
+    Z[:, 0] = v > np.nanmedian(v)
+    r = rng.normal(size=n) + (v > 5)
+    thresholds = np.unique(np.round(np.nanquantile(v, rng.uniform(0, 1, 30)), 1))
+    for f in [Lit(0), Lit(0, True), And((Lit(0), Lit(1, True))), And((Lit(2), Lit(0, True)))]:
+        pos = [lit.index for lit in formula_literals(f)].index(0)
+        f0 = _fires_with(f, Z, pos, np.zeros(n, dtype=bool))
+        f1 = _fires_with(f, Z, pos, np.ones(n, dtype=bool))
+        with np.errstate(invalid="ignore"):
+            columns = _fires_with(f, Z, pos, v[:, None] > thresholds[None, :])
+        np.testing.assert_allclose(_sse_by_threshold(r, _fit_order(v), f0, f1, thresholds),
+                                   _sse_after_fit(r, columns), rtol=1e-10, atol=1e-8)
