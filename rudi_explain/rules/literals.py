@@ -29,7 +29,7 @@ from rudi_explain.rules.formula import LiteralInfo, format_threshold
 from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
 from rudi_explain.validation import check_whole
 
-__all__ = ["Literals", "VACUOUS_SHARE", "is_vacuous"]
+__all__ = ["Literals", "VACUOUS_SHARE", "is_vacuous", "statistic_values"]
 
 #: Percentiles of equation 10 (the paper's deciles).
 PERCENTILES = tuple(range(0, 101, 10))
@@ -215,6 +215,7 @@ class Literals:
         move_tolerance: float = MOVE_TOLERANCE,
         *,
         should_stop: Callable[[], bool] | None = None,
+        values: ArrayLike | None = None,
     ) -> Literals:
         """Literals of ``statistics`` with thresholds from the users of ``seqs``.
 
@@ -236,6 +237,10 @@ class Literals:
             Asked before each statistic is evaluated; ``True`` stops with
             :class:`~rudi_explain.exceptions.StateError` (a caller may raise
             its own exception from it instead).
+        values : array-like of shape (n_users, n_outputs), optional
+            The statistics' outputs on the users of ``seqs`` when already computed
+            (:func:`statistic_values`, or rows of it on a larger Sequences with the
+            same vocabularies): they are not evaluated again.
 
         Returns
         -------
@@ -244,13 +249,20 @@ class Literals:
         statistics = [_as_statistic(s) for s in statistics]
         if not statistics:
             raise InputError("need at least one statistic to make literals from")
+        given = None if values is None else _as_2d(np.asarray(values, dtype=np.float64))
+        if given is not None and given.shape[0] != seqs.n_users:
+            raise InputError(f"values has {given.shape[0]} rows for {seqs.n_users} users")
         blocks, names, descriptions, stat_of, index_of, kinds, why = [], [], [], [], [], [], []
+        done = 0  # columns of the given values taken so far
         for k, stat in enumerate(statistics):
             _check_stop(should_stop, k, len(statistics))
-            values = _as_2d(stat.evaluate(seqs))
             out_names = list(stat.output_names(seqs))
-            if values.shape[1] != len(out_names):
-                raise InputError(f"statistic {stat} gave {values.shape[1]} outputs for {len(out_names)} names")
+            if given is None:
+                block = _as_2d(stat.evaluate(seqs))
+            else:
+                block, done = given[:, done:done + len(out_names)], done + len(out_names)
+            if block.shape[1] != len(out_names):
+                raise InputError(f"statistic {stat} gave {block.shape[1]} outputs for {len(out_names)} names")
             vector = len(out_names) > 1 or stat.is_vector(seqs)
             kind = _statistic_kind(stat, seqs)
             for j, name in enumerate(out_names):
@@ -259,10 +271,12 @@ class Literals:
                 stat_of.append(k)
                 index_of.append(j)
                 kinds.append(kind)
-                nan = np.isnan(values[:, j]).any()
+                nan = np.isnan(block[:, j]).any()
                 why.append(_undefined_words(stat, name if vector else None, seqs) if nan else "")
-            blocks.append(values)
+            blocks.append(block)
         V = np.concatenate(blocks, axis=1)
+        if given is not None and V.shape[1] != given.shape[1]:
+            raise InputError(f"values has {given.shape[1]} columns; the statistics have {V.shape[1]} outputs")
         undefined = np.isnan(V).any(axis=0)
         kinds = [_data_kind(V[:, j], kinds[j]) for j in range(V.shape[1])]
         units = [_output_unit(statistics[k], kind, seqs) for k, kind in zip(stat_of, kinds)]
@@ -551,6 +565,40 @@ class Literals:
     def from_json(cls, text: str) -> Literals:
         """Read literals written by :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
+
+
+def statistic_values(seqs: Any, statistics: SequenceT[Any], users: ArrayLike | None = None, *,
+                     should_stop: Callable[[], bool] | None = None) -> np.ndarray:
+    """The outputs of ``statistics`` on the users of ``seqs``, one column per output, in order.
+
+    What :meth:`Literals.values` gives for a table fitted with these statistics on users sharing the
+    vocabularies of ``seqs``. explain() evaluates them on the training users (whose sorted frames the
+    search has made already) and on a batch of the held-out users, and fits the thresholds on the
+    training users' values (``Literals.fit(..., values=)``): each user's values once.
+
+    Parameters
+    ----------
+    seqs : Sequences
+    statistics : sequence of Statistic or str
+    users : array of int, optional
+        Indices into ``seqs.users`` (a batch, as ``Statistic.evaluate`` takes it); all users when omitted.
+    should_stop : callable, optional
+        Asked before each statistic is evaluated, as in :meth:`Literals.fit`.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_users, n_outputs)
+        NaN where a statistic is undefined.
+    """
+    statistics = [_as_statistic(s) for s in statistics]
+    if not statistics:
+        raise InputError("need at least one statistic to make literals from")
+    idx = None if users is None else np.asarray(users, dtype=np.int64)
+    blocks = []
+    for k, stat in enumerate(statistics):
+        _check_stop(should_stop, k, len(statistics))
+        blocks.append(_as_2d(stat.evaluate(seqs, idx)))
+    return np.concatenate(blocks, axis=1)
 
 
 def _as_statistic(s: Any) -> Any:

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import rudi_explain as rx
+from rudi_explain.exceptions import InputError
 from rudi_explain.rules.literals import Literals
 
 
@@ -259,3 +260,36 @@ def test_thresholds_never_carry_more_than_three_significant_digits():
             r = _round_threshold(v, float(t), len(v), "value", 0.005)
             assert float(f"{r:.3g}") == r, (t, r)
             assert abs(r - t) <= 0.05 * abs(t)
+
+
+SORTING_STATS = STATS + [
+    "Select(amount) | SortBy(amount, desc) | Top(3) | Mean",
+    "Select(hour) | RetainBy(channel=online) | SortBy(amount, desc) | Top(5) | Mean",
+    "Select(merchant_category) | Max",
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_values_of_training_users_and_a_batch_of_the_rest_equal_every_users(seed):
+    """explain()'s literals: the training users' values and a batch of the others', put together, equal the
+    table's values on every user, and thresholds fitted from the given values equal those of evaluating."""
+    from rudi_explain.rules.literals import statistic_values
+
+    data = rx.datasets.make_payments(600, random_state=seed)
+    seqs = data.sequences()
+    rng = np.random.default_rng(seed)
+    train_idx = np.flatnonzero(rng.random(seqs.n_users) < 0.8)
+    test_idx = np.setdiff1d(np.arange(seqs.n_users), train_idx)
+    train = seqs.subset(train_idx)
+    reference = Literals.fit(train, SORTING_STATS)
+    given = statistic_values(train, SORTING_STATS)
+    fitted = Literals.fit(train, SORTING_STATS, values=given)
+    assert fitted.to_json() == reference.to_json()
+    values = np.empty((seqs.n_users, given.shape[1]))
+    values[train_idx] = given
+    values[test_idx] = statistic_values(seqs, SORTING_STATS, test_idx)
+    np.testing.assert_array_equal(values, reference.values(seqs))  # NaN where undefined, alike
+    with pytest.raises(InputError):
+        Literals.fit(train, SORTING_STATS, values=given[:, :-1])
+    with pytest.raises(InputError):
+        Literals.fit(train, SORTING_STATS, values=given[:-1])
