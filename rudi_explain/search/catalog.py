@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -485,23 +485,31 @@ class ColumnScreen:
         total_var = float(target[rows].var()) or 1.0 if target is not None else 1.0
         centred = target[rows] - target[rows].mean() if target is not None else None
         kept: list[ColumnScreen] = []  # finished blocks
-        merit: list[np.ndarray] = []  # with max_columns: each kept column's gain on the target
+        # With max_columns: each kept column's gain on the target, by block; scored only once a trim
+        # is due (most catalogs never reach the limit), each block as it was closed.
+        merit: list[np.ndarray | None] = []
         owners: list[tuple[Statistic, int]] = []
         columns: list[np.ndarray] = []
         held = 0
         stats = list(stats)
         chunks = [stats[start:start + _CHUNK] for start in range(0, len(stats), _CHUNK)]
-        closing: deque[Future[tuple[ColumnScreen, np.ndarray | None]]] = deque()  # blocks being binned
+        closing: deque[Future[ColumnScreen]] = deque()  # blocks being binned
 
-        def finish_block(block: ColumnScreen, gains: np.ndarray | None) -> None:
+        def trim(workers: Workers) -> int:
+            assert max_columns is not None and centred is not None and rows is not None, "a trim needs its target"
+            unscored = [b for b, gains in enumerate(merit) if gains is None]
+            score = partial(_merit, centred=centred, rows=rows, total_var=total_var)
+            for b, gains in zip(unscored, workers.map_ordered(score, [kept[b] for b in unscored])):
+                merit[b] = gains
+            return _trim(kept, cast("list[np.ndarray]", merit), max_columns)
+
+        def finish_block(block: ColumnScreen, workers: Workers) -> None:
             nonlocal held
             kept.append(block)
+            merit.append(None)
             held += len(block)
-            if gains is not None:
-                merit.append(gains)
-                assert max_columns is not None, "gains are computed for a column limit"
-                if held > max_columns + max_columns // 2:  # trim now and then, not at every block
-                    held = _trim(kept, merit, max_columns)
+            if max_columns is not None and held > max_columns + max_columns // 2:  # now and then, not every block
+                held = trim(workers)
 
         # One worker gives the order of a plain loop; more share each chunk of statistics and
         # bin blocks of columns meanwhile, and everything is taken up in that same order: which
@@ -510,13 +518,12 @@ class ColumnScreen:
             def close_block() -> None:
                 nonlocal owners, columns
                 if columns:
-                    closing.append(workers.submit(_close_block, owners, columns, centred if max_columns is not None
-                                                  else None, rows, total_var))
+                    closing.append(workers.submit(_close_block, owners, columns))
                 owners, columns = [], []
 
             def take_closed(wait: bool) -> None:
                 while closing and (wait or closing[0].done() or len(closing) > workers.n_jobs):
-                    finish_block(*closing.popleft().result())
+                    finish_block(closing.popleft().result(), workers)
 
             evaluate = partial(_evaluate_chunk, sample=sample, frames=frames)
             piece = -(-_CHUNK // (3 * workers.n_jobs))  # a few pieces per worker: they end about together
@@ -537,8 +544,8 @@ class ColumnScreen:
                 take_closed(wait=False)
             close_block()
             take_closed(wait=True)
-        if max_columns is not None and held > max_columns:
-            _trim(kept, merit, max_columns)
+            if max_columns is not None and held > max_columns:
+                trim(workers)
         return _concatenate(kept, n)
 
     @classmethod
@@ -710,16 +717,15 @@ def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
     return out
 
 
-def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray], centred: np.ndarray | None,
-                 rows: np.ndarray | None, total_var: float) -> tuple[ColumnScreen, np.ndarray | None]:
-    """One block of columns binned and standardized, with each column's gain on ``centred``
-    (the target) when given."""
+def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray]) -> ColumnScreen:
+    """One block of columns binned and standardized."""
     X = np.column_stack(columns)
-    block = ColumnScreen(owners, bin_columns(X), standardize(X))
-    if centred is None:
-        return block, None
-    assert rows is not None, "a column limit needs the rows it ranks on"
-    return block, block.gains(centred, rows, total_var, n_jobs=1)  # a worker already
+    return ColumnScreen(owners, bin_columns(X), standardize(X))
+
+
+def _merit(block: ColumnScreen, centred: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:
+    """Each column's gain on ``centred`` (the target on ``rows``): what a column limit ranks by."""
+    return block.gains(centred, rows, total_var, n_jobs=1)  # a worker already
 
 
 def scalar_form(stat: Statistic, output: int, schema: Schema, grammar: str = "readable") -> tuple[Statistic, int]:

@@ -5,7 +5,7 @@ a statistic only when it explains measurably more on users it was not chosen on 
 model, or split by the strata of the first kept statistic where its effect differs between them:
 :mod:`rudi_explain.search.selection`), deepens the best by single edits, keeps a deeper form only where it
 explains measurably more than its simpler forms there, and leaves MCTS-SG what that cannot explain
-(:meth:`StatisticsSearch._fit_screened`). Given statistics compete as given (:mod:`~.given`); then a filter
+(:mod:`~.screened`). Given statistics compete as given (:mod:`~.given`); then a filter
 of a searched statistic goes where dropping it changes nothing on held-out training users (:mod:`~.filters`).
 
 With ``grammar="paper"`` it is the paper's algorithm as published: ``search_statistics`` builds each of K
@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -34,31 +35,23 @@ from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.search.baselines import flat_selection
-from rudi_explain.search.catalog import (
-    ColumnScreen,
-    StepModel,
-    complexity,
-    neighbours,
-    scalar_form,
-    short_catalog,
-    simpler_forms,
-    single_aggregations,
-)
-from rudi_explain.search.filters import held_users, replace_idle_filters
+from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
 from rudi_explain.search.paper_edits import paper_neighbours
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
-from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
+from rudi_explain.search.screened import fit_screened
 from rudi_explain.statistics import (
     Aggregation,
+    First,
+    Max,
+    Min,
     Pipeline,
     PipelineState,
     Schema,
     Statistic,
     next_operators,
 )
-from rudi_explain.statistics.frame import FrameCache
 from rudi_explain.statistics.operators import Operator
 from rudi_explain.statistics.readable import check_grammar
 from rudi_explain.validation import check_one_of, check_random_state_seed, check_real, check_whole
@@ -277,6 +270,7 @@ class StatisticsSearch:
         self._marked: set[tuple] = set()
         self._next_cache: dict[tuple[PipelineState, int], list[Operator]] = {}
         self._key_cache: dict[tuple, tuple] = {}
+        self._ends: tuple[int, set[tuple]] = (0, set())  # (first, last) of the marked keys (_is_marked)
         self.statistics_: list[Statistic] = []
         self.rewards_: list[float] = []
         self.partial_r_: list[float] = []
@@ -328,6 +322,16 @@ class StatisticsSearch:
     def _is_marked(self, operators: tuple[Operator, ...]) -> bool:
         if not self._marked:
             return False
+        agg = operators[-1]
+        if not isinstance(agg, (First, Min, Max)):
+            # A key starts with the selection as it reads and ends with the aggregation, which only
+            # a First, Min or Max can change (an ordering that picks the extreme): most candidates
+            # are told unmarked by these two alone, without their key.
+            if self._ends[0] != len(self._marked):  # the marked keys only grow
+                self._ends = (len(self._marked), {(key[0], key[-1]) for key in self._marked})
+            head = "Select(*)" if cast(Aggregation, agg).ignores_selection else str(operators[0])
+            if (head, str(agg)) not in self._ends[1]:
+                return False
         key = self._key_cache.get(operators)
         if key is None:
             key = Statistic(operators).key
@@ -445,356 +449,8 @@ class StatisticsSearch:
 
     # ------------------------------------------------- catalog, then MCTS
     def _fit_screened(self) -> None:
-        """The short readable catalog first, deepened; MCTS-SG for what it leaves.
-
-        Choosing happens on one half of a sample of users and keeping on the
-        other half (see :mod:`rudi_explain.search.catalog`): a statistic stays only
-        when it explains at least ``min_gain`` of the target's variance more
-        there, so the search can stop with fewer than ``n_stats``.
-        """
-        seqs, y = self._seqs, self._y
-        n = seqs.n_users
-        users = np.sort(self._rng.choice(n, self.screen_size, replace=False)) if n > self.screen_size else np.arange(n)
-        held_out = held_users(self, users)
-        if len(held_out) and n <= self.screen_size:
-            users = np.setdiff1d(users, held_out)  # all users were in the sample: the held-out part leaves it
-        order = self._rng.permutation(len(users))
-        fit_rows, check_rows = np.sort(order[: len(users) // 2]), np.sort(order[len(users) // 2:])
-        ys = y[users]
-        total_var = float(ys[fit_rows].var()) or 1.0
-        k = 1
-        tick = lambda: self._report(k, 0, 0, "short catalog",
-                                    str(self.statistics_[-1]) if self.statistics_ else "screening the short catalog",
-                                    self.rewards_[-1] if self.rewards_ else 0.0)
-
-        started = time.perf_counter()
-        catalog = short_catalog(seqs, self.grammar, self.max_depth)
-        seen: set[bytes] = set()
-        sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
-        frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
-        evaluated = iter(range(0, len(catalog) + 50, 50))  # the build checks for a cancel every 50 statistics
-
-        def catalog_tick() -> None:
-            self._phase = ("catalog", min(next(evaluated), len(catalog)), len(catalog))
-            tick()
-
-        # The given statistics first: a catalog output with the same values is then dropped as
-        # seen, so the user's form is the one that competes.
-        given_keys = {st.key for st in self._given}
-        given = ColumnScreen.build(self._given, sample, seen, cancel=None, frames=frames, n_jobs=self.n_jobs)
-        given_outputs = len(seen)
-        screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=self.screen_columns,
-                                    target=ys, rows=fit_rows, frames=frames, n_jobs=self.n_jobs)
-        self._phase = ("select", 0, 0)
-        self.screened_ = len(catalog)
-        self.catalog_columns_ = len(screen)
-        self.catalog_outputs_ = len(seen) - given_outputs  # distinct varying outputs found, before any limit
-        screen = ColumnScreen.join([given, screen], len(users))
-
-        def is_given(column: ColumnScreen, i: int = 0) -> bool:
-            return column.owners[i][0].key in given_keys
-
-        def preference(stat: Statistic) -> tuple:
-            """Of columns that explain about as much, the given one first, then the simplest."""
-            return (stat.key not in given_keys, *complexity(stat))
-        self.stage_seconds_ = {"catalog": time.perf_counter() - started, "select": 0.0, "mcts": 0.0}
-        cache: dict[tuple, ColumnScreen] = {}  # deepening candidates, by equivalence key
-        chosen = ColumnScreen.join([], len(users))  # the kept outputs
-        taken: set[tuple[str, int]] = set()
-
-        def model_residual() -> np.ndarray:
-            model = StepModel(chosen.bins[fit_rows], chosen.values[fit_rows], ys[fit_rows])
-            return ys[fit_rows] - model.predict(chosen.bins[fit_rows], chosen.values[fit_rows])
-
-        split: set[tuple[str, int]] = set()  # kept for how their effect differs by strata (search.selection)
-        strata: np.ndarray | None = None
-
-        def check_r2(cols: ColumnScreen) -> float:
-            cols = in_form(cols, split, strata)
-            model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
-            err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
-            centred = ys[check_rows] - ys[check_rows].mean()
-            return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
-
-        # An edit equivalent to a given statistic (its filters in another order) is the given one.
-        given_by_key = {st.key: st for st in self._given}
-
-        def screen_of(stats: list[Statistic]) -> ColumnScreen:
-            todo: dict[tuple, Statistic] = {}  # the first statistic of each key, built side by side
-            for st in stats:
-                if st.key not in cache:
-                    todo.setdefault(st.key, given_by_key.get(st.key, st))
-            built = ColumnScreen.build_each(list(todo.values()), sample, frames=frames, n_jobs=self.n_jobs)
-            cache.update(zip(todo, built))
-            return ColumnScreen.join([cache[st.key] for st in stats], len(users))
-
-        def scalar(column: ColumnScreen) -> ColumnScreen:
-            """The column as its simplest scalar statistic, where one has the same values."""
-            stat, output = column.owners[0]
-            simple, simple_output = scalar_form(stat, output, self._schema, self.grammar)
-            if simple != stat:
-                same = screen_of([simple])
-                if simple_output < len(same) and np.array_equal(same.bins[:, simple_output], column.bins[:, 0]):
-                    return same.take(simple_output)
-            return column
-
-        def deepen(column: ColumnScreen, gain: float, residual: np.ndarray,
-                   base: ColumnScreen | None = None) -> tuple[ColumnScreen, float]:
-            """Edit one operator at a time while that explains measurably more, on the
-            choosing half and on the checking half (which the edit was not chosen on),
-            next to ``base`` (default: the kept columns)."""
-            base = chosen if base is None else base
-            for _ in range(2 * self.max_depth):
-                tick()
-                stat = column.owners[0][0]
-                edits = [st for st in neighbours(stat, self._schema, self.max_depth, self.grammar)
-                         if st.key not in self._marked]
-                cols = screen_of(edits)
-                # Only edits that explain measurably more compete; of those, the simplest near the
-                # best. A deeper edit must also not be about as good (within the 5% by which the
-                # simpler wins everywhere): its extra operator has to earn its place.
-                floor = np.array([gain + self.min_gain if st.depth <= stat.depth else
-                                  max(gain + self.min_gain, gain + 0.05 * gain + 0.0005)
-                                  for st, _ in cols.owners])
-                better = best_of(cols, residual, floor=floor)
-                if better is None or better[0] < gain + self.min_gain:
-                    break
-                edited = scalar(cols.take(better[1]))
-                if check_r2(ColumnScreen.join([base, edited], len(users))) < \
-                        check_r2(ColumnScreen.join([base, column], len(users))) + self.min_gain:
-                    break
-                gain, column = better[0], edited
-            return column, gain
-
-        def runners_up(cols: ColumnScreen, residual: np.ndarray, pick: int) -> list[tuple[float, int]]:
-            """The next best columns of other statistics: greedy edits from one start can stall."""
-            gains = np.round(cols.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)
-            out: list[tuple[float, int]] = []
-            stats = {cols.owners[pick][0]}
-            for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
-                if len(out) == self.beam - 1 or gains[i] < self.min_gain:
-                    break
-                stat = cols.owners[i][0]
-                if stat not in stats and (str(stat), cols.owners[i][1]) not in taken:
-                    stats.add(stat)
-                    out.append((float(gains[i]), i))
-            return out
-
-        def best_of(cols: ColumnScreen, residual: np.ndarray,
-                    floor: float | np.ndarray = -np.inf) -> tuple[float, int] | None:
-            """The simplest of the columns that explain about as much as the best (and at
-            least ``floor``, one value or one per column): (gain, index), or None."""
-            # rounded: no decision on a float near-tie
-            gains = np.round(cols.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)
-            floor = np.broadcast_to(np.round(floor, 6), gains.shape)
-            ok = [i for i in range(len(cols))
-                  if gains[i] >= floor[i] and (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
-            if not ok:
-                return None
-            top = max(gains[i] for i in ok)
-            # Of those that explain about as much as the best, the simplest wins.
-            near = [i for i in ok if gains[i] >= top - (0.05 * top + 0.0005)]
-            pick = min(near, key=lambda i: (preference(cols.owners[i][0]), -gains[i], cols.owners[i][1]))
-            return float(gains[pick]), pick
-
-        def swap(j: int, new_column: ColumnScreen | None) -> None:
-            """Put ``new_column`` in place of kept column ``j`` (None: drop it), and keep
-            ``statistics_`` in step. A statistic left by all its columns stays marked:
-            selection does not walk back to it."""
-            nonlocal chosen
-            old, old_output = chosen.owners[j]
-            others = [chosen.take(i) for i in range(len(chosen)) if i != j]
-            shared = any(st.key == old.key for st, _ in chosen.owners[:j] + chosen.owners[j + 1:])
-            if new_column is None:
-                chosen = ColumnScreen.join(others, len(users))
-            else:
-                chosen = ColumnScreen.join(others[:j] + [new_column] + others[j:], len(users))
-            taken.discard((str(old), old_output))
-            if (str(old), old_output) in split and new_column is not None:
-                split.add((str(new_column.owners[0][0]), new_column.owners[0][1]))
-            index = next((i for i, st in enumerate(self.statistics_) if st.key == old.key), None)
-            new = None if new_column is None else new_column.owners[0][0]
-            if new_column is not None and new is not None:
-                taken.add((str(new), new_column.owners[0][1]))
-                if any(st.key == new.key for st in self.statistics_):
-                    new = None  # another output of a statistic already kept: nothing to add
-            if shared or index is None:  # another output of the old statistic stays
-                if new is not None:
-                    self._accept(new, float("nan"), self._y)
-                return
-            if new is None:
-                for kept in (self.statistics_, self._values, self.rewards_, self.partial_r_):
-                    del kept[index]
-                return
-            values = new.evaluate(self._seqs)
-            self.statistics_[index], self._values[index] = new, values
-            self.partial_r_[index] = batch_reward(values, self._y, "paper")
-            self._marked.add(new.key)
-
-        def revise() -> bool:
-            """Deepen each kept column against the residual of the others; True if one changed."""
-            changed = False
-            for j in range(len(chosen)):
-                tick()
-                if is_given(chosen, j):
-                    continue  # kept as the user gave it
-                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
-                model = StepModel(rest.bins[fit_rows], rest.values[fit_rows], ys[fit_rows])
-                residual = ys[fit_rows] - model.predict(rest.bins[fit_rows], rest.values[fit_rows])
-                column = chosen.take(j)
-                gain = float(np.round(column.gains(residual, fit_rows, total_var, n_jobs=self.n_jobs), 6)[0])
-                edited, _ = deepen(column, gain, residual, base=rest)
-                old, new = column.owners[0][0], edited.owners[0][0]
-                if new.key == old.key or new.key in self._marked:
-                    continue
-                swap(j, edited)
-                changed = True
-            return changed
-
-        def simpler_column(column: ColumnScreen) -> list[ColumnScreen]:
-            """The kept column's statistic one edit simpler (:func:`simpler_forms`), each as the
-            column of the same output (the same category of a one-hot selection), simplest first."""
-            stat, output = column.owners[0]
-            name = stat.output_names(self._schema)[output]
-            out = []
-            for simple in simpler_forms(stat, self._schema, self.grammar):
-                names = simple.output_names(self._schema)
-                cols = screen_of([simple])
-                for i, (_, o) in enumerate(cols.owners):
-                    if len(names) == 1 or names[o] == name:
-                        out.append(scalar(cols.take(i)))
-            return out
-
-        def simplify() -> bool:
-            """Replace each kept column by a simpler form of it unless it explains measurably
-            more (``min_gain``) next to the others on the checking users, which it was not
-            chosen on; True if one changed.
-
-            The choosing half favours a deeper variant: of the thousands of filters a
-            statistic can take, the best on those users is partly luck (and a first pick made
-            against a residual that others later explain can be a blend); that luck does not
-            hold on the checking half. A simpler form already kept elsewhere means the
-            column goes, unless it explains measurably more than nothing there.
-            """
-            changed = False
-            j = 0
-            reference = None  # the check score of column j as selection left it
-            while j < len(chosen):
-                tick()
-                if is_given(chosen, j):
-                    j, reference = j + 1, None  # kept as the user gave it
-                    continue
-                rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
-                column = chosen.take(j)
-                if reference is None:
-                    reference = check_r2(ColumnScreen.join([rest, column], len(users)))
-                kept = {(str(st), o) for st, o in rest.owners}
-                for simple in simpler_column(column):
-                    again = (str(simple.owners[0][0]), simple.owners[0][1]) in kept
-                    score = check_r2(rest if again else ColumnScreen.join([rest, simple], len(users)))
-                    # Against the column as selected, not the last simpler step: a chain of
-                    # steps each within min_gain must not lose more than min_gain in all.
-                    if score >= reference - self.min_gain:
-                        swap(j, None if again else simple)
-                        changed = True
-                        break
-                else:
-                    j, reference = j + 1, None  # nothing simpler explains about as much: it stays
-                    continue
-                if again:
-                    reference = None  # column j is gone: the next one is at j now
-                # Otherwise the simpler form stays at j and is tried once more (depth 3 to 1).
-            return changed
-
-        def interacting(residual: np.ndarray, before: float) -> tuple[ColumnScreen, float] | None:
-            """The first of the columns whose effect differs most by the strata of the first kept
-            column (:mod:`rudi_explain.search.selection`) that, split by them, raises the check
-            score at least ``min_gain`` above ``before``: (column, score), or None."""
-            nonlocal strata
-            if strata is None and len(chosen):
-                strata = median_strata(chosen.take(0), fit_rows)
-            for i in [] if strata is None else interaction_candidates(
-                    screen, residual, fit_rows, strata, total_var, self.min_gain, self.beam, taken, preference):
-                column = scalar(screen.take(i))
-                key = (str(column.owners[0][0]), column.owners[0][1])
-                split.add(key)
-                after = check_r2(ColumnScreen.join([chosen, column], len(users)))
-                if after - before >= self.min_gain:
-                    return column, after
-                split.discard(key)
-            return None
-
-        mcts_left = True
-        for revision in range(2):
-            # Forward selection; then each kept statistic is revised once against what the
-            # others leave (a first pick made against an unexplained residual can be a blend
-            # of two planted statistics), and selection goes on from the revised model.
-            while len(self.statistics_) < self.n_stats:
-                k = len(self.statistics_) + 1
-                residual = model_residual()
-                found = best_of(screen, residual)
-                candidate = None
-                if found is not None and found[0] >= self.min_gain:
-                    # A given statistic competes as it is: it is neither deepened nor recast.
-                    finals = [(screen.take(i), gain) if is_given(screen, i) else
-                              deepen(scalar(screen.take(i)), gain, residual)
-                              for gain, i in [found] + runners_up(screen, residual, found[1])]
-                    # The best after deepening; of about equals, the simplest.
-                    top = max(g for _, g in finals)
-                    near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
-                    if len({c.owners[0] for c, _ in near}) > 1:
-                        # About as much on the checking users too, or the one that explains clearly
-                        # more there wins: "the 95th percentile" is simpler than "the total of the
-                        # 5 largest", but not its equal when the target is made of the latter.
-                        before = check_r2(chosen)
-                        held = [round(check_r2(ColumnScreen.join([chosen, c], len(users))) - before, 6)
-                                for c, _ in near]
-                        best_held = max(held)
-                        tolerance = 0.01 * abs(best_held) + self.min_gain
-                        near = [cg for cg, h in zip(near, held) if h >= best_held - tolerance]
-                    candidate = min(near, key=lambda cg: (preference(cg[0].owners[0][0]), -cg[1]))
-                elif mcts_left:
-                    # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
-                    target = self._residual()
-                    mcts_start = time.perf_counter()
-                    self._phase = ("mcts", 0, 0)
-                    found_deep = self._mcts_one(k, target)
-                    self._phase = ("select", 0, 0)
-                    self.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
-                    mcts_left = False  # one try: a second would search the same residual
-                    if found_deep is not None:
-                        stat = found_deep[0]
-                        cols = screen_of([stat])
-                        best = best_of(cols, residual)
-                        if best is not None:
-                            candidate = (scalar(cols.take(best[1])), best[0])
-                before = check_r2(chosen)
-                if candidate is not None:
-                    column = candidate[0]
-                    after = check_r2(ColumnScreen.join([chosen, column], len(users)))
-                if candidate is None or after - before < self.min_gain:
-                    # No additive candidate passes: the one whose effect differs most by strata may.
-                    joint = interacting(residual, before)
-                    if joint is None:
-                        break  # not measurably better on users it was not chosen on
-                    column, after = joint
-                stat, output = column.owners[0]
-                chosen = ColumnScreen.join([chosen, column], len(users))
-                taken.add((str(stat), output))
-                if stat.key in self._marked:  # another output of a statistic already kept
-                    continue
-                self._accept(stat, after - before, self._y)
-                self._report(k, 0, 0, "", str(stat), after - before)
-            # Revising deepens on the choosing half; simplifying then asks the checking half
-            # whether each extra operator earns its place.
-            changed = revise() if revision == 0 else False
-            if not simplify() and not changed or revision == 1:
-                break
-
-        self.check_r2_ = check_r2(chosen)
-        self.stage_seconds_["select"] = time.perf_counter() - started - sum(self.stage_seconds_.values())
-        if len(held_out) and self.drop_idle_filters:
-            replace_idle_filters(self, users[fit_rows], held_out, given_keys, tick)
+        """The short readable catalog first, deepened; MCTS-SG for what it leaves (:func:`~.screened.fit_screened`)."""
+        fit_screened(self)
 
     # ----------------------------------------------------------------- MCTS
     def _fit_mcts(self) -> None:
