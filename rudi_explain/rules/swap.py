@@ -69,13 +69,21 @@ class _Pairs:
         self.allowed = np.ones(Zf.shape[1], dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
         self._top: np.ndarray | None = None
         self._A = self._C = np.zeros((0, 0))
+        self._gram: np.ndarray | None = None
 
     def of(self, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(A, A.T @ A)`` with ``A = Zf[:, top]``."""
+        """``(A, A.T @ A)`` with ``A = Zf[:, top]``.
+
+        ``A.T @ A`` is read off ``Zf.T @ Zf``, made once: the strongest literals change from rule to rule
+        (9 in 10 calls at 100,000 users), and the counts are whole numbers, so any order of summing
+        gives them exactly.
+        """
         if self._top is None or not np.array_equal(self._top, top):
+            if self._gram is None:
+                self._gram = self.Zf.T @ self.Zf
             self._top = top.copy()
             self._A = self.Zf[:, top]
-            self._C = self._A.T @ self._A
+            self._C = self._gram[np.ix_(top, top)]
         return self._A, self._C
 
 
