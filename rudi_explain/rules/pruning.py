@@ -79,6 +79,8 @@ N_JOBS = min(2, os.cpu_count() or 1)
 PARALLEL_USERS = 20_000
 #: Training users (a fixed sample beyond) that rank which rule to drop at each step of the path.
 RANK_USERS = 20_000
+#: Users x firing patterns up to which candidate drops are scored by pattern pair counts (int32 cells).
+PATTERN_CELLS = 2**24
 
 
 @dataclass
@@ -401,12 +403,66 @@ class _Agreement:
         return (self.total - (self.p_t - both) - (p_s - both)) / self.total
 
 
-def _drop_losses(agreement: _Agreement, intercept: float, F: np.ndarray, weights: np.ndarray) -> np.ndarray:
+class _PatternPairs:
+    """Fidelity to the teacher of students that score users by their firing pattern alone, pair counts by pattern.
+
+    ``M[a, b]`` counts the pairs of users, one of pattern ``a`` and one of pattern ``b``, whose teacher scores
+    rise from the first to the second: a student whose pattern scores are ``s`` orders
+    ``sum(M[a, b] for s[a] < s[b])`` pairs as the teacher does, and ties the users of equal scores. Each
+    candidate drop then costs patterns x patterns, not a sort of every user: the same whole-number counts as
+    :meth:`_Agreement.of_ranks`, hence the same fidelity.
+    """
+
+    def __init__(self, agreement: _Agreement, inverse: np.ndarray, n_patterns: int) -> None:
+        assert agreement.ranks is not None
+        self.agreement = agreement
+        n = agreement.n
+        q = inverse[agreement.order]  # patterns in the teacher's order
+        ranks = agreement.sorted_ranks
+        # where each user's tie group of teacher scores starts: the users before it score lower
+        start = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+        group_start = np.repeat(start, np.diff(np.r_[start, n]))
+        below = np.zeros((n + 1, n_patterns), dtype=np.int32)  # users of each pattern among the first m
+        below[np.arange(1, n + 1), q] = 1
+        np.cumsum(below, axis=0, out=below)
+        by_pattern = np.argsort(q, kind="stable")
+        firsts = np.flatnonzero(np.r_[True, q[by_pattern][1:] != q[by_pattern][:-1]])
+        # M[a, b]: for each user j of pattern b, the users of pattern a with a lower teacher score
+        self.M = np.add.reduceat(below[group_start[by_pattern]], firsts, axis=0, dtype=np.int64).T
+        self.size = np.bincount(inverse, minlength=n_patterns).astype(np.int64)
+
+    def merged(self, mapping: np.ndarray, n_patterns: int) -> _PatternPairs:
+        """The counts of coarser patterns: pattern ``a`` becomes ``mapping[a]`` (a rule dropped merges patterns).
+
+        Sums of whole numbers below 2**53, so exactly the counts built anew.
+        """
+        out = object.__new__(_PatternPairs)
+        out.agreement = self.agreement
+        cells = (mapping[:, None] * n_patterns + mapping[None, :]).ravel()
+        out.M = np.bincount(cells, weights=self.M.ravel(), minlength=n_patterns ** 2) \
+            .astype(np.int64).reshape(n_patterns, n_patterns)
+        out.size = np.bincount(mapping, weights=self.size, minlength=n_patterns).astype(np.int64)
+        return out
+
+    def fidelity(self, s: np.ndarray) -> float:
+        """Fidelity of the student scoring each pattern ``s`` (finite), as :meth:`_Agreement.of_ranks`."""
+        a = self.agreement
+        rs = _dense_ranks(s)
+        counts = np.bincount(rs, weights=self.size).astype(np.int64)
+        p_s = a.half - int((counts * (counts - 1) // 2).sum())
+        both = int(self.M[rs[:, None] < rs[None, :]].sum())
+        return (a.total - (a.p_t - both) - (p_s - both)) / a.total
+
+
+def _drop_losses(agreement: _Agreement, intercept: float, F: np.ndarray, weights: np.ndarray,
+                 memo: dict | None = None) -> np.ndarray:
     """Fidelity to the teacher of the rule set without each of its rules, as ``_sum_scores(skip=k)`` scores it.
 
     A user's score depends only on which rules fire (added in rule order), so it is computed once per
     firing pattern and each user takes the rank of their pattern: the same ranks, hence the same
-    fidelity, as scoring every user, at the cost of a gather.
+    fidelity, as scoring every user, at the cost of a gather. With few patterns, pairs of users are counted
+    by pattern once (:class:`_PatternPairs`); ``memo`` carries them to the next step of a path, whose
+    firing matrix has the same rows and fewer columns.
     """
     n_rules = F.shape[1]
     if n_rules > 63 or agreement.ranks is None or F.shape[0] != agreement.n:
@@ -424,6 +480,23 @@ def _drop_losses(agreement: _Agreement, intercept: float, F: np.ndarray, weights
             return agreement(_sum_scores(intercept, F, weights, skip=k))
         return agreement.of_ranks(_dense_ranks(s)[inverse])
 
+    if patterns.size * F.shape[0] <= PATTERN_CELLS:
+        pairs = None
+        if memo is not None and memo.get("agreement") is agreement:
+            # the step before's patterns, merged: each of its patterns lies within one of these
+            mapping = np.zeros(memo["pairs"].size.size, dtype=np.int64)
+            mapping[memo["inverse"]] = inverse
+            if np.array_equal(mapping[memo["inverse"]], inverse):
+                pairs = memo["pairs"].merged(mapping, patterns.size)
+        if pairs is None:
+            pairs = _PatternPairs(agreement, inverse, patterns.size)
+        if memo is not None:
+            memo.update(agreement=agreement, inverse=inverse, pairs=pairs)
+        out = []
+        for k in range(n_rules):
+            s = _sum_scores(intercept, P, weights, skip=k)
+            out.append(pairs.fidelity(s) if np.isfinite(s).all() else loss(k))
+        return np.array(out)
     if N_JOBS > 1 and F.shape[0] >= PARALLEL_USERS:  # numpy's sorts and sums let go of the GIL
         with ThreadPoolExecutor(N_JOBS) as pool:
             return np.array(list(pool.map(loss, range(n_rules))))
@@ -538,9 +611,10 @@ def prune_rules(
     # once per rule, and a larger sample no longer changes the ranking; where to stop: on validation
     rank_rows = sample_rows(np.ones(Z.shape[0], dtype=bool), RANK_USERS)
     rank_agreement = agreement if rank_rows.size == Z.shape[0] else _Agreement(y[rank_rows])
+    memo: dict = {}  # pair counts by firing pattern, from one step to the next
     while len(state.formulas) > 1:
         F_rank = state.F if rank_rows.size == Z.shape[0] else state.F[rank_rows]
-        losses = _drop_losses(rank_agreement, state.intercept, F_rank, state.weights)
+        losses = _drop_losses(rank_agreement, state.intercept, F_rank, state.weights, memo)
         # no decision on a floating-point near-tie: of rules whose loss is equal but for rounding,
         # drop the first in a structural order (the same on every machine and for scores in any units)
         tied = np.flatnonzero(losses >= losses.max() - NEAR_TIE)
@@ -550,7 +624,7 @@ def prune_rules(
         state.weights = state.weights[keep]
         state.F = state.F[:, keep]
         # the remaining weights were tuned beside the dropped rule: refit them if validation agrees
-        without = valid_fid(state.scores())
+        without = valid_agreement(_sum_scores(state.intercept, state.F[is_valid], state.weights))
         b, w = _refit(state.F[fit_rows], y[fit_rows])
         refit = valid_agreement(_sum_scores(b, state.F[is_valid], w))
         if refit > without:
@@ -562,12 +636,17 @@ def prune_rules(
     fids = np.array(fid_list)
     # Within the tolerance on validation users, and on all training users too: 800 validation
     # users alone let a point with two rules fewer pass by luck (it lost 0.011 held out on the demo).
-    fids_all = np.array([agreement(p.score(Z)) for p in points])
-    all_unpruned = agreement(rules.score(Z))
     allowed = np.flatnonzero(n_rules <= max_rules)
-    good = allowed[(fids[allowed] >= fid_unpruned - tolerance) & (fids_all[allowed] >= all_unpruned - tolerance)]
-    if good.size:
-        default = int(good[np.argmin(n_rules[good])])
-    else:
+    # the fewest rules (the first of equals) within both tolerances: the training users' fidelity (a sort of
+    # every training user per point) is asked only of the points that pass on validation, fewest rules first
+    default = -1
+    passing = allowed[fids[allowed] >= fid_unpruned - tolerance]
+    if passing.size:
+        all_unpruned = agreement(rules.score(Z))
+        for i in passing[np.lexsort((passing, n_rules[passing]))]:
+            if agreement(points[i].score(Z)) >= all_unpruned - tolerance:
+                default = int(i)
+                break
+    if default < 0:
         default = int(allowed[np.argmax(fids[allowed])])
     return PruningPath(rules, points, n_rules, fids, fid_unpruned, default, settings)

@@ -254,3 +254,45 @@ def test_rules_to_drop_are_ranked_on_a_sample_of_many_users(monkeypatch):
         f_sampled = fidelity(y, sampled.rule_sets[sampled.default].score(Z))
         close += f_sampled >= f_full - 0.01
     assert close >= 3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pair_counts_by_pattern_give_the_same_path_as_sorting_users(seed, monkeypatch):
+    # candidate drops scored from pair counts by firing pattern (carried from step to step, merged as rules
+    # go) against ranking every user: the same path, figures and default, with and without ties
+    import rudi_explain.rules.pruning as pruning
+
+    rng, V, lits, Z, y = _data(seed)
+    y = np.round(y, 1) if seed == 1 else y
+    rules = _random_rules(rng, lits, 14, max_len=6)
+    is_valid = rng.random(len(y)) < 0.25
+    by_patterns = prune_rules(rules, Z, y, is_valid, max_rules=6, max_literals=3).to_dict()
+    monkeypatch.setattr(pruning, "PATTERN_CELLS", 0)
+    assert prune_rules(rules, Z, y, is_valid, max_rules=6, max_literals=3).to_dict() == by_patterns
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_merged_pattern_pairs_equal_those_counted_anew(seed):
+    # dropping a rule merges firing patterns: the merged counts equal those of the coarser patterns, and each
+    # student's fidelity equals metrics.fidelity on every user
+    from rudi_explain.rules.pruning import _Agreement, _PatternPairs
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    y = np.round(rng.normal(size=n), 1 if seed else 6)
+    F = rng.random((n, 6)) < rng.uniform(0.1, 0.6, 6)
+
+    def patterns(G):
+        codes = (G * (1 << np.arange(G.shape[1]))).sum(axis=1)
+        return np.unique(codes, return_inverse=True)[1].reshape(-1)
+
+    agreement = _Agreement(y)
+    fine = patterns(F)
+    coarse = patterns(F[:, 1:])
+    mapping = np.zeros(fine.max() + 1, dtype=np.int64)
+    mapping[fine] = coarse
+    merged = _PatternPairs(agreement, fine, fine.max() + 1).merged(mapping, coarse.max() + 1)
+    anew = _PatternPairs(agreement, coarse, coarse.max() + 1)
+    assert np.array_equal(merged.M, anew.M) and np.array_equal(merged.size, anew.size)
+    s = np.round(rng.normal(size=coarse.max() + 1), 1)
+    assert merged.fidelity(s) == fidelity(y, s[coarse])
