@@ -30,7 +30,8 @@ import numpy as np
 from rudi_explain.search.catalog import ColumnScreen
 from rudi_explain.statistics import Statistic
 
-__all__ = ["median_strata", "split_column", "stratified_gains", "in_form", "interaction_candidates"]
+__all__ = ["median_strata", "split_column", "stratified_gains", "in_form", "interaction_candidates",
+           "fallback_candidates"]
 
 #: A stratum with fewer than this share of the choosing users splits nothing.
 MIN_STRATUM = 0.1
@@ -81,15 +82,12 @@ def in_form(cols: ColumnScreen, split: set[tuple[str, int]], strata: np.ndarray 
     return ColumnScreen.join(parts, len(cols.bins))
 
 
-def interaction_candidates(screen: ColumnScreen, residual: np.ndarray, rows: np.ndarray, strata: np.ndarray,
-                           total_var: float, min_gain: float, beam: int, taken: set[tuple[str, int]],
-                           preference: Callable[[Statistic], tuple]) -> list[int]:
-    """Columns of ``screen`` to try split by ``strata``, in order: of those whose
-    :func:`stratified_gains` reach ``min_gain`` (and whose (statistic text, output) is not in
-    ``taken``), the most preferred (``preference``, smallest first: given, then simplest) of about
-    equals to the best (within 5% + 0.0005, as the additive choice), then the rest by gain; one
-    column per statistic, at most ``beam`` statistics."""
-    gains = np.round(stratified_gains(screen, residual, rows, strata, total_var), 6)  # no decision on a near-tie
+def _ordered(screen: ColumnScreen, gains: np.ndarray, min_gain: float, beam: int, taken: set[tuple[str, int]],
+             preference: Callable[[Statistic], tuple]) -> list[int]:
+    """Of the columns whose ``gains`` reach ``min_gain`` (and whose (statistic text, output) is not
+    in ``taken``), the most preferred of about equals to the best (within 5% + 0.0005, as the
+    additive choice), then the rest by gain; one column per statistic, at most ``beam``."""
+    gains = np.round(gains, 6)  # no decision on a near-tie
     ok = [i for i in range(len(screen))
           if gains[i] >= min_gain and (str(screen.owners[i][0]), screen.owners[i][1]) not in taken]
     if not ok:
@@ -107,3 +105,41 @@ def interaction_candidates(screen: ColumnScreen, residual: np.ndarray, rows: np.
         if len(out) == beam:
             break
     return out
+
+
+def interaction_candidates(screen: ColumnScreen, residual: np.ndarray, rows: np.ndarray, strata: np.ndarray,
+                           total_var: float, min_gain: float, beam: int, taken: set[tuple[str, int]],
+                           preference: Callable[[Statistic], tuple]) -> list[int]:
+    """Columns of ``screen`` to try split by ``strata``, in order: of those whose
+    :func:`stratified_gains` reach ``min_gain`` (and whose (statistic text, output) is not in
+    ``taken``), the most preferred (``preference``, smallest first: given, then simplest) of about
+    equals to the best (within 5% + 0.0005, as the additive choice), then the rest by gain; one
+    column per statistic, at most ``beam`` statistics."""
+    return _ordered(screen, stratified_gains(screen, residual, rows, strata, total_var), min_gain, beam, taken,
+                    preference)
+
+
+def fallback_candidates(screen: ColumnScreen, residual: np.ndarray, rows: np.ndarray, strata: np.ndarray | None,
+                        total_var: float, min_gain: float, beam: int, taken: set[tuple[str, int]],
+                        preference: Callable[[Statistic], tuple],
+                        n_jobs: int | None = None) -> list[tuple[int, bool]]:
+    """What forward selection tries, in order, once its best (deepened) candidate fails the check:
+    (column of ``screen``, whether the check sees it split by ``strata``).
+
+    First the next best *additive* columns (:meth:`ColumnScreen.gains` of ``residual`` on
+    ``rows``, ordered as :func:`interaction_candidates`), at most ``beam`` statistics: on a few
+    hundred users the choosing half's best is often a statistic that only fits those users,
+    while the next (the wage panel's years of education after the wage's 75th percentile: +0.015
+    of check R^2 on 85% of 20 random halves) holds on the checking half too. Then, where
+    ``strata`` is given, the columns whose effect differs most by them
+    (:func:`interaction_candidates`), at most ``beam``; a statistic that failed additively may
+    still pass split (a sign that flips between strata averages away in its one step function).
+    """
+    additive = _ordered(screen, screen.gains(residual, rows, total_var, n_jobs=n_jobs), min_gain, beam, taken,
+                        preference)
+    out = [(i, False) for i in additive]
+    if strata is not None:
+        out += [(i, True) for i in interaction_candidates(screen, residual, rows, strata, total_var, min_gain,
+                                                          beam, taken, preference)]
+    return out
+
