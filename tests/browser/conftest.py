@@ -143,6 +143,24 @@ def chromium():
         pw.stop()
 
 
+@pytest.fixture(scope="session")
+def small_report(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """A standalone report of a small fitted explanation, and its rules (text and weight).
+
+    Fitted once for the tests that read a real report from file:// (test_report_links.py and
+    test_widget_views_jupyterlab.py's downloads): all browser tests run in one pytest-xdist
+    worker (tests/conftest.py), so the session fixture is built once.
+    """
+    import rudi_explain as rx
+
+    demo = rx.datasets.make_payments(600, random_state=2)
+    exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background=False, n_stats=3,
+                     n_rules=8, n_simulations=30, student_params={"epochs": 20}, random_state=5)
+    path = tmp_path_factory.mktemp("small-report") / "report.html"
+    exp.to_html(path, n_users=5)
+    return path, [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules]
+
+
 @pytest.fixture()
 def shots():
     """Save a full-page PNG of a page under test-output/screenshots/."""

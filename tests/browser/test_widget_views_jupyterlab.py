@@ -533,15 +533,8 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
 
 # ---------------------------------------------------------------- the standalone report, from file://
 @pytest.fixture(scope="module")
-def report_file(tmp_path_factory):
-    import rudi_explain as rx
-
-    demo = rx.datasets.make_payments(600, random_state=2)
-    exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background=False, n_stats=3,
-                     n_rules=8, n_simulations=30, student_params={"epochs": 20}, random_state=5)
-    path = tmp_path_factory.mktemp("views-report") / "report.html"
-    exp.to_html(path, n_users=5)
-    return path, [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules]
+def report_file(small_report):
+    return small_report  # fitted with random_state=5 (tests/browser/conftest.py): the audit header's seed
 
 
 def test_report_downloads_itself_and_its_rules_offline(chromium, shots, report_file, width=1100):
