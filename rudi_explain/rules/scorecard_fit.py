@@ -254,10 +254,14 @@ def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Par
             f"{'above' if gap > 0 else 'below'} the average ({points_text(gap)})")
     if not others or not members.any():
         return f"{head}; no other card or rule shares its users"
-    M = np.column_stack([p.members for p in others]).astype(np.float64)
-    m = members.astype(np.float64)
-    cov = (M * m[:, None]).mean(axis=0) - M.mean(axis=0) * m.mean()
-    sd = M.std(axis=0) * m.std()
+    M = np.column_stack([p.members for p in others])
+    # the correlation of 0/1 columns from whole-number counts (shares of users in each, and in both): no
+    # float matrix of every training user by every part
+    n = members.size
+    share, shares = members.sum() / n, M.sum(axis=0) / n
+    both = M[members].sum(axis=0) / n
+    cov = both - shares * share
+    sd = np.sqrt(shares * (1.0 - shares)) * np.sqrt(share * (1.0 - share))
     corr = np.divide(cov, sd, out=np.zeros_like(cov), where=sd > 0)
     # What accounts for it carries the band's effect: overlaps its users and has points of the gap's sign.
     carries = np.array([(p.points > 0) == (gap > 0) and p.points != 0 for p in others])
