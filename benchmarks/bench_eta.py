@@ -48,15 +48,9 @@ SHARES = (0.1, 0.2, 0.4, 0.6, 0.8)
 #: Cases none of whose seeds the shipped constants were fitted on (those were seeds 0 and 1 of each family).
 HELD_OUT = ("payments:2:5000,edits:2:5000,planted:4:5000,payments:3:5000,edits:3:20000,planted:5:2000,"
             "payments:2:100000")
-#: The constants a refit moves (the others are sizes, not paces), each within bounds that keep it what it
-#: says: a dozen runs can otherwise buy a closer fit with, say, searches that keep one statistic.
-BOUNDS = {"catalog_tail": (0.05, 1.0), "select_per_catalog": (0.05, 2.0), "mcts_per_statistic": (100.0, 5000.0),
-          "finish": (0.2, 5.0), "fall": (2.0, 30.0), "typical_stats": (2.0, 8.0),
-          "later_per_user_stat": (5e-6, 5e-4), "later_per_capped_user_stat": (1e-5, 1e-3),
-          "speed_power": (0.3, 1.2), "post_per_student": (0.5, 5.0)}
-FITTED = tuple(BOUNDS)
-#: How much each share counts in the refit: issue 27's 20% the most.
-WEIGHTS = (0.5, 2.0, 1.0, 1.0, 0.5)
+#: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
+FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
+          "typical_stats", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student", "catalog_unit")
 
 
 def make_case(family: str, seed: int, users: int) -> tuple[rx.Sequences, Any]:
@@ -129,31 +123,71 @@ def table(runs: list[dict], pace: Pace | None = None, live: bool = False) -> lis
     return shares
 
 
-def _pace(theta: np.ndarray, base: Pace) -> Pace:
-    """The constants of a point of the search (logs), each clipped to its bounds."""
-    return base.replace(**{name: float(np.clip(math.exp(v), *BOUNDS[name])) for name, v in zip(FITTED, theta)})
-
-
-def _loss(theta: np.ndarray, runs: list[dict], base: Pace) -> float:
-    pace = _pace(theta, base)
-    total = 0.0
-    for run in runs:
-        end = run["events"][-1][0]
-        for weight, told in zip(WEIGHTS, told_ends(replay(run, pace), end)):
-            # the log of told / real (capped): as far off at half as at twice
-            total += weight * (1.0 if told is None else min(abs(math.log(max(told / end, 0.05))), 2.0))
-    return total / max(len(runs), 1)
+def measure(run: dict, pace: Pace) -> dict:
+    """What each stage of a recorded run took, as the ratios :class:`Pace` holds (None where it did not run)."""
+    events = run["events"]
+    end = events[-1][0]
+    users = next(int(n["users"]) for _, stage, _, _, n in events if "users" in n)
+    catalog = [(e, n) for e, stage, _, _, n in events if n.get("phase") == "catalog"]
+    search = [(e, n) for e, stage, _, _, n in events if stage == "search"]
+    picked = [(e, n) for e, n in search if n.get("phase") in ("select", "mcts")]
+    mcts = [e for e, n in picked if n["phase"] == "mcts"]
+    c0, (c1, last) = catalog[0][0], catalog[-1]
+    s0, s1 = picked[0][0], search[-1][0]
+    work = float(last.get("phase_work_total") or pace.work_per_statistic * last["phase_total"])
+    done_share = (float(last["phase_work_done"]) / work if last.get("phase_work_total")
+                  else last["phase_done"] / last["phase_total"])
+    evaluated = (c1 - c0) / max(done_share, 1e-9)  # the catalog's evaluation, its last chunk extrapolated
+    kept_events = [(e, n) for e, n in picked if not mcts or e <= mcts[0]]
+    kept_before = max(len(n.get("found", ())) for _, n in kept_events)
+    gains, seen = [], 0
+    for _, n in picked:
+        if len(n.get("found", ())) > seen:
+            seen = len(n["found"])
+            gains.append(float(n.get("reward") or 0.0))
+    kept = len(gains)
+    select = ((mcts[0] if mcts else s1) - s0) / (kept_before + 1)
+    sample = min(pace.sample_users, users * 0.8)
+    stage_start = {stage: next(e for e, st, *_ in events if st == stage)
+                   for stage in ("literals", "student", "evaluate") if any(st == stage for _, st, *_ in events)}
+    student = stage_start["evaluate"] - stage_start["student"]
+    heavy = pace.work_per_statistic * last["phase_total"] / work  # the catalog's statistics over its work
+    per_statistic = (s0 - c0) / last["phase_total"]
+    return {"users": users, "catalog": s0 - c0, "tail": max(s0 - c0, evaluated) / evaluated - 1,
+            "search": (s1 - s0) / (s0 - c0) / heavy, "select": select / (s0 - c0),
+            "mcts": (mcts[-1] - mcts[0]) / per_statistic if mcts else None,
+            "finish": (s1 - mcts[-1]) / select / max(kept, 1) if mcts else None,
+            "kept": kept, "gains": gains, "min_gain": float(last.get("min_gain") or 0.002),
+            "unit": evaluated / (work * sample), "later": end - stage_start["literals"], "student": student,
+            "post": end - stage_start["evaluate"]}
 
 
 def fit(runs: list[dict], base: Pace | None = None) -> Pace:
-    """The constants that make the estimate closest to the real end on ``runs`` (Nelder-Mead on their logs)."""
-    from scipy.optimize import minimize  # only the refit needs it
-
+    """The constants measured on ``runs``: each the median of its ratio over the runs (robust to one
+    run on a loaded minute), the statistics kept their mean; the later stages' two costs per user by least
+    squares; the fall of the gains from every statistic kept and the statistics kept after it."""
     base = base or Pace()
-    start = np.array([math.log(getattr(base, name)) for name in FITTED])
-    best = minimize(_loss, start, args=(runs, base), method="Nelder-Mead",
-                    options={"maxiter": 2000, "xatol": 1e-3, "fatol": 1e-4})
-    return _pace(best.x, base)
+    m = [measure(run, base) for run in runs]
+    median = lambda key: float(np.median([r[key] for r in m if r[key] is not None]))  # noqa: E731
+    # the stopping rule: after a gain g, n more statistics were kept; log(fall) = sum log(g / min_gain) / sum n
+    logs = [(math.log(g / r["min_gain"]), r["kept"] - i - 1) for r in m for i, g in enumerate(r["gains"])
+            if g > r["min_gain"]]
+    fall = math.exp(sum(a for a, _ in logs) / max(sum(n for _, n in logs), 1))
+    unit = median("unit")
+    # the later stages at the reference pace: seconds / (statistics x this run's speed) = a users + b min(users, cap)
+    rows = np.array([[r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
+    speeds = np.array([r["unit"] / unit for r in m]) ** base.speed_power
+    seconds = np.array([r["later"] / max(r["kept"], 1) for r in m]) / speeds
+    from scipy.optimize import nnls  # only the refit needs it
+
+    (per_user, per_capped), _ = nnls(rows / seconds[:, None], np.ones(len(m)))  # relative errors, not seconds
+    return base.replace(catalog_tail=median("tail"), search_per_catalog=median("search"),
+                        select_per_catalog=median("select"),
+                        mcts_per_statistic=median("mcts"), finish=median("finish"), fall=fall,
+                        # the mean, not the median: the seconds grow in proportion to the count
+                        typical_stats=float(np.mean([r["kept"] for r in m])), later_per_user_stat=float(per_user),
+                        later_per_capped_user_stat=float(per_capped),
+                        post_per_student=float(np.median([r["post"] / r["student"] for r in m])), catalog_unit=unit)
 
 
 def _load_runs(folder: str) -> list[dict]:
@@ -181,6 +215,7 @@ def main(argv: list[str] | None = None) -> dict:
         table(fitted_on)
         pace = fit(fitted_on)
         print("refitted: Pace(" + ", ".join(f"{name}={getattr(pace, name):.4g}" for name in FITTED) + ")")
+        print("on the runs it was fitted on:")
         table(fitted_on, pace)
         print(f"held out ({len(held)} runs of other seeds), the shipped constants then the refitted:")
         table(held)

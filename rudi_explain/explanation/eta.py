@@ -45,13 +45,20 @@ class Pace:
     catalog_tail : float
         Seconds from the catalog's last progress event to the selection's first, per second of the
         catalog before it (the last chunk, its binning, the first scoring of every column).
+    search_per_catalog : float
+        The search after the catalog (selection, MCTS-SG, revision), in seconds per second of a catalog
+        of ``work_per_statistic`` units a statistic: what it is told until the selection keeps its first
+        statistic. A catalog of more work a statistic (categorical columns of many values: one output
+        each) takes longer for the same search after it, so the ratio is scaled by its statistics over its
+        work where the search reports the work.
     select_per_catalog : float
-        One statistic's selection (scoring, deepening, checking), in seconds per second of the catalog.
+        One statistic's selection (scoring, deepening, checking), in seconds per second of the catalog:
+        counted as one statistic measured once the selection keeps statistics.
     mcts_per_statistic : float
         The MCTS-SG run, in seconds per second one catalog statistic took on average.
     finish : float
         After MCTS-SG (the revision of the statistics kept, the check of their filters), in
-        selections of one statistic.
+        selections of one statistic per statistic kept.
     fall : float
         The factor by which a kept statistic's gain falls, on average, from one to the next.
     typical_stats : float
@@ -70,23 +77,30 @@ class Pace:
     post_per_student : float
         The post-processing in seconds per second of the student's training.
     catalog_unit : float
-        Seconds of one catalog statistic on one sample user on the reference machine.
+        Seconds of one unit of catalog work (:func:`rudi_explain.search.progress.catalog_work`: one
+        plus a statistic's outputs) on one sample user on the reference machine.
+    work_per_statistic : float
+        Units of work of an average catalog statistic, where the search reports only the count.
     sample_users : int
         Users the catalog is evaluated on (the search's ``screen_size``).
     """
 
-    catalog_tail: float = 0.3
-    select_per_catalog: float = 0.35
-    mcts_per_statistic: float = 1300.0
-    finish: float = 1.0
-    fall: float = 6.0
-    typical_stats: float = 4.0
-    later_per_user_stat: float = 4.3e-5
-    later_per_capped_user_stat: float = 1.65e-4
+    # measured on 25 recorded runs (benchmarks/bench_eta.py --fit; payments, edits and planted cases of
+    # 2,000 to 100,000 users, seeds 0 to 7, on the 2-core machine loaded by other work: load 3 to 10)
+    catalog_tail: float = 0.23
+    search_per_catalog: float = 2.41
+    select_per_catalog: float = 0.241
+    mcts_per_statistic: float = 965.0
+    finish: float = 0.312
+    fall: float = 6.18
+    typical_stats: float = 4.32
+    later_per_user_stat: float = 6.29e-5
+    later_per_capped_user_stat: float = 1.78e-4
     capped_users: int = 25_600
     speed_power: float = 1.0
-    post_per_student: float = 2.6
-    catalog_unit: float = 8e-7
+    post_per_student: float = 2.34
+    catalog_unit: float = 4.04e-7
+    work_per_statistic: float = 3.9
     sample_users: int = 4000
 
     def replace(self, **changes: float) -> Pace:
@@ -112,6 +126,7 @@ class TimeLeft:
         self.catalog_start: float | None = None
         self.catalog_seconds: float | None = None
         self.n_catalog = 0
+        self.catalog_work = 0.0  # units of work of the whole catalog
         self.gains: list[float] = []
         self.n_found = 0
         self.select_found = 0  # statistics kept when the selection started (the given ones among them)
@@ -165,7 +180,8 @@ class TimeLeft:
         included."""
         sample = min(self.pace.sample_users, max(self.users * 0.8, 1.0))
         evaluated = catalog / (1.0 + self.pace.catalog_tail)
-        self.speed = evaluated / (max(self.n_catalog, 1) * sample * self.pace.catalog_unit)
+        work = self.catalog_work or self.pace.work_per_statistic * max(self.n_catalog, 1)
+        self.speed = evaluated / (work * sample * self.pace.catalog_unit)
 
     # ------------------------------------------------------------ the search
     def _search(self, numbers: dict[str, Any], n_stats: int, elapsed: float) -> float | None:
@@ -187,8 +203,13 @@ class TimeLeft:
             if done <= 0 or todo <= 0:
                 return None
             self.n_catalog = todo
+            # the share of the catalog's work done: by its statistics' expected cost where the search
+            # reports it (a statistic with 30 outputs costs several times one with one), else by count
+            work_done, work = float(numbers.get("phase_work_done", 0.0)), float(numbers.get("phase_work_total", 0.0))
+            share = work_done / work if work > 0 and work_done > 0 else done / todo
+            self.catalog_work = work if work > 0 else 0.0
             in_catalog = elapsed - self.catalog_start
-            catalog = in_catalog * todo / done * (1.0 + p.catalog_tail)
+            catalog = in_catalog / share * (1.0 + p.catalog_tail)
             self._set_speed(catalog)
             rest = self._after_catalog(catalog, 0.0, n_stats, min_gain)
             self.later = self._later(self.n_found + self.expected_statistics(n_stats, min_gain))
@@ -220,18 +241,28 @@ class TimeLeft:
         """Seconds of the search after the catalog from ``elapsed`` (0: the catalog still runs)."""
         p = self.pace
         per_stat = self._per_statistic(catalog)
-        finish = p.finish * per_stat
-        if self.mcts_end is not None:  # MCTS-SG ran: what is left is the revision and the filters
-            return max(finish - (elapsed - self.mcts_end), 0.0)
         mcts = p.mcts_per_statistic * catalog / max(self.n_catalog, 1)
+        if self.mcts_end is not None:  # MCTS-SG ran: what is left is the revision and the filters
+            return max(p.finish * per_stat * max(self.n_found, 1) - (elapsed - self.mcts_end), 0.0)
         if self.mcts_start is not None:
-            return max(mcts - self.mcts_seconds, 0.0) + finish
-        # the statistics still to come; short of n_stats, the search ends on a candidate that fails the
-        # check, and MCTS-SG runs once when the catalog has nothing left
+            return max(mcts - self.mcts_seconds, 0.0) + p.finish * per_stat * max(self.n_found, 1)
+        since = elapsed - self.last_kept if elapsed else 0.0
+        parts = self._parts(per_stat, mcts, n_stats, min_gain)
+        if self.n_found == self.select_found:
+            # Nothing kept yet: the whole as one ratio to the catalog (over recorded runs it varied less
+            # than its parts), the share of it n_stats allows by the parts.
+            heavy = (p.work_per_statistic * self.n_catalog / self.catalog_work) if self.catalog_work else 1.0
+            whole = p.search_per_catalog * catalog * heavy
+            return max(whole * parts / max(self._parts(per_stat, mcts, 1 << 30, min_gain), 1e-12) - since, 0.0)
+        return max(parts - since, 0.0)
+
+    def _parts(self, per_stat: float, mcts: float, n_stats: int, min_gain: float) -> float:
+        """The selection's statistics still to come; short of n_stats, the step that ends it on a candidate
+        failing the check and MCTS-SG once (when the catalog has nothing left); the revision after."""
         to_come = self.expected_statistics(n_stats, min_gain)
         short = 1.0 if self.n_found + to_come < n_stats else 0.0
-        since = elapsed - self.last_kept if elapsed else 0.0
-        return max(per_stat * (to_come + short) - since, 0.0) + short * mcts + finish
+        finish = self.pace.finish * per_stat * max(self.n_found + to_come, 1.0)
+        return per_stat * (to_come + short) + short * mcts + finish
 
     def expected_statistics(self, n_stats: int, min_gain: float) -> float:
         """Statistics the search can still keep: those between the last gain and ``min_gain``.

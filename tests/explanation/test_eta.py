@@ -40,7 +40,7 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
     out.append(("teacher", 0, 1, {"users": users}, t))
     out.append(("teacher", 1, 1, {}, t))
     sample = min(p.sample_users, users * 0.8)
-    per_catalog_stat = p.catalog_unit * sample * speed
+    per_catalog_stat = p.catalog_unit * p.work_per_statistic * sample * speed  # the search reports no work
     base = {"found": [], "min_gain": MIN_GAIN, "reward": 0.0}
     t += 0.3  # the search's set-up before the catalog's first event
     for done in range(0, n_catalog, 50):
@@ -65,7 +65,7 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
             out.append(("search", len(found), n_stats, {**base, "phase": "mcts", "found": found}, t + i * mcts / 10))
         t += mcts
     out.append(("search", len(found), n_stats, {**base, "phase": "select", "found": found}, t))
-    t += p.finish * per_stat
+    t += p.finish * per_stat * len(found)
     out.append(("search", n_stats, n_stats, {}, t))
     per_user_stat = p.later_per_user_stat * users + p.later_per_capped_user_stat * min(users, p.capped_users)
     later = per_user_stat * len(found) * speed ** p.speed_power * later_factor
@@ -101,8 +101,13 @@ def test_a_job_that_costs_what_the_constants_say_is_told_its_end(job):
     told = [(e, s) for e, s in estimates(events) if s is not None]
     assert told[0][0] < 0.1 * end  # from the catalog's first pace on
     for e, s in told:
-        # the fall of the gains is a whole number of statistics in the job and a fraction in the estimate
-        assert abs(e + s - end) <= 0.15 * end, (job, e, s, end)
+        # within issue 27's bound from the first estimate on: before a statistic is kept the search after
+        # the catalog is told as one ratio to it (search_per_catalog), which its parts match only on average
+        assert abs(e + s - end) <= 0.3 * end, (job, e, s, end)
+    kept = next(e for stage, _, _, numbers, e in events if stage == "search" and numbers.get("found"))
+    for e, s in told:
+        if e >= kept:  # then by the parts: the gains' fall tells up to one statistic too many (at 100k, 1 in 4)
+            assert abs(e + s - end) <= 0.2 * end, (job, e, s, end)
 
 
 @pytest.mark.parametrize("job", JOBS[:4])
@@ -193,6 +198,10 @@ def test_later_stages_grow_with_users_less_than_in_proportion_beyond_the_student
 
 def test_other_constants_change_the_estimate_as_they_say():
     events = simulate(speed=1.0, users=5000)
-    at = next(i for i, (_, s) in enumerate(estimates(events)) if s is not None)
+    first = next(i for i, (_, s) in enumerate(estimates(events)) if s is not None)
+    kept = next(i for i, (stage, _, _, numbers, _) in enumerate(events) if stage == "search" and numbers.get("found"))
+    dear = PACE.replace(search_per_catalog=2 * PACE.search_per_catalog)
+    assert estimates(events, dear)[first][1] > estimates(events)[first][1]  # a dearer search: a later end
+    assert estimates(events, dear)[kept][1] == estimates(events)[kept][1]  # once kept, by its parts
     slow = PACE.replace(select_per_catalog=2 * PACE.select_per_catalog)
-    assert estimates(events, slow)[at][1] > estimates(events)[at][1]  # a dearer selection: a later end
+    assert estimates(events, slow)[kept][1] > estimates(events)[kept][1]

@@ -1,0 +1,27 @@
+"""What the search reports while it runs: the catalog's work, for an estimate of the time left (issue 27)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import rudi_explain as rx
+from rudi_explain.search.catalog import short_catalog
+from rudi_explain.search.progress import SearchProgress, catalog_work
+from rudi_explain.statistics.grammar import Schema
+
+
+def test_catalog_work_counts_one_plus_the_columns_each_statistic_evaluates_to():
+    for make in (rx.datasets.make_payments, rx.datasets.make_edits):
+        seqs = make(200, random_state=1).sequences()
+        catalog = short_catalog(seqs, "readable", 4)[::7]  # every 7th: all kinds, a quick test
+        work = catalog_work(catalog, Schema.of(seqs))
+        # the reference: the columns a statistic's values really have, one at a time
+        columns = [np.asarray(st.evaluate(seqs)).reshape(seqs.n_users, -1).shape[1] for st in catalog]
+        assert work[0] == 0.0 and len(work) == len(catalog) + 1
+        assert np.allclose(np.diff(work), 1.0 + np.array(columns))
+        assert max(columns) > 1  # vector statistics among them: the work is not the count
+
+
+def test_the_catalogs_work_is_optional_in_a_progress_event():
+    event = SearchProgress("mcts", 1, 20, 0, 0, 500, "", "", 0.0, (), 0.1)
+    assert event.phase_work_done == 0.0 and event.phase_work_total == 0.0
