@@ -310,7 +310,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--users", type=int, default=1500, help="users per synthetic case")
     ap.add_argument("--seeds", type=int, default=2, help="payments and edits seeds")
     ap.add_argument("--planted", type=int, default=6, help="planted scenarios (seeds 0..n-1)")
+    ap.add_argument("--planted-start", type=int, default=0,
+                    help="first planted seed (fresh cases for a change checked on seeds 0..n-1)")
     ap.add_argument("--cdnow", type=int, default=3, help="CDNOW cases (disjoint draws of explained users)")
+    ap.add_argument("--cdnow-start", type=int, default=0, help="first CDNOW draw")
     ap.add_argument("--cdnow-users", type=int, default=1500)
     ap.add_argument("--cdnow-teacher", type=int, default=4000, help="CDNOW users the teacher is fitted on")
     ap.add_argument("--stability-seeds", type=int, default=3)
@@ -331,9 +334,9 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit("bench_real needs featuretools and imodels: `make peers-env`, then "
                              ".venv-peers/bin/python benchmarks/bench_real.py") from None
     plan: list[tuple[str, int]] = [("wage", s) for s in range(1 if args.quick else 2)]
-    plan += [("cdnow", s) for s in range(args.cdnow)]
+    plan += [("cdnow", s) for s in range(args.cdnow_start, args.cdnow_start + args.cdnow)]
     plan += [(n, s) for n in ("payments", "edits") for s in range(args.seeds)]
-    plan += [("planted", s) for s in range(args.planted)]
+    plan += [("planted", s) for s in range(args.planted_start, args.planted_start + args.planted)]
     if args.only:
         plan = [p for p in plan if p[0] in args.only.split(",")]
     stable = {"wage", "cdnow", "payments"} if "stability" not in skip else set()
