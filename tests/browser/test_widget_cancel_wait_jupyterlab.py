@@ -5,6 +5,9 @@ While that cell is still busy (its prompt shows ``[*]``) the test clicks the
 widget's Cancel button: the cell must end within a few seconds, the job
 cancelled (the wait raises the cancel), the statistics found kept, and the
 widget must say so calmly, as in the stop test. The next cell then runs.
+
+The kernel's Interrupt is checked in the same notebook, on the same kernel and page, after the
+cancel (one kernel start and one page per app, not two): its own job, its own watcher file.
 """
 
 from __future__ import annotations
@@ -75,13 +78,43 @@ def start_cell(page, index: int) -> None:
 PROMPT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.executionCount"
 
 
+INTERRUPTED = WATCH + """\
+import rudi_explain as rx
+demo = rx.datasets.make_payments(1500, random_state=0)
+exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+display(exp)
+threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
+try:
+    exp.wait()
+finally:
+    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
+              open("interrupt_wait.json", "w"))"""
+
+AGAIN = """\
+job = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
+job"""
+
+LISTED = """\
+listed = [e.status for e in rx.running()]
+for e in rx.running():
+    e.cancel()
+for e in list(rx.running()):
+    try:
+        e.wait(timeout=30)
+    except Exception:  # cancelled: wait() says so
+        pass
+json.dump({"listed": listed, "after": [e.status for e in rx.running()]}, open("running.json", "w"))"""
+
+
 @pytest.mark.parametrize("app", APPS)
-def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
+def test_cancel_or_interrupt_while_wait_blocks(jupyter_lab, chromium, shots, app):
+    """The widget's Cancel while wait() blocks (cells 0-1), then on the same kernel and page
+    :func:`_interrupt_and_rerun` (cells 2-4)."""
     root = jupyter_lab.root
-    for name in ("cancel_wait.json", "cancel_wait_after.json", "in_wait.json"):
+    for name in ("cancel_wait.json", "cancel_wait_after.json", "in_wait.json", "interrupt_wait.json", "running.json"):
         (root / name).unlink(missing_ok=True)
     name = f"cancel_wait-{app}.ipynb"  # one kernel session per app
-    write_notebook(root / name, [WAITING, AFTER])
+    write_notebook(root / name, [WAITING, AFTER, INTERRUPTED, AGAIN, LISTED])
     page = chromium.new_page(viewport={"width": LOOK[app][0][1], "height": 1400})
     page.set_default_timeout(30_000)
     try:
@@ -120,89 +153,57 @@ def test_cancel_while_wait_blocks(jupyter_lab, chromium, shots, app):
         _looks(page, widget, app, shots, "cancel-while-waiting")
     except BaseException:
         shots(page, f"failure-cancel-wait-{app}")
-        raise
-    finally:
         close_light(page)
-
-
-INTERRUPTED = WATCH + """\
-import rudi_explain as rx
-demo = rx.datasets.make_payments(1500, random_state=0)
-exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
-display(exp)
-threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
-try:
-    exp.wait()
-finally:
-    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
-              open("interrupt_wait.json", "w"))"""
-
-AGAIN = """\
-job = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
-job"""
-
-LISTED = """\
-listed = [e.status for e in rx.running()]
-for e in rx.running():
-    e.cancel()
-for e in list(rx.running()):
+        raise
+    # back to the app's own theme and width (_looks left the other), then the Interrupt
+    theme, width = LOOK[app][0]
+    page.set_viewport_size({"width": width, "height": 1400})
+    _theme(page, {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}[theme], light=theme == "light")
+    (root / "in_wait.json").unlink(missing_ok=True)  # the cancel's watcher wrote it
     try:
-        e.wait(timeout=30)
-    except Exception:  # cancelled: wait() says so
-        pass
-json.dump({"listed": listed, "after": [e.status for e in rx.running()]}, open("running.json", "w"))"""
-
-
-@pytest.mark.parametrize("app", APPS)
-def test_interrupt_cancels_and_a_rerun_warns(jupyter_lab, chromium, shots, app):
-    """The kernel's Interrupt while wait() blocks cancels the job (and says so); re-running a cell that
-    started a job that still runs cancels that job (the re-run replaces it) and says so; rx.running() lists
-    the one left and stops it."""
-    root = jupyter_lab.root
-    for name in ("interrupt_wait.json", "running.json", "in_wait.json"):
-        (root / name).unlink(missing_ok=True)
-    name = f"interrupt-{app}.ipynb"
-    write_notebook(root / name, [INTERRUPTED, AGAIN, LISTED])
-    page = chromium.new_page(viewport={"width": LOOK[app][0][1], "height": 1400})
-    page.set_default_timeout(30_000)
-    try:
-        _open(page, jupyter_lab, name, app)
-        start_cell(page, 0)
-        cell = page.locator(".jp-Cell").nth(0)
-        widget = cell.locator(".rx-root")
-        widget.locator(".rx-found-item").first.wait_for(timeout=120_000)
-        wait_file(root / "in_wait.json", 60)
-        assert page.evaluate(PROMPT, 0) is None, "the cell is no longer running: nothing to test"
-        interrupted = time.time()
-        page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
-        state = wait_file(root / "interrupt_wait.json", 30)
-        took = state["ended"] - interrupted
-        print(f"\nInterrupt -> cell's wait() ended: {took:.2f} s")
-        assert state["status"] == "cancelled" and len(state["found"]) < 20  # stopped part way; seconds printed
-        widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
-        assert widget.locator(".rx-error").count() == 0 and widget.locator(".rx-retry").count() == 1
-        page.wait_for_function(f"() => ({PROMPT})(0) !== null", timeout=30_000)
-        said = "\n".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
-        assert "interrupted: the explanation was cancelled" in said and "KeyboardInterrupt" in said
-
-        # The same cell run twice: the second run cancels the job the first one started, and says so.
-        run_cell(page, 1)
-        again = page.locator(".jp-Cell").nth(1)
-        again.locator(".rx-status-running").wait_for(timeout=60_000)
-        run_cell(page, 1)
-        warning = again.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-        warning.first.wait_for(timeout=30_000)
-        text = warning.first.inner_text()
-        assert text.startswith("cancelled the explanation this cell started before (the re-run replaces it): "
-                               "Explanation(running, started "), text
-        shots(page, f"rerun-warns-{app}", top=again)
-        run_cell(page, 2)
-        listed = wait_file(root / "running.json", 60)
-        assert listed == {"listed": ["running"], "after": []}  # the replaced job is gone from the list
-        again.locator(".rx-status-cancelled").wait_for(timeout=30_000)  # the shown job, stopped from the list
-        _looks(page, widget, app, shots, "interrupt-while-waiting")
+        _interrupt_and_rerun(page, root, shots, app)
     except BaseException:
         shots(page, f"failure-interrupt-{app}")
         raise
     finally:
         close_light(page)
+
+
+def _interrupt_and_rerun(page, root, shots, app: str) -> None:
+    """The kernel's Interrupt while wait() blocks cancels the job (and says so); re-running a cell that
+    started a job that still runs cancels that job (the re-run replaces it) and says so; rx.running() lists
+    the one left and stops it. Cells 2-4 of the open notebook, whose earlier jobs have all stopped."""
+    start_cell(page, 2)
+    cell = page.locator(".jp-Cell").nth(2)
+    widget = cell.locator(".rx-root")
+    widget.locator(".rx-found-item").first.wait_for(timeout=120_000)
+    wait_file(root / "in_wait.json", 60)
+    assert page.evaluate(PROMPT, 2) is None, "the cell is no longer running: nothing to test"
+    interrupted = time.time()
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
+    state = wait_file(root / "interrupt_wait.json", 30)
+    took = state["ended"] - interrupted
+    print(f"\nInterrupt -> cell's wait() ended: {took:.2f} s")
+    assert state["status"] == "cancelled" and len(state["found"]) < 20  # stopped part way; seconds printed
+    widget.locator(".rx-status-cancelled").wait_for(timeout=30_000)
+    assert widget.locator(".rx-error").count() == 0 and widget.locator(".rx-retry").count() == 1
+    page.wait_for_function(f"() => ({PROMPT})(2) !== null", timeout=30_000)
+    said = "\n".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+    assert "interrupted: the explanation was cancelled" in said and "KeyboardInterrupt" in said
+
+    # The same cell run twice: the second run cancels the job the first one started, and says so.
+    run_cell(page, 3)
+    again = page.locator(".jp-Cell").nth(3)
+    again.locator(".rx-status-running").wait_for(timeout=60_000)
+    run_cell(page, 3)
+    warning = again.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    warning.first.wait_for(timeout=30_000)
+    text = warning.first.inner_text()
+    assert text.startswith("cancelled the explanation this cell started before (the re-run replaces it): "
+                           "Explanation(running, started "), text
+    shots(page, f"rerun-warns-{app}", top=again)
+    run_cell(page, 4)
+    listed = wait_file(root / "running.json", 60)
+    assert listed == {"listed": ["running"], "after": []}  # the replaced job is gone from the list
+    again.locator(".rx-status-cancelled").wait_for(timeout=30_000)  # the shown job, stopped from the list
+    _looks(page, widget, app, shots, "interrupt-while-waiting")
