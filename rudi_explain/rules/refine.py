@@ -356,7 +356,7 @@ def _refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.ndarray, 
     # the fitting users' literal matrix, with room for every literal the refinement can add
     n_table = literals.n_literals
     room = passes * sum(len(formula_literals(f)) for f in formulas)
-    Z_fit = np.zeros((fit_rows.size, n_table + room), dtype=bool)
+    Z_fit = np.zeros((fit_rows.size, n_table + room), dtype=bool, order="F")  # formulas read whole columns
     Z_fit[:, :n_table] = literals.transform_values(V[fit_rows])
     F = np.column_stack([evaluate_formula(f, Z_fit) for f in formulas])
     F_float = F.astype(np.float64)  # kept beside F: the residual's product would convert F for every literal
@@ -544,7 +544,7 @@ def _uncommon(path: PruningPath, V: np.ndarray) -> PruningPath:
         if not isinstance(rs.literals, Literals):
             return rs
         if id(rs.literals) not in tables:
-            tables[id(rs.literals)] = rs.literals.transform_values(V)
+            tables[id(rs.literals)] = np.asfortranarray(rs.literals.transform_values(V))  # read by columns
         return complement_common(rs, tables[id(rs.literals)])
 
     path.rule_sets = [uncommon(rs) for rs in path.rule_sets]
