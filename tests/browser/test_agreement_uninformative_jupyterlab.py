@@ -30,11 +30,13 @@ open("uid.txt", "w").write(uid)
 exp.widget()"""
 
 
+# Both apps open the same notebook: Notebook 7 joins the kernel JupyterLab started (the server keeps
+# one session per path), so the cell runs again there without a second kernel start and import.
 @pytest.mark.parametrize("app", APPS)
 def test_an_agreement_over_rules_reading_every_event_is_not_shown_as_a_pass(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
     (root / "uid.txt").unlink(missing_ok=True)
-    with notebook_page(chromium, jupyter_lab, f"uninformative-{app}.ipynb", [SETUP], app, height=1100) as (page, errors):
+    with notebook_page(chromium, jupyter_lab, "uninformative.ipynb", [SETUP], app, height=1100) as (page, errors):
         view = page.locator(".rx-root").first
         view.locator(".rx-tab[data-tab='rules']").first.click(timeout=120_000)  # it opens on the Scorecard
         view.locator(".rx-card").first.wait_for(timeout=120_000)

@@ -29,11 +29,13 @@ def _fmt3(x: float) -> str:
     return f"{float(f'{x:.3g}'):g}"
 
 
+# Both apps open the same notebook: Notebook 7 joins the kernel JupyterLab started (the server keeps
+# one session per path), so the cell runs again there without a second kernel start and import.
 @pytest.mark.parametrize("app", APPS)
 def test_the_cost_of_pruning_and_the_larger_set(jupyter_lab, chromium, shots, app):
     root = jupyter_lab.root
     (root / "pruning.json").unlink(missing_ok=True)
-    with notebook_page(chromium, jupyter_lab, f"pruning-{app}.ipynb", [SETUP], app, height=1000) as (page, errors):
+    with notebook_page(chromium, jupyter_lab, "pruning.ipynb", [SETUP], app, height=1000) as (page, errors):
         want = wait_file(root / "pruning.json", 180)
         view = page.locator(".rx-root").first
         view.locator(".rx-tab[data-tab='rules']").first.click(timeout=120_000)  # it opens on the Scorecard
