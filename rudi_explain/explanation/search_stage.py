@@ -63,7 +63,8 @@ def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: J
         job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
                  statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
                  best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
-                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain)
+                 phase=event.phase, phase_done=event.phase_done, phase_total=event.phase_total, min_gain=event.min_gain,
+                 phase_work_done=event.phase_work_done, phase_work_total=event.phase_work_total)
         return not job.stopping()
 
     search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
