@@ -212,7 +212,7 @@ def _swap(rules: RuleSet, Z: np.ndarray, y: np.ndarray, is_valid: np.ndarray, n_
         fit_rows = np.flatnonzero(~is_valid)
         if fit_rows.size > MAX_USERS:  # a fixed subsample: the same on every machine
             fit_rows = np.sort(np.random.default_rng(0).permutation(fit_rows)[:MAX_USERS])
-        shared["fit_rows"], shared["Zb"] = fit_rows, Z[fit_rows]
+        shared["fit_rows"], shared["Zb"] = fit_rows, np.ascontiguousarray(Z[fit_rows])
         # never a vacuous literal: true (or false) for 99% of the training users (all of them) or more
         shared["pairs"] = _Pairs(shared["Zb"].astype(np.float64), ~is_vacuous(Z.sum(axis=0), Z.shape[0]))
     fit_rows, Zb, pairs = shared["fit_rows"], shared["Zb"], shared["pairs"]
@@ -289,7 +289,9 @@ def swap_path(path: PruningPath, Z: np.ndarray, y: np.ndarray, is_valid: np.ndar
         rules (folding bands may merge two) and validation fidelities; the
         default point stays where it was.
     """
-    Z = np.asarray(Z, dtype=bool)
+    # column-major: rule firings on every training user read whole literal columns (the fitting users' sample
+    # the search multiplies is made row-major again, so its products are the same)
+    Z = np.asfortranarray(np.asarray(Z, dtype=bool))
     y = np.asarray(y, dtype=np.float64)
     valid = np.asarray(is_valid, dtype=bool)
     rule_sets = list(path.rule_sets)
