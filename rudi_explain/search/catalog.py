@@ -447,7 +447,7 @@ class ColumnScreen:
               seen: set[bytes] | None = None, cancel: Callable[[], None] | None = None,
               max_columns: int | None = None, target: np.ndarray | None = None,
               rows: np.ndarray | None = None, frames: FrameCache | None = None,
-              n_jobs: int | None = None) -> ColumnScreen:
+              n_jobs: int | None = None, shadowed: set[Statistic] | None = None) -> ColumnScreen:
         """Evaluate ``stats`` on every user of ``sample`` and keep the columns that vary and are new.
 
         A column equal to one already kept (``seen``: digests of earlier
@@ -474,6 +474,11 @@ class ColumnScreen:
             Worker threads evaluating the statistics and binning the columns (None: 2 where
             the process may run on 2 cores or more, see :mod:`rudi_explain.search.parallel`).
             The screen is the same, bit for bit, with any number.
+        shadowed : set of Statistic, optional
+            Filled with the statistics that lost a varying output as equal to another
+            statistic's column (in ``seen`` before, or kept earlier in this build): the
+            columns of every other statistic are those ``build([s], sample, set())`` gives
+            (its varying outputs, in order), unless ``max_columns`` trimmed some.
         """
         if max_columns is not None and target is None:
             raise InputError("ColumnScreen.build: max_columns needs the target to rank columns by")
@@ -494,6 +499,7 @@ class ColumnScreen:
         stats = list(stats)
         chunks = [stats[start:start + _CHUNK] for start in range(0, len(stats), _CHUNK)]
         closing: deque[Future[ColumnScreen]] = deque()  # blocks being binned
+        first_owner: dict[bytes, Statistic] = {}  # with shadowed: the statistic each new column came from
 
         def trim(workers: Workers) -> int:
             assert max_columns is not None and centred is not None and rows is not None, "a trim needs its target"
@@ -535,8 +541,12 @@ class ColumnScreen:
                 for part in [workers.submit(evaluate, chunk[i:i + piece]) for i in range(0, len(chunk), piece)]:
                     for stat, j, v, sig in part.result():
                         if sig in seen:
+                            if shadowed is not None and first_owner.get(sig) is not stat:
+                                shadowed.add(stat)
                             continue
                         seen.add(sig)
+                        if shadowed is not None:
+                            first_owner[sig] = stat
                         owners.append((stat, j))
                         columns.append(v)
                         if len(columns) == _BLOCK:

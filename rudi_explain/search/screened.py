@@ -74,13 +74,22 @@ def fit_screened(search: Any) -> None:
     given_keys = {st.key for st in search._given}
     given = ColumnScreen.build(search._given, sample, seen, cancel=None, frames=frames, n_jobs=search.n_jobs)
     given_outputs = len(seen)
+    shadowed: set[Statistic] = set()
     screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=search.screen_columns,
-                                target=ys, rows=fit_rows, frames=frames, n_jobs=search.n_jobs)
+                                target=ys, rows=fit_rows, frames=frames, n_jobs=search.n_jobs, shadowed=shadowed)
     search._phase = ("select", 0, 0)
     search.screened_ = len(catalog)
     search.catalog_columns_ = len(screen)
     search.catalog_outputs_ = len(seen) - given_outputs  # distinct varying outputs found, before any limit
     screen = ColumnScreen.join([given, screen], len(users))
+    # The catalog's columns of each statistic none of whose outputs another took (and none trimmed) are
+    # the screen a deepening step would build for it: edits that are catalog statistics are not evaluated again.
+    in_catalog: dict[tuple, list[int]] = {}
+    if search.catalog_columns_ == search.catalog_outputs_:
+        in_catalog = {st.key: [] for st in catalog if st not in shadowed}
+        for i, (st, _) in enumerate(screen.owners[len(given):], start=len(given)):
+            if st.key in in_catalog:
+                in_catalog[st.key].append(i)
 
     def is_given(column: ColumnScreen, i: int = 0) -> bool:
         return column.owners[i][0].key in given_keys
@@ -115,7 +124,12 @@ def fit_screened(search: Any) -> None:
         todo: dict[tuple, Statistic] = {}  # the first statistic of each key, built side by side
         for st in stats:
             if st.key not in cache:
-                todo.setdefault(st.key, given_by_key.get(st.key, st))
+                first = todo.setdefault(st.key, given_by_key.get(st.key, st))
+                if st.key in in_catalog:  # the catalog's columns, owned by this spelling of the statistic
+                    at = in_catalog[st.key]
+                    cache[st.key] = ColumnScreen([(first, o) for _, o in (screen.owners[i] for i in at)],
+                                                 screen.bins[:, at], screen.values[:, at])
+                    del todo[st.key]
         built = ColumnScreen.build_each(list(todo.values()), sample, frames=frames, n_jobs=search.n_jobs)
         cache.update(zip(todo, built))
         return ColumnScreen.join([cache[st.key] for st in stats], len(users))

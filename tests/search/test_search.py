@@ -279,10 +279,12 @@ def test_finds_the_total_of_the_largest_payments(payments):
 @pytest.mark.slow
 def test_a_plain_statistic_beats_its_correlated_decoys(payments):
     # The largest payment, next to two other planted terms: its deeper or wordier
-    # relatives (its standard deviation, the largest outside one channel, the std of
-    # the 5 largest) correlate 0.9+ with it and can look better on the users they were
-    # chosen on; none explains measurably more on the others, so the plain one is
-    # kept. A rate over seeds (before the check against simpler forms: 2 of 6).
+    # relatives (its standard deviation, its range, the std of the 5 largest) correlate
+    # 0.85+ with it and can look better on the users they were chosen on; none explains
+    # measurably more on the others, so the plain one is kept and no decoy beside it.
+    # A rate over seeds: without the check against simpler forms (catalog.simpler_forms
+    # giving nothing) a decoy is kept on most of these seeds (3 of 5).
+    # MCTS-SG, which only sees what the catalog leaves, runs short here (the test's time).
     _, seqs = payments
     parts = [("Select(amount) | Max", 1.0), ("Select(amount) | FilterBy(channel=pos) | Mean", 0.8),
              ("Select(hour) | Mean", 0.6)]
@@ -295,12 +297,14 @@ def test_a_plain_statistic_beats_its_correlated_decoys(payments):
     signal = np.sum(columns, axis=0)
     values = planted.evaluate(seqs)
     hits = 0
-    for seed in range(6):
+    for seed in range(5):
         target = signal + 0.15 * signal.std() * np.random.default_rng(seed).normal(size=len(signal))
-        found = rx.search_statistics(seqs, target, n_stats=6, random_state=seed)
-        hits += any(s.key == planted.key or corr(s.evaluate(seqs).reshape(len(values), -1)[:, 0], values) > 0.99
-                    for s in found)
-    assert hits >= 5, hits
+        found = rx.search_statistics(seqs, target, n_stats=6, random_state=seed, n_simulations=20, n_contenders=0,
+                                     polish_rounds=0)
+        r = [1.0 if s.key == planted.key else corr(s.evaluate(seqs).reshape(len(values), -1)[:, 0], values)
+             for s in found]
+        hits += any(c > 0.99 for c in r) and not any(0.85 < c <= 0.99 for c in r)
+    assert hits >= 4, hits
 
 
 @pytest.mark.slow
