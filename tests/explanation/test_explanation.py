@@ -46,9 +46,19 @@ def test_report(exp, demo):
     np.testing.assert_allclose(exp.teacher_scores.to_numpy(), demo.risk.to_numpy())
 
 
+@pytest.fixture(scope="module")
+def background_job(demo):
+    """A job in a thread, given no labels, and the progress events it sent; read by two tests (one fit)."""
+    events = []
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=events.append, **FAST)
+    assert e.wait(timeout=300) is e
+    return e, events
+
+
 @pytest.mark.slow
-def test_no_labels_no_auc(demo):
-    e = rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
+def test_no_labels_no_auc(background_job):
+    e, _ = background_job
+    assert e.status == "done"
     assert e.report()["auc_teacher"] is None and e.report()["auc_student"] is None
 
 
@@ -145,9 +155,8 @@ def test_load_refuses_foreign_and_damaged_files(exp, tmp_path):
 
 
 @pytest.mark.slow
-def test_background_job_progress_and_wait(demo):
-    events = []
-    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=events.append, **FAST)
+def test_background_job_progress_and_wait(background_job):
+    e, events = background_job
     assert e.wait(timeout=300) is e and e.done and e.status == "done"
     stages = [ev.stage for ev in events]
     assert stages[0] == "teacher" and stages[-1] == "done"
