@@ -230,7 +230,7 @@ class _Grid:
         lower, upper = grid[grid < t], grid[grid > t]
         lo = lower[-1] if lower.size else -np.inf
         hi = upper[0] if upper.size else np.inf
-        inside = v[(v > lo) & (v < hi)]
+        inside = v[np.searchsorted(v, lo, side="right"):np.searchsorted(v, hi, side="left")]  # v is sorted
         if inside.size == 0:
             return np.array([t])
         raw = np.unique(np.quantile(inside, np.linspace(0.0, 1.0, self.n_candidates + 1)))
