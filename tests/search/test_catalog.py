@@ -115,6 +115,41 @@ def test_the_catalog_built_block_by_block_equals_one_built_whole():
     np.testing.assert_array_equal(screen.values, values)
 
 
+def test_a_statistic_no_other_shadowed_has_in_the_catalog_the_columns_it_has_alone():
+    # The search takes a deepening edit's columns from the catalog where the edit is a catalog statistic;
+    # that holds only for statistics none of whose varying outputs another statistic's column took first.
+    from rudi_explain.search.catalog import ColumnScreen
+
+    seqs = _wide()
+    stats = short_catalog(seqs, max_depth=2)
+    shadowed: set = set()
+    screen = ColumnScreen.build(stats, seqs, shadowed=shadowed)
+    # Reference, by a plain loop: the statistics with a varying output equal to an earlier statistic's.
+    seen: dict = {}
+    expected = set()
+    for stat in stats:
+        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
+        for j in range(values.shape[1]):
+            v = values[:, j]
+            finite = v[np.isfinite(v)]
+            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
+                continue
+            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
+            if seen.setdefault(key, stat) is not stat:
+                expected.add(stat)
+    assert shadowed == expected and 0 < len(expected) < len(stats)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(stats), 150, replace=False):
+        stat = stats[i]
+        if stat in shadowed:
+            continue
+        at = [c for c, (st, _) in enumerate(screen.owners) if st is stat]
+        alone = ColumnScreen.build([stat], seqs, set())
+        assert [j for _, j in alone.owners] == [screen.owners[c][1] for c in at], str(stat)
+        np.testing.assert_array_equal(alone.bins, screen.bins[:, at])
+        np.testing.assert_array_equal(alone.values, screen.values[:, at])
+
+
 def test_a_column_limit_keeps_the_outputs_that_explain_most_alone():
     from rudi_explain.search.catalog import ColumnScreen
 
