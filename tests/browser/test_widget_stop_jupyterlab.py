@@ -28,8 +28,9 @@ def flaky(seqs):
     calls.append(1)
     if len(calls) == 1:
         raise ConnectionError("scoring service unavailable")
-    return demo.risk.reindex(seqs.users).to_numpy()
-again = rx.explain(flaky, demo.events, background="thread", n_stats=3, n_rules=6, n_simulations=40,
+    return small.risk.reindex(seqs.users).to_numpy()
+small = rx.datasets.make_payments(400, random_state=0)  # the retried job runs to its end: a small one
+again = rx.explain(flaky, small.events, background="thread", n_stats=3, n_rules=6, n_simulations=40,
                    student_params={"epochs": 20})
 again"""
 
