@@ -6,7 +6,6 @@ import pytest
 import rudi_explain as rx
 from rudi_explain.search.catalog import ColumnScreen, StepModel
 from rudi_explain.search.selection import (
-    fallback_candidates,
     interaction_candidates,
     median_strata,
     split_column,
@@ -113,34 +112,6 @@ def test_interaction_candidates_skip_what_is_taken_and_give_one_column_per_stati
     assert all((str(screen.owners[i][0]), screen.owners[i][1]) not in taken for i in order)
     assert len(interaction_candidates(screen, y - _z(seqs, FIRST), rows, strata, float(y.var()), 0.002, 1, set(),
                                       lambda st: (st.depth,))) <= 1
-
-
-def test_fallback_candidates_give_the_next_additive_columns_first_then_the_split_ones(seqs):
-    """A teacher of FIRST, a plain additive ADDED and SECOND flipped by FIRST's strata: after FIRST,
-    ADDED is tried additively first, SECOND split; one try per statistic and form."""
-    added = "Select(amount) | Max"
-    screen = _screen(seqs, [SECOND, added, "Select(card_type) | Mean"])
-    rows = np.arange(seqs.n_users)
-    pref = lambda st: (st.depth,)  # noqa: E731
-    for seed in SEEDS:
-        y = _flipped(seqs, seed) + 0.7 * _z(seqs, added)
-        residual = y - _z(seqs, FIRST)
-        residual -= residual.mean()  # as a step model's residual
-        strata = _z(seqs, FIRST) > np.median(_z(seqs, FIRST))
-        order = fallback_candidates(screen, residual, rows, strata, float(y.var()), 0.01, 3, set(), pref)
-        names = [(str(screen.owners[i][0]), as_split) for i, as_split in order]
-        assert names[0] == (added, False)
-        assert (SECOND, True) in names
-        assert len(set(names)) == len(names)
-        # every additive one before every split one; without strata, only the additive ones
-        flags = [as_split for _, as_split in order]
-        assert flags == sorted(flags)
-        alone = fallback_candidates(screen, residual, rows, None, float(y.var()), 0.01, 3, set(), pref)
-        assert alone == [(i, False) for i, as_split in order if not as_split]
-        taken = {(added, 0)}
-        assert all(str(screen.owners[i][0]) != added
-                   for i, _ in fallback_candidates(screen, residual, rows, strata, float(y.var()), 0.01, 3, taken,
-                                                   pref))
 
 
 # ------------------------------------------------------------------ the search
