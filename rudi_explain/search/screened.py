@@ -27,6 +27,7 @@ from rudi_explain.search.catalog import (
     simpler_forms,
 )
 from rudi_explain.search.filters import held_users, replace_idle_filters
+from rudi_explain.search.progress import catalog_work
 from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
 from rudi_explain.statistics import Statistic
 from rudi_explain.statistics.frame import FrameCache
@@ -65,8 +66,12 @@ def fit_screened(search: Any) -> None:
     frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
     evaluated = iter(range(0, len(catalog) + 50, 50))  # the build checks for a cancel every 50 statistics
 
+    work = catalog_work(catalog, search._schema)  # the ETA weighs catalog progress by outputs, not statistics
+
     def catalog_tick() -> None:
-        search._phase = ("catalog", min(next(evaluated), len(catalog)), len(catalog))
+        done = min(next(evaluated), len(catalog))
+        search._phase = ("catalog", done, len(catalog))
+        search._work = (float(work[done]), float(work[-1]))
         tick()
 
     # The given statistics first: a catalog output with the same values is then dropped as
@@ -77,7 +82,7 @@ def fit_screened(search: Any) -> None:
     shadowed: set[Statistic] = set()
     screen = ColumnScreen.build(catalog, sample, seen, cancel=catalog_tick, max_columns=search.screen_columns,
                                 target=ys, rows=fit_rows, frames=frames, n_jobs=search.n_jobs, shadowed=shadowed)
-    search._phase = ("select", 0, 0)
+    search._phase, search._work = ("select", 0, 0), (0.0, 0.0)
     search.screened_ = len(catalog)
     search.catalog_columns_ = len(screen)
     search.catalog_outputs_ = len(seen) - given_outputs  # distinct varying outputs found, before any limit

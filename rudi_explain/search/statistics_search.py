@@ -266,6 +266,7 @@ class StatisticsSearch:
         self._rng = np.random.default_rng(self.random_state)
         self._progress = progress
         self._phase: tuple[str, int, int] = ("", 0, 0)  # where the screened search is, for estimates of time left
+        self._work = (0.0, 0.0)  # the catalog's work done and in all (search.progress.catalog_work)
         self._start = time.perf_counter()
         self._marked: set[tuple] = set()
         self._next_cache: dict[tuple[PipelineState, int], list[Operator]] = {}
@@ -305,7 +306,8 @@ class StatisticsSearch:
             return
         event = SearchProgress(self.method, k, self.n_stats, step, simulation, self.n_simulations, pipeline,
                                best, best_reward, tuple(map(str, self.statistics_)), time.perf_counter() - self._start,
-                               *self._phase, min_gain=self.min_gain)
+                               *self._phase, min_gain=self.min_gain, phase_work_done=self._work[0],
+                               phase_work_total=self._work[1])
         if self._progress(event) is False:
             raise SearchCancelled(list(self.statistics_))
 

@@ -25,3 +25,22 @@ def test_catalog_work_counts_one_plus_the_columns_each_statistic_evaluates_to():
 def test_the_catalogs_work_is_optional_in_a_progress_event():
     event = SearchProgress("mcts", 1, 20, 0, 0, 500, "", "", 0.0, (), 0.1)
     assert event.phase_work_done == 0.0 and event.phase_work_total == 0.0
+
+
+def test_the_search_reports_the_catalogs_work_as_it_goes():
+    from rudi_explain.search import StatisticsSearch
+
+    data = rx.datasets.make_payments(400, random_state=2)
+    seqs = data.sequences()
+    events: list[SearchProgress] = []
+    StatisticsSearch(n_stats=1, n_simulations=10, random_state=0).fit(seqs, data.risk.to_numpy(),
+                                                                      progress=events.append)
+    catalog = [e for e in events if e.phase == "catalog"]
+    later = [e for e in events if e.phase not in ("catalog", "")]
+    total = catalog_work(short_catalog(seqs, "readable", 4), Schema.of(seqs))[-1]
+    assert catalog and later
+    # the work done is the work of the statistics done, rises with them and reaches near the whole
+    assert all(e.phase_work_total == total for e in catalog)
+    done = [e.phase_work_done for e in catalog]
+    assert done == sorted(done) and done[0] == 0.0 and done[-1] > 0.8 * total
+    assert all(e.phase_work_done == e.phase_work_total == 0.0 for e in later)
