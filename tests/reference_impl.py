@@ -166,11 +166,12 @@ def reference_evaluate(
     return out[:, 0] if scalar else out
 
 
-def varying_new_outputs(stats, seqs) -> list[tuple]:
+def varying_new_outputs(stats, seqs, shadowed: set | None = None) -> list[tuple]:
     """The catalog's columns by a plain loop: every output of every statistic evaluated whole, in order, kept
     where it varies (two finite values at least, not one value for everyone) and is no repeat of an earlier
-    output's values (rounded to 9 decimals, undefined as infinity); ``[(statistic, output, values)]``."""
-    out, seen = [], set()
+    output's values (rounded to 9 decimals, undefined as infinity); ``[(statistic, output, values)]``.
+    ``shadowed`` (a set), where given, receives the statistics with an output repeating another statistic's."""
+    out, seen = [], {}
     for stat in stats:
         values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
         for j in range(values.shape[1]):
@@ -180,6 +181,8 @@ def varying_new_outputs(stats, seqs) -> list[tuple]:
                 continue
             key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
             if key not in seen:
-                seen.add(key)
+                seen[key] = stat
                 out.append((stat, j, v))
+            elif shadowed is not None and seen[key] is not stat:
+                shadowed.add(stat)
     return out

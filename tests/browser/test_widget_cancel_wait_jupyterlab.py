@@ -53,7 +53,9 @@ def _watch(path, main=threading.main_thread().ident):
         time.sleep(0.01)
 """
 
-WAITING = WATCH + """\
+def _waiting_job(out: str) -> str:
+    """A cell that starts a long job, shows it and waits for it, then writes how it ended to ``out``."""
+    return WATCH + f"""\
 import rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
@@ -62,8 +64,11 @@ threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
 try:
     exp.wait()
 finally:
-    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
-              open("cancel_wait.json", "w"))"""
+    json.dump({{"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]}},
+              open("{out}", "w"))"""
+
+
+WAITING = _waiting_job("cancel_wait.json")
 
 AFTER = """json.dump({"after": time.time()}, open("cancel_wait_after.json", "w"))"""
 
@@ -78,17 +83,7 @@ def start_cell(page, index: int) -> None:
 PROMPT = "k => window.jupyterapp.shell.currentWidget.content.widgets[k].model.executionCount"
 
 
-INTERRUPTED = WATCH + """\
-import rudi_explain as rx
-demo = rx.datasets.make_payments(1500, random_state=0)
-exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
-display(exp)
-threading.Thread(target=_watch, args=("in_wait.json",), daemon=True).start()
-try:
-    exp.wait()
-finally:
-    json.dump({"ended": time.time(), "status": exp.status, "found": [str(s) for s in exp.statistics]},
-              open("interrupt_wait.json", "w"))"""
+INTERRUPTED = _waiting_job("interrupt_wait.json")
 
 AGAIN = """\
 job = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)

@@ -125,18 +125,8 @@ def test_a_statistic_no_other_shadowed_has_in_the_catalog_the_columns_it_has_alo
     shadowed: set = set()
     screen = ColumnScreen.build(stats, seqs, shadowed=shadowed)
     # Reference, by a plain loop: the statistics with a varying output equal to an earlier statistic's.
-    seen: dict = {}
-    expected = set()
-    for stat in stats:
-        values = stat.evaluate(seqs).reshape(seqs.n_users, -1)
-        for j in range(values.shape[1]):
-            v = values[:, j]
-            finite = v[np.isfinite(v)]
-            if len(finite) < 2 or (finite.min() == finite.max() and len(finite) == len(v)):
-                continue
-            key = np.where(np.isfinite(v), v, np.inf).round(9).tobytes()
-            if seen.setdefault(key, stat) is not stat:
-                expected.add(stat)
+    expected: set = set()
+    varying_new_outputs(stats, seqs, shadowed=expected)
     assert shadowed == expected and 0 < len(expected) < len(stats)
     rng = np.random.default_rng(0)
     for i in rng.choice(len(stats), 150, replace=False):
