@@ -22,12 +22,18 @@ nbformat = pytest.importorskip("nbformat", reason="browser test packages are mis
 from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close_light  # noqa: E402
 
+#: the notebook test_widget_jupyterlab.py opens, so this test joins its kernel (one session per path) and
+#: shows a new widget of the job it ran (the same job, one merchant category renamed to an attack string
+#: shown as text); run alone, the cell runs that job itself
+NOTEBOOK = "widget.ipynb"
+
 SETUP = """\
 import json, rudi_explain as rx
 from rudi_explain.views import payloads as ws
-demo = rx.datasets.make_payments(1500, random_state=0)
-exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
-                 n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
+if "exp" not in globals():
+    demo = rx.datasets.make_payments(1500, random_state=0)
+    exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
+                     n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
 w = exp.widget()
 w"""
 
@@ -385,25 +391,27 @@ def test_views_to_work_with(jupyter_lab, chromium, shots):
     root = jupyter_lab.root
     for name in ("views_expected.json", "views_user.json"):
         (root / name).unlink(missing_ok=True)
-    write_notebook(root / "views.ipynb", [SETUP, EXPECTED, USER])
+    write_notebook(root / NOTEBOOK, [SETUP, EXPECTED, USER])
     page = chromium.new_page(viewport={"width": 1280, "height": 1400}, accept_downloads=True)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.set_default_timeout(30_000)
     try:
-        open_notebook(page, jupyter_lab, "views.ipynb")
+        open_notebook(page, jupyter_lab, NOTEBOOK)
         run_cell(page, 0)
 
-        # 1. While it runs: the time left appears only once a tenth is done and 3 s have passed.
-        page.locator(".rx-progress").wait_for(timeout=90_000)
+        # 1. While a job runs the time left appears only once a tenth is done and 3 s have passed: checked
+        # by test_widget_jupyterlab.py on the job this test reuses, and here when this test ran it.
+        page.locator(".rx-root").first.wait_for(timeout=90_000)
         samples = []
         deadline = time.monotonic() + 240
         while page.locator(".rx-tab").count() == 0 and time.monotonic() < deadline:
             samples.append(page.evaluate(f"() => ({PROGRESS})(document)"))
             page.wait_for_timeout(150)
-        shown = check_time_left(samples)
-        print("progress samples:", len(samples), "with the time left:", shown)
-        assert shown, "the time left was never said"
+        if any(s and s["status"] == "running" for s in samples):
+            shown = check_time_left(samples)
+            print("progress samples:", len(samples), "with the time left:", shown)
+            assert shown, "the time left was never said"
         page.locator(".rx-tab[data-tab='rules']").first.click(timeout=240_000)  # it opens on the Scorecard
         page.locator(".rx-card").first.wait_for(timeout=240_000)
         run_cell(page, 1)
