@@ -195,7 +195,8 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
     bare = copy.deepcopy(nb)
     bare["metadata"].pop("widgets", None)
     bare["cells"] = bare["cells"][:1]
-    bare_name = f"saved-{app}-no-state.ipynb"
+    # one name for both apps: Notebook 7 joins the kernel JupyterLab's run started (one session per path)
+    bare_name = "saved-no-state.ipynb"
     (jupyter_lab.root / bare_name).write_text(json.dumps(bare))
     page = chromium.new_page(viewport={"width": 1280, "height": 1300})
     page.set_default_timeout(30_000)
