@@ -130,11 +130,15 @@ def test_a_stage_slower_than_the_constants_say_is_followed_once_it_runs(job):
 
 
 def test_a_machine_slower_or_faster_is_measured_on_the_catalog():
+    # The same job on a machine 0.25 to 16 times the reference's speed is told the same share of its end:
+    # the catalog's pace measures the machine (how far the constants are from the job is another test's).
+    told = {}
     for speed in (0.25, 1.0, 4.0, 16.0):
         events = simulate(speed=speed, users=5000)
         end = events[-1][-1]
-        at_fifth = next(e + s for e, s in estimates(events) if e >= 0.2 * end and s is not None)
-        assert abs(at_fifth / end - 1) <= 0.15, (speed, at_fifth, end)
+        told[speed] = next(e + s for e, s in estimates(events) if e >= 0.2 * end and s is not None) / end
+    assert all(abs(share - told[1.0]) <= 0.05 for share in told.values()), told
+    assert abs(told[1.0] - 1) <= 0.35, told
 
 
 def test_none_while_it_cannot_tell_and_zero_once_ended():
