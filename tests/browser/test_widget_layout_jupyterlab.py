@@ -116,9 +116,7 @@ def _theme(page, name: str, light: bool) -> None:
              && (root === null || getComputedStyle(root).backgroundColor
                                   === (light ? 'rgb(255, 255, 255)' : 'rgb(33, 33, 33)')); }""",
         arg=light, timeout=30_000)
-    # drawn in the new theme before a shot (no fixed wait: the widget's CSS has no transitions, and a
-    # computed style is the new one as soon as the stylesheet is in)
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+    page.wait_for_timeout(300)  # let any transition settle
 
 
 def close_light(page) -> None:
