@@ -161,11 +161,6 @@ def small_report(tmp_path_factory) -> tuple[Path, list[dict]]:
     return path, [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules]
 
 
-#: a promise kept once the page has drawn twice: a scroll or a style change made before it is on screen
-#: (no fixed wait: a scroll without smooth behaviour lands at once, and the widget's CSS has no transitions)
-PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
-
-
 @pytest.fixture()
 def shots():
     """Save a full-page PNG of a page under test-output/screenshots/."""
@@ -175,7 +170,8 @@ def shots():
         """``top``: a locator scrolled to the top of its scrolling area first (JupyterLab
         scrolls the notebook inside the page, so a full-page shot shows only the viewport)."""
         if top is not None:
-            top.evaluate(f"e => {{ e.scrollIntoView({{block: 'start'}}); return ({PAINTED})(); }}")
+            top.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(150)  # let the scroll settle before the shot
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path

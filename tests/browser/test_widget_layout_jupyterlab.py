@@ -477,15 +477,13 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
     the keyboard in both), then every tab dark at 640."""
     from test_widget_views_jupyterlab import check_downloads, check_user_on_histograms
 
-    # The notebook JupyterLab's test opened: Notebook 7 joins the kernel it started (the server keeps one
-    # session per path) and runs the jobs again there, without a second kernel start and import.
-    write_notebook(jupyter_lab.root / "layout.ipynb", _cells("layout"))
+    write_notebook(jupyter_lab.root / "layout7.ipynb", _cells("layout7"))
     page = chromium.new_page(viewport={"width": 1280, "height": 1200}, accept_downloads=True)
     console: list[str] = []
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}") if not notebook7_own(e) else None)
     page.set_default_timeout(30_000)
     try:
-        page.goto(jupyter_lab.notebook7_url("layout.ipynb"), timeout=60_000)
+        page.goto(jupyter_lab.notebook7_url("layout7.ipynb"), timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=60_000)
         assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"  # not JupyterLab
         # 0. The job runs in the dark in a 640 px window (the widget ~600 px): the time left while it runs.
@@ -500,7 +498,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         bad.locator(".rx-status-failed").wait_for(timeout=120_000)
         good.locator(".rx-tab[data-tab='rules']").first.click(timeout=180_000)  # it opens on the Scorecard
         good.locator(".rx-card").first.wait_for(timeout=180_000)
-        kernel = _kernel_cards(page, jupyter_lab.root, "layout_cards.json")
+        kernel = _kernel_cards(page, jupyter_lab.root, "layout7_cards.json")
         cards = kernel["cards"]
 
         # 1. Dark theme, full width (Notebook 7 centres the notebook: the widget gets ~980 px).
@@ -529,7 +527,7 @@ def test_notebook7_themes_layout(jupyter_lab, chromium, shots):
         # (CSV and JSON against exp.rules, the chart's SVG, the report).
         _theme(page, "JupyterLab Dark", light=False)
         _every_tab(page, good, shots, "layout-nb7-dark-narrow")
-        marked = check_user_on_histograms(page, good, _kernel_user(page, jupyter_lab.root, "layout"), "nb7-dark-640",
+        marked = check_user_on_histograms(page, good, _kernel_user(page, jupyter_lab.root, "layout7"), "nb7-dark-640",
                                           shots, nth=2)
         print(f"\nNotebook 7 dark 640: {marked} histograms marked with the user's values")
         check_downloads(page, good, kernel, "nb7-dark-640")

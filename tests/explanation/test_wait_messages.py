@@ -79,10 +79,8 @@ except Exception as err:
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def kernel():
-    """One kernel for the module's kernel tests (a kernel start and rudi_explain's import each cost
-    seconds): each test's job ends cancelled, and the test that switches the routing off puts it back."""
     km = jupyter_client.KernelManager(kernel_name="python3")
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1")
@@ -153,27 +151,9 @@ def test_cancel_from_the_widget_while_wait_blocks(kernel):
 def test_without_routing_the_cancel_waits_for_the_cell(kernel):
     # the reference: the same cell with the routing switched off (as before this module): the
     # cancel is only handled once the cell has ended, so the wait runs into its timeout
-    off = "_routed_kernel = kernel_messages._kernel\nkernel_messages._kernel = lambda: None"
-    try:
-        seen = _run_with_cancel(kernel, setup=off, timeout=4)
-    finally:  # the routing back on for the module's next kernel tests (the fixture's kernel is shared)
-        back = kernel.execute("kernel_messages._kernel = _routed_kernel\nfor e in rx.running(): e.cancel()")
-        _idle(kernel, back)
+    off = "kernel_messages._kernel = lambda: None"
+    seen = _run_with_cancel(kernel, setup=off, timeout=4)
     assert seen["result"] == ["timeout"], seen["lines"]
-
-
-def _idle(kc, msg_id: str, seconds: float = 60) -> None:
-    """Wait until the cell ``msg_id`` has run."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=1)
-        except Exception:  # queue.Empty
-            continue
-        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                and msg["content"]["execution_state"] == "idle"):
-            return
-    raise AssertionError(f"the cell did not end within {seconds} s")
 
 
 def test_outside_a_kernel_nothing_changes():
