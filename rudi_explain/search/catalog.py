@@ -244,9 +244,10 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
             candidate = Statistic(variant)
         except ValueError:
             continue
-        if candidate.depth > max_depth or not candidate.is_valid(schema):
+        if candidate.depth > max_depth:
             continue
-        if readable and not candidate.is_readable(schema):
+        # A readable pipeline is a valid one (the readable check folds the validity checks too).
+        if not (candidate.is_readable(schema) if readable else candidate.is_valid(schema)):
             continue
         if candidate.key in keys:
             continue
@@ -282,7 +283,8 @@ def simpler_forms(stat: Statistic, schema: Schema, grammar: str = "readable") ->
     level = complexity(stat)[:2]
 
     def keep(candidate: Statistic) -> bool:
-        return candidate.is_valid(schema) and (grammar != "readable" or candidate.is_readable(schema)) \
+        # A readable pipeline is a valid one (the readable check folds the validity checks too).
+        return (candidate.is_readable(schema) if grammar == "readable" else candidate.is_valid(schema)) \
             and complexity(candidate)[:2] < level
 
     return sorted(distinct_statistics(variants, keep, exclude={stat.key}), key=complexity)

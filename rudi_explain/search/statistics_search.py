@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import cast
 
 import numpy as np
@@ -39,6 +40,7 @@ from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
 from rudi_explain.search.paper_edits import paper_neighbours
+from rudi_explain.search.parallel import Workers
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.search.screened import fit_screened
 from rudi_explain.statistics import (
@@ -59,6 +61,21 @@ from rudi_explain.validation import check_one_of, check_random_state_seed, check
 __all__ = ["StatisticsSearch", "SearchProgress", "SearchCancelled", "METHODS", "single_aggregations"]
 
 METHODS = ("mcts", "random", "lasso", "gbm")
+
+#: Candidates a polishing round scores between two progress events (chances to cancel).
+_POLISH_CHECK = 64
+
+
+def _evaluate_on(stat: Statistic, seqs: Sequences, users: np.ndarray) -> np.ndarray:
+    """``stat`` on a batch of users: a worker's task."""
+    return stat.evaluate(seqs, users=users)
+
+
+def _fresh_halves_score(stat: Statistic, seqs: Sequences, users: np.ndarray, target: np.ndarray,
+                        form: str) -> float:
+    """``stat``'s reward on ``users`` (``target`` theirs), the halves drawn by a generator seeded 0:
+    the same halves for every candidate, whatever worker scores it."""
+    return batch_reward(stat.evaluate(seqs, users=users), target, form, np.random.default_rng(0))
 
 
 class StatisticsSearch:
@@ -380,10 +397,19 @@ class StatisticsSearch:
         contenders = [committed] + [s for s in sorted(seen, key=lambda st: seen[st], reverse=True)
                                     if s != committed][: self.n_contenders]
         users = self._batch(self.contender_batch)
-        halves = np.random.default_rng(0)
-        scored = [(batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves), i, s)
-                  for i, s in enumerate(contenders)]
+        scores = self._shared_halves_scores(contenders, users, target)
+        scored = [(score, i, s) for i, (score, s) in enumerate(zip(scores, contenders))]
         return [(score, s) for score, _, s in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def _shared_halves_scores(self, stats: list[Statistic], users: np.ndarray, target: np.ndarray) -> list[float]:
+        """Each statistic's reward on ``users``, the halves of each drawn in turn from one generator
+        seeded 0: the values are evaluated on the workers, the rewards taken in order here (a
+        draw depends on the users defined in the reward before), so any number gives the same."""
+        halves = np.random.default_rng(0)
+        evaluate = partial(_evaluate_on, seqs=self._seqs, users=users)
+        with Workers(self.n_jobs if len(stats) > 1 else 1) as workers:
+            return [batch_reward(values, target[users], self.reward, halves)
+                    for values in workers.map_ordered(evaluate, stats)]
 
     def _refine(self, committed: Statistic, seen: dict[Statistic, float], target: np.ndarray) -> Statistic:
         """The committed statistic, or a better contender, polished by local search."""
@@ -396,9 +422,7 @@ class StatisticsSearch:
         # may rank below a broad statistic that is a dead end.
         finals = [self._polish(s, target) for _, s in ranked[: self.n_polished]]
         users = self._batch(self.contender_batch)
-        halves = np.random.default_rng(0)
-        scores = [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves)
-                  for _, s in finals]
+        scores = self._shared_halves_scores([s for _, s in finals], users, target)
         return finals[int(np.argmax(scores))][1]
 
     def _neighbours(self, stat: Statistic) -> list[Statistic]:
@@ -415,23 +439,30 @@ class StatisticsSearch:
             if not neighbours:
                 break
             users = self._batch(self.contender_batch)
-
-            def score(s: Statistic, users: np.ndarray = users) -> float:
-                # the same halves for every candidate
-                return batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward,
-                                    np.random.default_rng(0))
-
+            # The same halves for every candidate (a generator seeded 0 each): the scores do not
+            # depend on one another, so the workers share them, taken in order.
+            score = partial(_fresh_halves_score, seqs=self._seqs, users=users, target=target[users],
+                            form=self.reward)
             current = score(stat)
-            scores = []
-            for i, s in enumerate(neighbours):  # can be thousands: stay cancellable
-                if i % 64 == 0:
-                    self._report(len(self.statistics_) + 1, 0, i, str(stat), str(stat), current)
-                scores.append(score(s))
+            scores = self._scores_of(neighbours, score, stat, current)
             best = int(np.argmax(scores))
             if scores[best] <= current + 0.005:
                 break
             stat, current = neighbours[best], scores[best]
         return current, stat
+
+    def _scores_of(self, stats: list[Statistic], score: Callable[[Statistic], float], stat: Statistic,
+                   current: float) -> list[float]:
+        """``score`` of each of ``stats`` (one polishing round's edits of ``stat``, which scores
+        ``current``) on the workers, in order. There can be thousands: a progress event (a chance
+        to cancel) comes before every 64, once the 64 before have been scored, so nothing is
+        scored after a stop, as with one worker."""
+        scores: list[float] = []
+        with Workers(self.n_jobs if len(stats) > 1 else 1) as workers:
+            for start in range(0, len(stats), _POLISH_CHECK):
+                self._report(len(self.statistics_) + 1, 0, start, str(stat), str(stat), current)
+                scores.extend(workers.map_ordered(score, stats[start:start + _POLISH_CHECK]))
+        return scores
 
     def _residual(self) -> np.ndarray:
         """Equation 7: the target less its least-squares fit on the statistics found so far."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +59,16 @@ class EventFrame:
     def __len__(self) -> int:
         return len(self.segment)
 
+    def _but(self, **changes) -> EventFrame:
+        """This frame with some fields changed, as :func:`dataclasses.replace` gives it, without
+        its checks and ``__init__``: a batch's evaluation makes a frame per row operator, and
+        the search evaluates thousands of batches."""
+        new = object.__new__(EventFrame)
+        store = new.__dict__  # frozen: the instance dict is filled directly
+        store.update(self.__dict__)
+        store.update(changes)
+        return new
+
     def event_positions(self) -> np.ndarray:
         """Positions of the events left, in the current order (every position when ``positions`` is None)."""
         return np.arange(self.seqs.n_events, dtype=np.int64) if self.positions is None else self.positions
@@ -76,13 +86,13 @@ class EventFrame:
     def keep(self, mask: np.ndarray) -> EventFrame:
         """Only the events where ``mask`` holds, order kept."""
         positions = np.flatnonzero(mask) if self.positions is None else self.positions[mask]
-        return replace(self, positions=positions, segment=self.segment[mask])
+        return self._but(positions=positions, segment=self.segment[mask])
 
     def reorder(self, order: np.ndarray) -> EventFrame:
         """The events in a new order (must keep segments contiguous and ascending)."""
         positions = order if self.positions is None else self.positions[order]
-        return replace(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
-                       layout_order=False)
+        return self._but(positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
+                         layout_order=False)
 
     def sorted_by(self, column: str, descending: bool = False, absolute: bool = False) -> EventFrame:
         """Events reordered within each segment by a numerical column: stable, NaN last.
@@ -97,7 +107,7 @@ class EventFrame:
                 member = np.zeros(self.seqs.n_events, dtype=bool)
                 member[self.positions] = True
                 order = order[member[order]]
-            return replace(self, positions=order, segment=self.seqs.event_user[order], layout_order=False)
+            return self._but(positions=order, segment=self.seqs.event_user[order], layout_order=False)
         key = self.values(column)
         if absolute:
             key = np.abs(key)

@@ -90,8 +90,16 @@ class Operator:
         return []
 
     def to_text(self) -> str:
-        args = self.arguments()
-        return f"{self.name}({', '.join(args)})" if args else self.name
+        store = getattr(self, "__dict__", None)
+        text = store.get("_text") if store is not None else None
+        if text is None:
+            args = self.arguments()
+            text = f"{self.name}({', '.join(args)})" if args else self.name
+            if store is not None and getattr(getattr(type(self), "__dataclass_params__", None), "frozen", False):
+                # A frozen operator's text never changes, and the search reads it in every key
+                # it builds: kept beside the fields (equality, hashing and repr read the fields only).
+                store["_text"] = text
+        return text
 
     def __str__(self) -> str:
         return self.to_text()

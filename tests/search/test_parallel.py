@@ -12,10 +12,12 @@ from reference_impl import varying_new_outputs
 
 import rudi_explain as rx
 import rudi_explain.search.catalog as catalog_module
+import rudi_explain.search.statistics_search as search_module
+from rudi_explain.correlation import batch_reward
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.search.catalog import ColumnScreen, short_catalog
 from rudi_explain.search.parallel import DEFAULT_N_JOBS, Workers, resolve_n_jobs
-from rudi_explain.search.statistics_search import StatisticsSearch
+from rudi_explain.search.statistics_search import SearchCancelled, StatisticsSearch
 from rudi_explain.statistics.frame import FrameCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -213,3 +215,73 @@ def test_the_search_refuses_a_bad_n_jobs_naming_it(bad):
     seqs, target = _data("payments", 0, n_users=100)
     with pytest.raises((InputError, InputTypeError), match="n_jobs"):
         StatisticsSearch(n_stats=1, n_jobs=bad).fit(seqs, target)
+
+
+# ------------------------------------------------------------------ MCTS-SG's candidates on the workers
+@pytest.mark.slow
+def test_polish_and_contender_scores_equal_a_plain_loop_and_one_worker(monkeypatch):
+    # The paper's loop with the readable grammar: every statistic ends in _refine (contenders
+    # scored on one batch with shared halves, then polishing rounds). Each scoring on the workers
+    # is checked against a plain loop over the candidates, and the whole search against one worker.
+    recorded = {"polish": 0, "shared": 0}
+    scores_of, shared = StatisticsSearch._scores_of, StatisticsSearch._shared_halves_scores
+
+    def checked_scores_of(self, stats, score, stat, current):
+        out = scores_of(self, stats, score, stat, current)
+        assert out == [score(s) for s in stats]
+        recorded["polish"] += len(stats)
+        return out
+
+    def checked_shared(self, stats, users, target):
+        out = shared(self, stats, users, target)
+        halves = np.random.default_rng(0)  # one generator, its halves drawn in the candidates' order
+        assert out == [batch_reward(s.evaluate(self._seqs, users=users), target[users], self.reward, halves)
+                       for s in stats]
+        recorded["shared"] += len(stats)
+        return out
+
+    monkeypatch.setattr(StatisticsSearch, "_scores_of", checked_scores_of)
+    monkeypatch.setattr(StatisticsSearch, "_shared_halves_scores", checked_shared)
+    for name, seed in (("payments", 0), ("payments", 1), ("edits", 2)):
+        seqs, target = _data(name, seed, n_users=300)
+        found = {}
+        for n_jobs in (1, 2, 3):
+            search = StatisticsSearch(n_stats=2, catalog=False, n_simulations=40, contender_batch=256,
+                                      random_state=seed, n_jobs=n_jobs).fit(seqs, target)
+            found[n_jobs] = ([str(s) for s in search.statistics_], search.rewards_, search.partial_r_,
+                             search.n_evaluations_)
+        assert found[1][0], "the search kept no statistic: nothing compared"
+        assert found[1] == found[2] == found[3]
+    assert recorded["polish"] > 100 and recorded["shared"] > 20, recorded
+
+
+def test_a_cancel_while_polishing_scores_nothing_more(monkeypatch):
+    # Counted, not timed: a progress event comes before every few edits a polishing round scores
+    # (64; 8 here, so that a round holds several), once those before it are scored; after a stop
+    # there, no statistic is evaluated, with 2 workers as with one.
+    monkeypatch.setattr(search_module, "_POLISH_CHECK", 8)
+    seqs, target = _data("payments", 1, n_users=300)
+    evaluations = []  # one entry per evaluation (list.append is atomic across threads)
+    evaluate = rx.Statistic.evaluate
+    for n_jobs in (1, 2):
+        polishing = []
+
+        def progress(event, polishing=polishing):
+            if event.step == 0 and event.pipeline:  # a polishing round's event (MCTS-SG's own have a step)
+                polishing.append((event.simulation, len(evaluations)))
+                return event.simulation < 16  # stop before the third 8 of a round
+            return None
+
+        def counting(self, *args, **kwargs):
+            evaluations.append(1)
+            return evaluate(self, *args, **kwargs)
+
+        evaluations.clear()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rx.Statistic, "evaluate", counting)
+            with pytest.raises(SearchCancelled):
+                StatisticsSearch(n_stats=1, catalog=False, n_simulations=30, contender_batch=128,
+                                 random_state=0, n_jobs=n_jobs).fit(seqs, target, progress=progress)
+        assert [at for at, _ in polishing[-3:]] == [0, 8, 16], polishing
+        assert polishing[-1][1] - polishing[-2][1] == 8  # the 8 edits between the two events, scored
+        assert len(evaluations) == polishing[-1][1]  # nothing after the stop
