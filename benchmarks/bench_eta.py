@@ -5,6 +5,8 @@
     .venv/bin/python benchmarks/bench_eta.py --record out/eta --cases ...   # run and keep every progress event
     .venv/bin/python benchmarks/bench_eta.py --replay out/eta             # the estimate on recorded runs
     .venv/bin/python benchmarks/bench_eta.py --fit out/eta --fit-seeds 0,1    # refit the constants (Pace)
+    .venv/bin/python benchmarks/bench_eta.py --replay out/eta --rework      # ... the catalog's work told anew
+    .venv/bin/python benchmarks/bench_eta.py --weigh payments:0:5000,...   # what a catalog statistic costs
 
 A case is ``rx.explain()`` at its defaults (scores given, ``background=False``) on one
 generated data set: ``rx.datasets.make_payments`` or ``make_edits`` (``random_state=seed``, their
@@ -22,11 +24,23 @@ on the recorded runs of the seeds named, then prints the estimate on the other s
 held-out figure. The default cases are seeds that the shipped constants were not fitted on.
 A refit measures each constant as the median of its stage's ratio over the runs (the catalog's
 tail, the search after the catalog per catalog second, one statistic's selection, MCTS-SG per
-catalog statistic, the revision per statistic kept, the post-processing per student second), the
-statistics kept as their mean, the fall of the gains pooled over every statistic kept, and the
-later stages' costs per user by least squares. A free fit of the same constants to the told ends
+catalog statistic, the revision per statistic kept), the statistics kept as their mean, the fall of
+the gains pooled over every statistic kept, the later stages' costs (per statistic, per user, per
+user up to the student's cap) and the post-processing's (per student second, per statistic) by
+non-negative least squares on relative errors. A free fit of the same constants to the told ends
 (Nelder-Mead on a dozen runs) was tried and dropped: it bought its fit with constants at their
 bounds (searches of 2 statistics) and did worse on the runs it had not seen.
+
+``--rework`` replays (or refits on) recorded runs with their catalog's work told again by the
+current :func:`rudi_explain.search.progress.catalog_work` (the case is generated again and its
+catalog built: the catalog's progress events carry the count of statistics done, which the work
+is read at), so a new way of weighing the catalog is checked on the same runs; ``--exact-events``
+gives it the sample's real events per user, which the search does not pass yet. ``--weigh``
+times each statistic of a case's catalog alone on the search's sample (a fresh frame cache and
+sort orders each of three runs, the least kept) and fits the weights of ``catalog_work``: a
+statistic, an event aggregated, an event read by a new row-operator prefix, an event sorted for a
+new order, each in outputs; it prints the share of the catalog's work told at 5 to 50% of its
+seconds, by outputs alone and by the work.
 
 The estimate is in seconds of this machine, so the load of the others moves both the estimate
 and the end; the load average at the start and the end of each case is printed.
@@ -46,7 +60,12 @@ from typing import Any
 import numpy as np
 
 import rudi_explain as rx
+from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.eta import Pace, TimeLeft
+from rudi_explain.explanation.search_stage import held_out_users
+from rudi_explain.search import progress
+from rudi_explain.search.catalog import short_catalog
+from rudi_explain.statistics.grammar import Schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from planted import make_scenario  # noqa: E402
@@ -57,7 +76,8 @@ SHARES = (0.1, 0.2, 0.4, 0.6, 0.8)
 HELD_OUT = "payments:4:5000,edits:4:5000,planted:8:5000,payments:5:20000,payments:4:100000"
 #: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
 FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
-          "typical_stats", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student", "catalog_unit")
+          "typical_stats", "later_per_stat", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student",
+          "post_per_stat", "catalog_unit", "work_per_statistic")
 
 
 def make_case(family: str, seed: int, users: int) -> tuple[rx.Sequences, Any]:
@@ -166,7 +186,7 @@ def measure(run: dict, pace: Pace) -> dict:
             "finish": (s1 - mcts[-1]) / select / max(kept, 1) if mcts else None,
             "kept": kept, "gains": gains, "min_gain": float(last.get("min_gain") or 0.002),
             "unit": evaluated / (work * sample), "later": end - stage_start["literals"], "student": student,
-            "post": end - stage_start["evaluate"]}
+            "post": end - stage_start["evaluate"], "work": work / last["phase_total"]}
 
 
 def fit(runs: list[dict], base: Pace | None = None) -> Pace:
@@ -174,6 +194,8 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     run on a loaded minute), the statistics kept their mean; the later stages' two costs per user by least
     squares; the fall of the gains from every statistic kept and the statistics kept after it."""
     base = base or Pace()
+    # the catalog's work an average statistic has, first: the search's ratio is measured against it
+    base = base.replace(work_per_statistic=float(np.median([measure(run, base)["work"] for run in runs])))
     m = [measure(run, base) for run in runs]
     median = lambda key: float(np.median([r[key] for r in m if r[key] is not None]))  # noqa: E731
     # the stopping rule: after a gain g, n more statistics were kept; log(fall) = sum log(g / min_gain) / sum n
@@ -181,20 +203,100 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
             if g > r["min_gain"]]
     fall = math.exp(sum(a for a, _ in logs) / max(sum(n for _, n in logs), 1))
     unit = median("unit")
-    # the later stages at the reference pace: seconds / (statistics x this run's speed) = a users + b min(users, cap)
-    rows = np.array([[r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
+    # the later stages at the reference pace: seconds / (statistics x this run's speed) = a + b users
+    # + c min(users, cap)
+    rows = np.array([[1.0, r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
     speeds = np.array([r["unit"] / unit for r in m]) ** base.speed_power
     seconds = np.array([r["later"] / max(r["kept"], 1) for r in m]) / speeds
     from scipy.optimize import nnls  # only the refit needs it
 
-    (per_user, per_capped), _ = nnls(rows / seconds[:, None], np.ones(len(m)))  # relative errors, not seconds
+    (per_stat, per_user, per_capped), _ = nnls(rows / seconds[:, None], np.ones(len(m)))  # relative errors
+    # the post-processing: a share of the student's seconds plus seconds per statistic at the reference pace
+    post_rows = np.array([[r["student"], max(r["kept"], 1) * speed] for r, speed in zip(m, speeds)])
+    post = np.array([r["post"] for r in m])
+    (per_student, post_per_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
     return base.replace(catalog_tail=median("tail"), search_per_catalog=median("search"),
                         select_per_catalog=median("select"),
                         mcts_per_statistic=median("mcts"), finish=median("finish"), fall=fall,
                         # the mean, not the median: the seconds grow in proportion to the count
-                        typical_stats=float(np.mean([r["kept"] for r in m])), later_per_user_stat=float(per_user),
+                        typical_stats=float(np.mean([r["kept"] for r in m])), later_per_stat=float(per_stat),
+                        later_per_user_stat=float(per_user),
                         later_per_capped_user_stat=float(per_capped),
-                        post_per_student=float(np.median([r["post"] / r["student"] for r in m])), catalog_unit=unit)
+                        post_per_student=float(per_student), post_per_stat=float(post_per_stat),
+                        catalog_unit=unit)
+
+
+def _training_catalog(spec: str) -> tuple[rx.Sequences, list]:
+    """The training users of a case (as explain() holds them out) and the catalog the search evaluates."""
+    family, seed, users = spec.split(":")
+    seqs, _ = make_case(family, int(seed), int(users))
+    config = ExplainConfig()
+    is_test, _ = held_out_users(seqs.n_users, config)
+    train = seqs.subset(np.flatnonzero(~is_test))
+    return train, short_catalog(train, "readable", config.max_depth)
+
+
+def rework(runs: list[dict], exact_events: bool = False) -> list[dict]:
+    """The runs with their catalog's work told by the current ``catalog_work`` (at the sample's real events
+    per user with ``exact_events``, else at what the search passes: nothing, the default)."""
+    out = []
+    for run in runs:
+        train, catalog = _training_catalog(run["case"])
+        per_user = train.n_events / train.n_users if exact_events else None
+        work = progress.catalog_work(catalog, Schema.of(train), per_user)
+        events = []
+        for e, stage, step, total, numbers in run["events"]:
+            if numbers.get("phase") == "catalog":
+                if numbers["phase_total"] != len(catalog):
+                    raise SystemExit(f"{run['case']}: the catalog has {len(catalog)} statistics now, "
+                                     f"{numbers['phase_total']} when recorded")
+                numbers = {**numbers, "phase_work_done": float(work[numbers["phase_done"]]),
+                           "phase_work_total": float(work[-1])}
+            events.append([e, stage, step, total, numbers])
+        out.append({**run, "events": events})
+    return out
+
+
+def weigh(specs: list[str], reps: int = 3) -> np.ndarray:
+    """Each catalog statistic timed alone on the search's sample; the weights of ``catalog_work`` fitted."""
+    from scipy.optimize import nnls
+
+    from rudi_explain.search.catalog import _evaluate_chunk  # what the catalog's build runs on a chunk
+    from rudi_explain.statistics.frame import FrameCache
+
+    rows, times, names = [], [], []
+    for spec in specs:
+        train, catalog = _training_catalog(spec)
+        n = train.n_users
+        users = np.sort(np.random.default_rng(0).choice(n, 4000, replace=False)) if n > 4000 else np.arange(n)
+        seconds = np.full((reps, len(catalog)), np.inf)
+        for rep in range(reps):
+            sample = train.subset(users)  # fresh: its cached sort orders go with it
+            frames = FrameCache(sample)
+            for i, stat in enumerate(catalog):
+                t = time.perf_counter()
+                _evaluate_chunk([stat], sample, frames)
+                seconds[rep, i] = time.perf_counter() - t
+        rows.append(progress.catalog_parts(catalog, Schema.of(train), sample.n_events / sample.n_users))
+        times.append(seconds.min(axis=0))
+        names.append(spec)
+    # each case weighs the same: seconds as shares of its catalog's
+    a = np.vstack([x / t.sum() for x, t in zip(rows, times)])
+    coef, _ = nnls(a, np.concatenate([t / t.sum() for t in times]))
+    weights = coef / coef[1]
+    print(f"weights in outputs: statistic {weights[0]:.3g}, event aggregated {weights[2]:.3g}, event passed "
+          f"{weights[3]:.3g}, event sorted {weights[4]:.3g}")
+    print("share of the catalog's work told at 5%, 10%, 25%, 50% of its seconds (1: right), by outputs then by the "
+          "fitted work")
+    for spec, x, t in zip(names, rows, times):
+        shares = np.cumsum(t) / t.sum()
+        at = [int(np.searchsorted(shares, s)) for s in (0.05, 0.1, 0.25, 0.5)]
+        told = []
+        for w in (np.array([1.0, 1.0, 0, 0, 0]), weights):
+            work = np.cumsum(x @ w) / (x @ w).sum()
+            told.append(" ".join(f"{work[i] / shares[i]:.2f}" for i in at))
+        print(f"  {spec:20s} {t.sum():5.2f} s  outputs {told[0]}  work {told[1]}")
+    return weights
 
 
 def _load_runs(folder: str) -> list[dict]:
@@ -209,10 +311,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--replay", default=None, help="replay the runs recorded in this folder (runs nothing)")
     parser.add_argument("--fit", default=None, help="refit the constants on the runs recorded in this folder")
     parser.add_argument("--fit-seeds", default="0,1", help="with --fit: the seeds fitted on (the rest are held out)")
+    parser.add_argument("--rework", action="store_true", help="with --replay or --fit: the catalog's work told anew")
+    parser.add_argument("--exact-events", action="store_true", help="with --rework: at the real events per user")
+    parser.add_argument("--weigh", default=None, help="cases whose catalog statistics are timed: catalog_work's "
+                        "weights fitted")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if args.weigh:
+        return {"weights": weigh(args.weigh.split(","))}
     if args.fit or args.replay:
         runs = _load_runs(args.fit or args.replay)
+        if args.rework:
+            runs = rework(runs, args.exact_events)
         if args.replay:
             return {"within": table(runs)}
         seeds = {int(s) for s in args.fit_seeds.split(",")}

@@ -63,9 +63,12 @@ class Pace:
         The factor by which a kept statistic's gain falls, on average, from one to the next.
     typical_stats : float
         Statistics a search keeps, before any gain is known.
+    later_per_stat : float
+        Literals, student and post-processing, in seconds per statistic on the reference machine, for the
+        work that does not grow with users (the student's set-up and its epochs' fixed part, the
+        post-processing's steps over rules rather than users) ...
     later_per_user_stat : float
-        Literals, student and post-processing, in seconds per user and statistic on the reference
-        machine, for the work that grows with every user ...
+        ... for the work that grows with every user ...
     later_per_capped_user_stat : float
         ... and for the work on at most ``capped_users`` users (the student's epochs, the choices
         the post-processing makes on samples).
@@ -75,7 +78,10 @@ class Pace:
         How far the later stages follow the pace the catalog showed against the reference machine
         (1: in proportion; below 1, since the catalog's pace also grows with events per user).
     post_per_student : float
-        The post-processing in seconds per second of the student's training.
+        The post-processing in seconds per second of the student's training ...
+    post_per_stat : float
+        ... plus seconds per statistic on the reference machine: its steps over rules rather than users
+        (at 2,000-5,000 users it took 2.5 times the student, at 20,000-100,000 1.1-1.3 times).
     catalog_unit : float
         Seconds of one unit of catalog work (:func:`rudi_explain.search.progress.catalog_work`: one
         plus a statistic's outputs) on one sample user on the reference machine.
@@ -85,24 +91,25 @@ class Pace:
         Users the catalog is evaluated on (the search's ``screen_size``).
     """
 
-    # measured on 10 recorded runs after this round's speed-ups (benchmarks/bench_eta.py --fit; payments, edits
-    # and planted cases of 2,000 to 100,000 users, seeds 0 and 1, on the 2-core machine at load 1 to 6), except
-    # later_per_user_stat: the fit put it at 0 from one run above the cap; 6e-6 is what 100,000 users' literals,
-    # student and post-processing took beyond the capped part (11.8 s, of which about 8.5 s capped, 5 statistics)
-    catalog_tail: float = 0.191
-    search_per_catalog: float = 2.42
+    # measured on 10 runs recorded after the last round's speed-ups (benchmarks/bench_eta.py --fit --rework; payments,
+    # edits and planted cases of 2,000 to 100,000 users, seeds 0 and 1, on the 2-core machine at load 1 to 6), their
+    # catalog's work told again by search.progress.catalog_work (first orders and prefixes, events aggregated)
+    catalog_tail: float = 0.194
+    search_per_catalog: float = 2.19
     select_per_catalog: float = 0.202
     mcts_per_statistic: float = 822.0
     finish: float = 0.347
     fall: float = 11.9
     typical_stats: float = 3.8
-    later_per_user_stat: float = 6e-6
-    later_per_capped_user_stat: float = 6.61e-5
+    later_per_stat: float = 0.304
+    later_per_user_stat: float = 2.79e-6
+    later_per_capped_user_stat: float = 3.71e-5
     capped_users: int = 25_600
     speed_power: float = 1.0
-    post_per_student: float = 2.17
-    catalog_unit: float = 1.48e-7
-    work_per_statistic: float = 3.9
+    post_per_student: float = 1.10
+    post_per_stat: float = 0.119
+    catalog_unit: float = 6.26e-8
+    work_per_statistic: float = 10.5
     sample_users: int = 4000
 
     def replace(self, **changes: float) -> Pace:
@@ -158,11 +165,11 @@ class TimeLeft:
                 return None if self.later is None else max(self.later - in_stage, 0.0)
             student = in_stage * total / step
             self.student_seconds = student
-            return max(student - in_stage, 0.0) + self.pace.post_per_student * student
+            return max(student - in_stage, 0.0) + self._post(student)
         if stage == "evaluate":
             if self.student_seconds is None:
                 return None
-            return max(self.pace.post_per_student * self.student_seconds - in_stage, 0.0)
+            return max(self._post(self.student_seconds) - in_stage, 0.0)
         return None  # the teacher: no pace to go by yet
 
     def _enter(self, stage: str, elapsed: float) -> None:
@@ -171,10 +178,16 @@ class TimeLeft:
         self.stage, self.stage_start = stage, elapsed
 
     # ------------------------------------------------------------ the later stages
+    def _post(self, student: float) -> float:
+        """The post-processing's seconds after a student of ``student`` seconds."""
+        p = self.pace
+        return p.post_per_student * student + p.post_per_stat * max(self.n_found, 1) * self.speed ** p.speed_power
+
     def _later(self, n_stats: float) -> float:
         """Literals, student and post-processing for ``n_stats`` statistics."""
         p = self.pace
-        per_stat = p.later_per_user_stat * self.users + p.later_per_capped_user_stat * min(self.users, p.capped_users)
+        per_stat = (p.later_per_stat + p.later_per_user_stat * self.users
+                    + p.later_per_capped_user_stat * min(self.users, p.capped_users))
         return per_stat * max(n_stats, 1.0) * self.speed ** p.speed_power
 
     def _set_speed(self, catalog: float) -> None:

@@ -67,14 +67,17 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
     out.append(("search", len(found), n_stats, {**base, "phase": "select", "found": found}, t))
     t += p.finish * per_stat * len(found)
     out.append(("search", n_stats, n_stats, {}, t))
-    per_user_stat = p.later_per_user_stat * users + p.later_per_capped_user_stat * min(users, p.capped_users)
-    later = per_user_stat * len(found) * speed ** p.speed_power * later_factor
-    student = later / (1 + p.post_per_student)
+    per_stat = p.later_per_stat + p.later_per_user_stat * users + p.later_per_capped_user_stat * min(users,
+                                                                                                    p.capped_users)
+    later = per_stat * len(found) * speed ** p.speed_power * later_factor
+    # the post-processing: a share of the student's seconds plus a part per statistic
+    fixed = min(p.post_per_stat * len(found) * speed ** p.speed_power * later_factor, later / 2)
+    student = (later - fixed) / (1 + p.post_per_student)
     for e in range(21):
         out.append(("student", e, 20, {}, t + student * e / 20))
     t += student
     out.append(("evaluate", 0, 1, {}, t))
-    t += p.post_per_student * student
+    t += p.post_per_student * student + fixed
     out.append(("done", 1, 1, {}, t))
     return out
 
@@ -193,7 +196,11 @@ def test_later_stages_grow_with_users_less_than_in_proportion_beyond_the_student
         return left._later(4)
 
     small = PACE.capped_users // 4
-    assert later(2 * small) / later(small) == pytest.approx(2.0)  # below the cap: in proportion
+    # below the cap: a fixed part per statistic, then in proportion to users
+    assert later(2 * small) - later(small) == pytest.approx(later(3 * small) - later(2 * small))
+    assert later(2 * small) - later(small) == pytest.approx(
+        4 * small * (PACE.later_per_user_stat + PACE.later_per_capped_user_stat))
+    assert later(small) - (later(2 * small) - later(small)) == pytest.approx(4 * PACE.later_per_stat)
     big = 4 * PACE.capped_users
     assert later(PACE.capped_users) < later(big) < 4 * later(PACE.capped_users)
     assert later(big) - later(2 * PACE.capped_users) == pytest.approx(

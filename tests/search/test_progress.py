@@ -3,23 +3,76 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import rudi_explain as rx
+from rudi_explain.search import progress
 from rudi_explain.search.catalog import short_catalog
-from rudi_explain.search.progress import SearchProgress, catalog_work
+from rudi_explain.search.progress import SearchProgress, catalog_parts, catalog_work
+from rudi_explain.statistics import Statistic
+from rudi_explain.statistics.frame import FrameCache
 from rudi_explain.statistics.grammar import Schema
 
 
-def test_catalog_work_counts_one_plus_the_columns_each_statistic_evaluates_to():
+def _first_uses(catalog: list, seqs: rx.Sequences) -> tuple[np.ndarray, np.ndarray]:
+    """The reference: evaluate the catalog in order on fresh data with a frame cache, and count what each
+    statistic is the first to build: frames of row-operator prefixes, and cached sort orders."""
+    seqs = seqs.subset(np.arange(seqs.n_users))  # its own cache of sort orders
+    frames = FrameCache(seqs)
+    orders = lambda: sum(isinstance(k, tuple) and k[0] == "within_user_order" for k in seqs._cache)  # noqa: E731
+    new_frames, new_orders = [], []
+    for stat in catalog:
+        f, o = len(frames), orders()
+        stat.evaluate(seqs, frames=frames)
+        new_frames.append(len(frames) - f)
+        new_orders.append(orders() - o)
+    return np.array(new_frames), np.array(new_orders)
+
+
+def test_catalog_parts_count_the_outputs_and_what_each_statistic_is_first_to_build():
     for make in (rx.datasets.make_payments, rx.datasets.make_edits):
         seqs = make(200, random_state=1).sequences()
-        catalog = short_catalog(seqs, "readable", 4)[::7]  # every 7th: all kinds, a quick test
-        work = catalog_work(catalog, Schema.of(seqs))
-        # the reference: the columns a statistic's values really have, one at a time
-        columns = [np.asarray(st.evaluate(seqs)).reshape(seqs.n_users, -1).shape[1] for st in catalog]
-        assert work[0] == 0.0 and len(work) == len(catalog) + 1
-        assert np.allclose(np.diff(work), 1.0 + np.array(columns))
-        assert max(columns) > 1  # vector statistics among them: the work is not the count
+        catalog = short_catalog(seqs, "readable", 4)
+        per_user = seqs.n_events / seqs.n_users
+        parts = catalog_parts(catalog, Schema.of(seqs), per_user)
+        assert parts.shape == (len(catalog), 5) and np.all(parts[:, 0] == 1.0)
+        # the outputs: the columns a statistic's values really have (every 7th, a quick test)
+        some = np.arange(0, len(catalog), 7)
+        columns = [np.asarray(catalog[i].evaluate(seqs)).reshape(seqs.n_users, -1).shape[1] for i in some]
+        assert np.array_equal(parts[some, 1], columns) and max(columns) > 1
+        # first uses, against the frame cache and the sort orders the evaluation really builds
+        new_frames, new_orders = _first_uses(catalog, seqs)
+        assert np.allclose(parts[:, 4], per_user * new_orders)  # each new order sorts every event once
+        one = np.array([len(st.operators) <= 3 for st in catalog])  # one row operator: it reads every event
+        assert np.allclose(parts[one, 3], per_user * new_frames[one])
+        assert np.all((parts[:, 3] > 0) == (new_frames > 0))
+        assert new_frames.sum() > 10 and new_orders.sum() + (make is rx.datasets.make_edits) >= 1
+        # the events aggregated never exceed the user's events, and a filter leaves fewer
+        assert np.all(parts[:, 2] <= per_user + 1e-9)
+        assert np.all(parts[[not st.row_operators for st in catalog], 2] == per_user)
+
+
+def test_a_filter_or_an_order_costs_its_pass_only_on_first_use():
+    seqs = rx.datasets.make_payments(200, random_state=2).sequences()
+    schema = Schema.of(seqs)
+    f = "Select(amount) | FilterBy(channel=atm) | "
+    a, b = Statistic.parse(f + "Sum"), Statistic.parse(f + "Max")
+    alone = np.diff(catalog_work([b], schema))[0]
+    after = np.diff(catalog_work([a, b], schema))[1]
+    # the same statistic, its filter applied by the one before: less by the events that filter reads
+    assert alone - after == pytest.approx(progress.WORK_PER_EVENT_PASSED * progress.EVENTS_PER_USER)
+    p25, p75 = Statistic.parse("Select(amount) | Percentile(25)"), Statistic.parse("Select(amount) | Percentile(75)")
+    first, second = np.diff(catalog_work([p25, p75], schema, events_per_user=40.0))
+    assert first - second == pytest.approx(progress.WORK_PER_EVENT_SORTED * 40.0)  # the order, sorted once
+    # a catalog whose filters are all new costs more than the same statistics with their filters shared
+    shared = [Statistic.parse(f"Select(amount) | FilterBy(channel={c}) | {agg}")
+              for c in ("atm", "pos") for agg in ("Sum", "Max")]
+    new = [Statistic.parse(f"Select(amount) | FilterBy(channel={c}) | Sum")
+           for c in ("atm", "pos", "online", "transfer")]
+    passes = lambda stats: catalog_parts(stats, schema)[:, 3].sum()  # noqa: E731
+    assert passes(new) == pytest.approx(2 * passes(shared))
+    # the default events per user where the search gives none
+    assert np.allclose(catalog_work(shared, schema), catalog_work(shared, schema, progress.EVENTS_PER_USER))
 
 
 def test_the_catalogs_work_is_optional_in_a_progress_event():
