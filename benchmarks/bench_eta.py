@@ -77,7 +77,7 @@ HELD_OUT = "payments:4:5000,edits:4:5000,planted:8:5000,payments:5:20000,payment
 #: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
 FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
           "typical_stats", "later_per_stat", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student",
-          "post_per_stat", "catalog_unit", "work_per_statistic")
+          "post_per_stat", "catalog_unit", "work_per_statistic", "search_work_power", "catalog_work_ref")
 
 
 def make_case(family: str, seed: int, users: int) -> tuple[rx.Sequences, Any]:
@@ -178,7 +178,7 @@ def measure(run: dict, pace: Pace) -> dict:
     stage_start = {stage: next(e for e, st, *_ in events if st == stage)
                    for stage in ("literals", "student", "evaluate") if any(st == stage for _, st, *_ in events)}
     student = stage_start["evaluate"] - stage_start["student"]
-    heavy = pace.work_per_statistic * last["phase_total"] / work  # the catalog's statistics over its work
+    heavy = (pace.catalog_work_ref / work) ** pace.search_work_power  # as TimeLeft scales the search's ratio
     per_statistic = (s0 - c0) / last["phase_total"]
     return {"users": users, "catalog": s0 - c0, "tail": max(s0 - c0, evaluated) / evaluated - 1,
             "search": (s1 - s0) / (s0 - c0) / heavy, "select": select / (s0 - c0),
@@ -186,7 +186,8 @@ def measure(run: dict, pace: Pace) -> dict:
             "finish": (s1 - mcts[-1]) / select / max(kept, 1) if mcts else None,
             "kept": kept, "gains": gains, "min_gain": float(last.get("min_gain") or 0.002),
             "unit": evaluated / (work * sample), "later": end - stage_start["literals"], "student": student,
-            "post": end - stage_start["evaluate"], "work": work / last["phase_total"]}
+            "post": end - stage_start["evaluate"], "work": work / last["phase_total"], "catalog_work": work,
+            "after": (s1 - s0) / (s0 - c0)}
 
 
 def fit(runs: list[dict], base: Pace | None = None) -> Pace:
@@ -195,7 +196,13 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     squares; the fall of the gains from every statistic kept and the statistics kept after it."""
     base = base or Pace()
     # the catalog's work an average statistic has, first: the search's ratio is measured against it
-    base = base.replace(work_per_statistic=float(np.median([measure(run, base)["work"] for run in runs])))
+    first = [measure(run, base) for run in runs]
+    # how the search after the catalog, per catalog second, falls with the catalog's work: log-linear least squares
+    logs = np.log([[r["catalog_work"], r["after"]] for r in first])
+    ref = float(np.exp(np.median(logs[:, 0])))
+    slope = float(np.polyfit(logs[:, 0], logs[:, 1], 1)[0]) if np.ptp(logs[:, 0]) > 0 else 0.0
+    base = base.replace(work_per_statistic=float(np.median([r["work"] for r in first])), catalog_work_ref=ref,
+                        search_work_power=max(-slope, 0.0))
     m = [measure(run, base) for run in runs]
     median = lambda key: float(np.median([r[key] for r in m if r[key] is not None]))  # noqa: E731
     # the stopping rule: after a gain g, n more statistics were kept; log(fall) = sum log(g / min_gain) / sum n

@@ -2,8 +2,10 @@
 
 Each stage is measured as it goes; what has not started yet is predicted from what has:
 
-* the catalog (stage 1 first evaluates a catalog of short statistics on a sample of users): the
-  statistics evaluated so far at the pace so far, plus the binning of its last columns;
+* the catalog (stage 1 first evaluates a catalog of short statistics on a sample of users): its
+  work done so far at the pace so far, plus the binning of its last columns; the work is what
+  :func:`rudi_explain.search.progress.catalog_work` tells (outputs, events aggregated, and the
+  orders and filters a statistic is the first to need, which make the first chunks the dearest);
 * the selection: seconds per statistic kept, predicted from the catalog's seconds until
   statistics are kept, then as measured (the prediction counts as one step measured, so that
   one slow step does not swing it);
@@ -11,9 +13,9 @@ Each stage is measured as it goes; what has not started yet is predicted from wh
   statistic took (both evaluate statistics on users' events), then as it runs;
 * after MCTS-SG, the revision of the statistics kept and the check of their filters: a share
   of the selection's pace;
-* literals, student and post-processing: from users x statistics at the pace this machine
-  showed on the catalog, until they run; then the student's epochs give its pace, and the
-  post-processing is a multiple of the student's measured seconds.
+* literals, student and post-processing: from statistics and users x statistics at the pace
+  this machine showed on the catalog, until they run; then the student's epochs give its pace, and the
+  post-processing is a multiple of the student's measured seconds plus a part per statistic.
 
 The estimate never counts statistics beyond the search's stopping rule: the search keeps a
 statistic only while it explains at least ``min_gain`` more on users it was not chosen on, so
@@ -47,10 +49,14 @@ class Pace:
         catalog before it (the last chunk, its binning, the first scoring of every column).
     search_per_catalog : float
         The search after the catalog (selection, MCTS-SG, revision), in seconds per second of a catalog
-        of ``work_per_statistic`` units a statistic: what it is told until the selection keeps its first
-        statistic. A catalog of more work a statistic (categorical columns of many values: one output
-        each) takes longer for the same search after it, so the ratio is scaled by its statistics over its
-        work where the search reports the work.
+        of ``catalog_work_ref`` units of work: what it is told until the selection keeps its first
+        statistic. The search after a catalog does not grow with it in proportion (edits' catalog of
+        935 statistics was followed by 2.4-3.9 times its seconds, planted ones of 3,900-6,300 by
+        0.7-1.4 times), so the ratio is scaled by ``(catalog_work_ref / work) ** search_work_power``.
+    search_work_power : float
+        How the search after the catalog falls, as a ratio to it, with the catalog's work.
+    catalog_work_ref : float
+        The catalog's work at which ``search_per_catalog`` holds.
     select_per_catalog : float
         One statistic's selection (scoring, deepening, checking), in seconds per second of the catalog:
         counted as one statistic measured once the selection keeps statistics.
@@ -95,7 +101,7 @@ class Pace:
     # edits and planted cases of 2,000 to 100,000 users, seeds 0 and 1, on the 2-core machine at load 1 to 6), their
     # catalog's work told again by search.progress.catalog_work (first orders and prefixes, events aggregated)
     catalog_tail: float = 0.194
-    search_per_catalog: float = 2.19
+    search_per_catalog: float = 2.12
     select_per_catalog: float = 0.202
     mcts_per_statistic: float = 822.0
     finish: float = 0.347
@@ -110,6 +116,8 @@ class Pace:
     post_per_stat: float = 0.119
     catalog_unit: float = 6.26e-8
     work_per_statistic: float = 10.5
+    search_work_power: float = 0.465
+    catalog_work_ref: float = 15_900.0
     sample_users: int = 4000
 
     def replace(self, **changes: float) -> Pace:
@@ -266,10 +274,15 @@ class TimeLeft:
         if self.n_found == self.select_found:
             # Nothing kept yet: the whole as one ratio to the catalog (over recorded runs it varied less
             # than its parts), the share of it n_stats allows by the parts.
-            heavy = (p.work_per_statistic * self.n_catalog / self.catalog_work) if self.catalog_work else 1.0
-            whole = p.search_per_catalog * catalog * heavy
+            whole = p.search_per_catalog * catalog * self._heavy()
             return max(whole * parts / max(self._parts(per_stat, mcts, 1 << 30, min_gain), 1e-12) - since, 0.0)
         return max(parts - since, 0.0)
+
+    def _heavy(self) -> float:
+        """The search after the catalog per second of it, against a catalog of the reference work."""
+        p = self.pace
+        work = self.catalog_work or p.work_per_statistic * max(self.n_catalog, 1)
+        return float((p.catalog_work_ref / work) ** p.search_work_power)
 
     def _parts(self, per_stat: float, mcts: float, n_stats: int, min_gain: float) -> float:
         """The selection's statistics still to come; short of n_stats, the step that ends it on a candidate

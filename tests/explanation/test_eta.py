@@ -216,3 +216,23 @@ def test_other_constants_change_the_estimate_as_they_say():
     assert estimates(events, dear)[kept][1] == estimates(events)[kept][1]  # once kept, by its parts
     slow = PACE.replace(select_per_catalog=2 * PACE.select_per_catalog)
     assert estimates(events, slow)[kept][1] > estimates(events)[kept][1]
+
+
+def test_the_search_after_a_catalog_is_told_a_smaller_ratio_of_a_catalog_of_more_work():
+    # Later stages cost nothing here: what is told at the catalog's end is the search after it alone.
+    pace = PACE.replace(later_per_stat=0.0, later_per_user_stat=0.0, later_per_capped_user_stat=0.0)
+
+    def told(work: float, catalog_seconds: float = 4.0) -> float:
+        left = TimeLeft(pace)
+        left.update("teacher", 0, 1, {"users": 5000}, 0.0)
+        base = {"phase": "catalog", "phase_total": 1000, "phase_work_total": work, "min_gain": MIN_GAIN}
+        left.update("search", 0, 20, {**base, "phase_done": 0, "phase_work_done": 0.0}, 1.0)
+        left.update("search", 0, 20, {**base, "phase_done": 1000, "phase_work_done": work}, 1.0 + catalog_seconds)
+        return left.update("search", 0, 20, {"phase": "select", "found": [], "min_gain": MIN_GAIN},
+                           1.0 + catalog_seconds)
+
+    ref = PACE.catalog_work_ref
+    assert told(ref) == pytest.approx(PACE.search_per_catalog * 4.0)  # at the reference work, the ratio itself
+    assert told(ref, 8.0) == pytest.approx(2 * told(ref))  # in proportion to the catalog's seconds
+    assert told(ref) / told(4 * ref) == pytest.approx(4 ** PACE.search_work_power)  # a bigger catalog: less
+    assert PACE.search_work_power > 0
