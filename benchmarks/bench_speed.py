@@ -159,7 +159,7 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
     total = seconds.get("total", wall)
     fid = exp.report()["fidelity_test"]
     print(f"== {title}: explain() {total:.1f} s, held-out fidelity {fid:.4f}, {len(exp.rules)} rules, "
-          f"peak RSS {peak_rss_mb():,.0f} MB ==")
+          f"peak RSS {peak_rss_mb():,.0f} MB; load average {os.getloadavg()[0]:.2f} after it ==")
     print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
     print("  post-processing: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%} of the job)" for k, v in steps.items()))
     rest = seconds.get("pruning", 0.0) - sum(steps.values())

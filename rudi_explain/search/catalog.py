@@ -75,6 +75,7 @@ _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
+_TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
 
 
 def complexity(stat: Statistic) -> tuple[int, int, str]:
@@ -211,7 +212,7 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
     ops = list(stat.operators)
     candidates = candidate_operators(schema)
     rows = [op for op in candidates if op.kind == "row" and not isinstance(op, (SortBy, Top))]
-    pairs = [[op, Top(5)] for op in candidates if isinstance(op, SortBy)] + [[Top(5)]]
+    pairs = [[op, _TOP5] for op in candidates if isinstance(op, SortBy)] + [[_TOP5]]
     variants: list[list[Operator]] = []
     if stat.aggregation.ignores_selection:  # "number of X" -> "total / average / largest amount of X"
         for column in schema.numerical:
@@ -236,7 +237,7 @@ def neighbours(stat: Statistic, schema: Schema, max_depth: int, grammar: str = "
             variants.extend(ops[:i] + pair + ops[i:-1] + [agg()] for pair in pairs if len(pair) == 2
                             for agg in (Sum, Mean) if agg.name != stat.aggregation.name)
         if stat.depth + 1 <= max_depth:
-            variants.append(ops[:i] + [Top(5)] + ops[i:])
+            variants.append(ops[:i] + [_TOP5] + ops[i:])
     out, keys = [], {stat.key}
     readable = grammar == "readable"
     for variant in variants:
@@ -326,20 +327,7 @@ def bin_columns(X: np.ndarray) -> np.ndarray:
     -------
     bins : ndarray of uint8, shape (n, m)
     """
-    n, m = X.shape
-    bins = np.empty((n, m), dtype=np.uint8)
-    q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
-    for start in range(0, m, 512):  # chunks bound the (n, 9, chunk) comparison
-        block = X[:, start:start + 512]
-        ordered = np.sort(block, axis=0)  # NaN last
-        defined = np.isfinite(block).sum(axis=0)
-        # The deciles of each column's defined values (lower value at each cut: ties stay together).
-        at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
-        edges = np.take_along_axis(ordered, at, axis=0)  # (9, chunk)
-        b = (block[:, None, :] > edges[None, :, :]).sum(axis=1)
-        b[np.isnan(block)] = 0
-        bins[:, start:start + 512] = b
-    return bins
+    return _binned_and_standardized(X, lines=False)[0]
 
 
 def standardize(X: np.ndarray) -> np.ndarray:
@@ -351,23 +339,55 @@ def standardize(X: np.ndarray) -> np.ndarray:
     (a probability, a capped effect) is told apart only by the clipped one: a
     raw line there is set by a handful of extreme users.
     """
-    out = np.empty((X.shape[0], X.shape[1], 2), dtype=np.float32)
+    return _binned_and_standardized(X, bins=False)[1]
+
+
+def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = True
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bin_columns` and :func:`standardize` of ``X`` (each only if asked; an empty
+    array otherwise), by chunks of 512 columns, each chunk sorted once for both: the
+    deciles and the clipping ranks read the same sorted columns."""
+    n, m = X.shape
+    binned = np.empty((n, m if bins else 0), dtype=np.uint8)
     # By chunks of columns: a catalog can hold 100,000 columns, and a whole float64 copy
-    # of it per step (clipped, centred) took a scenario past 11 GB.
-    for start in range(0, X.shape[1], 512):
+    # of it per step (clipped, centred) took a scenario past 11 GB; a chunk also bounds
+    # the comparisons with the deciles.
+    out = np.empty((n, m if lines else 0, 2), dtype=np.float32)
+    for start in range(0, m, 512):
         block = X[:, start:start + 512]
-        out[:, start:start + 512, 0] = _standardize(block)
-        out[:, start:start + 512, 1] = _standardize(_clip_tails(block))
-    return out
+        ordered = np.sort(block, axis=0)  # NaN last
+        if bins:
+            binned[:, start:start + 512] = _bin_block(block, ordered)
+        if lines:
+            out[:, start:start + 512, 0] = _standardize(block)
+            out[:, start:start + 512, 1] = _standardize(_clip_tails(block, ordered=ordered))
+    return binned, out
 
 
-def _clip_tails(X: np.ndarray, share: float = 0.01) -> np.ndarray:
+def _bin_block(block: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """:func:`bin_columns` of ``block`` (n, k), given its columns sorted (``ordered``, NaN last)."""
+    q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
+    defined = np.isfinite(block).sum(axis=0)
+    # The deciles of each column's defined values (lower value at each cut: ties stay together).
+    at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
+    edges = np.take_along_axis(ordered, at, axis=0)  # (9, k)
+    # The deciles each value lies above, counted one decile at a time (whole numbers, at most 9:
+    # a uint8 sum is exact, and cheaper than one (n, 9, k) comparison summed over its middle axis).
+    b = np.zeros(block.shape, dtype=np.uint8)
+    for edge in edges:
+        b += block > edge  # NaN is above no decile
+    b[np.isnan(block)] = 0
+    return b
+
+
+def _clip_tails(X: np.ndarray, share: float = 0.01, ordered: np.ndarray | None = None) -> np.ndarray:
     """Each column clipped to the defined values at ranks ``share`` and ``1 - share`` (NaN stays).
 
     By sorting, not ``np.nanpercentile``, which loops over columns in Python when
-    there are NaNs (8x slower on a catalog).
+    there are NaNs (8x slower on a catalog); ``ordered``: the columns already sorted (NaN last).
     """
-    ordered = np.sort(X, axis=0)  # NaN last
+    if ordered is None:
+        ordered = np.sort(X, axis=0)  # NaN last
     last = np.maximum(np.isfinite(X).sum(axis=0) - 1, 0)
     lo = np.take_along_axis(ordered, np.floor(share * last).astype(np.int64)[None, :], axis=0)
     hi = np.take_along_axis(ordered, np.ceil((1 - share) * last).astype(np.int64)[None, :], axis=0)
@@ -684,7 +704,10 @@ def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int)
 
 def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
     """One screen of ``blocks``, emptying the list as it copies: the peak is the result and
-    one block, not twice the catalog."""
+    one block, not twice the catalog. One block is the screen as it is (a deepening candidate's
+    block, built for it alone: nothing else holds its arrays)."""
+    if len(blocks) == 1 and blocks[0].bins.flags.c_contiguous and blocks[0].values.flags.c_contiguous:
+        return blocks.pop()
     m = sum(len(b) for b in blocks)
     bins = np.empty((n, m), dtype=np.uint8)
     values = np.empty((n, m, 2), dtype=np.float32)
@@ -732,7 +755,7 @@ def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
 def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray]) -> ColumnScreen:
     """One block of columns binned and standardized."""
     X = np.column_stack(columns)
-    return ColumnScreen(owners, bin_columns(X), standardize(X))
+    return ColumnScreen(owners, *_binned_and_standardized(X))
 
 
 def _merit(block: ColumnScreen, centred: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:

@@ -108,9 +108,8 @@ class PipelineState:
         thousands of pipelines, and ``replace`` (which calls ``__init__`` anew) was half
         the time of listing a statistic's edits.
         """
-        unknown = changes.keys() - _STATE_FIELDS
-        if unknown:
-            raise TypeError(f"PipelineState has no field {sorted(unknown)[0]!r}")
+        if not _STATE_FIELDS.issuperset(changes):
+            raise TypeError(f"PipelineState has no field {sorted(changes.keys() - _STATE_FIELDS)[0]!r}")
         new = object.__new__(PipelineState)
         store = new.__dict__  # frozen: attributes are not set, the instance dict is filled directly
         store.update(self.__dict__)

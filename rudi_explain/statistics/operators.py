@@ -322,6 +322,8 @@ class Top(RowOperator):
     name: ClassVar[str] = "Top"
 
     def __post_init__(self):
+        if type(self.k) is int and self.k >= 1:
+            return  # the common case, without the general check's cost (a search builds thousands)
         check_whole(self.k, "Top(k)", min_value=1)
 
     def arguments(self):
@@ -607,6 +609,8 @@ class Percentile(Aggregation):
     sorted_input: ClassVar[bool] = True
 
     def __post_init__(self):
+        if type(self.k) in (int, float) and 0 <= self.k <= 100:
+            return  # the common case, without the general check's cost (NaN and the rest are checked)
         check_real(self.k, "Percentile(k)", min_value=0, max_value=100)
 
     def arguments(self):
