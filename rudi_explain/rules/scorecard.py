@@ -161,7 +161,7 @@ class Scorecard:
 
     def refit(self, values: ArrayLike, y: ArrayLike, *, is_valid: ArrayLike | None = None,
               max_bands: int = MAX_BANDS, ridge: float = RIDGE, monotone: bool = True,
-              linear: bool = True) -> Scorecard:
+              linear: bool = True, split: bool = True) -> Scorecard:
         """Fewer bands, and every point refitted jointly: the scorecard as the model.
 
         1. Where a card has more than ``max_bands`` value bands, adjacent
@@ -173,6 +173,9 @@ class Scorecard:
            bands gets points that do too, unless ``is_valid`` users say the
            free fit is better; a card is linear (``slope x value clipped to
            its outer band edges``) where that fits them at least as well.
+           A band card gains band edges at the literal table's thresholds
+           (to at most ``max_bands`` value bands) where each fits the
+           ``is_valid`` users clearly better (``split``).
         3. Adjacent bands left with equal points are merged, points are
            centred, and bands whose points and gap differ in sign get a note.
 
@@ -194,6 +197,11 @@ class Scorecard:
             False: no card is fitted monotone.
         linear : bool, default=True
             False: no card is linear.
+        split : bool, default=True
+            Band cards gain band edges (thresholds of the literal table, to at
+            most ``max_bands`` value bands) where each lowers the ``is_valid``
+            users' squared error by more than ``SPLIT_SE`` (1.5) standard errors. Without
+            ``is_valid`` users, no edge is added.
 
         Returns
         -------
@@ -203,7 +211,8 @@ class Scorecard:
         assert t is not None  # y was given
         base, cards, interactions = refit(self.base, list(self.cards), list(self.interactions), self.literals,
                                           V, t, None if is_valid is None else np.asarray(is_valid),
-                                          max_bands=max_bands, ridge=ridge, monotone=monotone, linear=linear)
+                                          max_bands=max_bands, ridge=ridge, monotone=monotone, linear=linear,
+                                          split=split)
         return self._described(base, cards, interactions, self.literals, V, t)
 
     @classmethod

@@ -36,7 +36,7 @@ def is_additive(rules: object) -> bool:
 
 def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_valid: ArrayLike, *,
                             max_rules: int, max_bands: int = MAX_BANDS, monotone: bool = True,
-                            linear: bool = False) -> Scorecard:
+                            linear: bool = False, split: bool = True) -> Scorecard:
     """The scorecard of ``rules`` refitted jointly, with at most ``max_rules`` cards and interaction rules.
 
     Parameters
@@ -60,6 +60,9 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     linear : bool, default=False
         Allow linear cards (their scorecard then has no rule form:
         :meth:`Scorecard.to_rules` raises).
+    split : bool, default=True
+        Band cards gain band edges where validation users say they fit clearly better
+        (:meth:`Scorecard.refit`); a card is one unit of the budget however many bands it has.
 
     Returns
     -------
@@ -76,7 +79,7 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     valid = np.asarray(is_valid, dtype=bool).reshape(-1)
     if valid.size != t.size:
         raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
-    options: dict[str, Any] = {"max_bands": max_bands, "monotone": monotone, "linear": linear}
+    options: dict[str, Any] = {"max_bands": max_bands, "monotone": monotone, "linear": linear, "split": split}
     if is_additive(rules):  # no interaction rule that nearly every training user meets
         rules = complement_common(rules, rules.literal_table().transform_values(V))
     card = Scorecard.from_rules(rules, V, t).refit(V, t, is_valid=valid, **options)
