@@ -40,3 +40,44 @@ def test_a_frame_cache_shared_by_threads_stays_within_its_budget_and_gives_the_s
     held = [cache.get(k) for k in range(24)]
     assert 1 <= len(cache) <= 5 and sum(h is not None for h in held) == len(cache)
     assert cache._bytes == sum(f.positions.nbytes + f.segment.nbytes for f in held if f is not None) <= cache.max_bytes
+
+
+def _reference_order(seqs, positions, column, descending, absolute):
+    """Each user's events of ``positions`` sorted by the column (NaN last, ties in layout order),
+    users in order: a plain loop over the users."""
+    out = []
+    for user in range(seqs.n_users):
+        mine = [int(p) for p in positions if seqs.event_user[p] == user]
+        values = {p: float(seqs.values[column][p]) for p in mine}
+        if absolute:
+            values = {p: abs(v) for p, v in values.items()}
+
+        def key(p, values=values):
+            v = values[p]
+            return (np.isnan(v), 0.0 if np.isnan(v) else (-v if descending else v), p)
+
+        out.extend(sorted(mine, key=key))
+    return np.array(out, dtype=np.int64)
+
+
+def test_a_filtered_frame_sorted_first_alone_then_by_the_whole_order_gives_the_same_events():
+    # The first filtered frame to ask for an order sorts its own events; later ones filter the
+    # whole permutation (then made once). Both against a plain per-user sort, NaN and ties included.
+    demo = rx.datasets.make_payments(60, random_state=3)
+    seqs = demo.sequences()
+    column = next(iter(seqs.values))
+    seqs.values[column][::7] = np.nan  # undefined values sort last
+    seqs.values[column][1::5] = np.round(seqs.values[column][1::5])  # ties keep layout order
+    base = EventFrame.of_all_users(seqs)
+    rng = np.random.default_rng(1)
+    for descending in (False, True):
+        for absolute in (False, True):
+            for share in (0.2, 0.7):
+                frame = base.keep(rng.random(seqs.n_events) < share)
+                expected = _reference_order(seqs, frame.positions, column, descending, absolute)
+                for _ in range(2):  # alone, then by the whole order
+                    got = frame.sorted_by(column, descending, absolute)
+                    assert np.array_equal(got.positions, expected)
+                    assert np.array_equal(got.segment, seqs.event_user[expected])
+                    assert not got.layout_order and got.all_users
+            assert ("within_user_order", column, descending, absolute) in seqs._cache
