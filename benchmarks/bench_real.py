@@ -22,15 +22,21 @@ Printed: one line per case, then the share of cases in which explain() is at
 least as faithful as the best peer (ties within :data:`TIE`) and its cards +
 interaction rules (target: >= the best peer in 90% of cases, <= 10 units).
 
-Stability (``--stability``, on by default): for payments and each real data
-set, explain() with ``random_state`` 0, 1, 2 on the same users. Pairwise over
-the seeds: the share of one run's statistics the other also has (by
-equivalence key and output), for the searched statistics and for those the
-scorecard uses; for every band both runs have on a card both have (the
-same output; the band's same two edges), how far its points move relative to
-the card's spread (its largest minus its smallest points); and, per card in
-common, how far the points each user gets move (the median user), as the
-edges themselves may move between seeds. Targets: >= 80% in common, points within 20%.
+Stability (on by default; ``--skip stability`` leaves it out): for payments and
+each real data set, explain() with ``random_state`` 0, 1, 2 on the same users.
+Pairwise over the seeds: the share of one run's statistics the other also has
+(by equivalence key: the issue's "statistics in common"; beside it, by key and
+output, where a vector statistic counts each output), for the searched
+statistics and for the outputs the scorecard uses; for every band both runs
+have on a card both have (the same output; the band's same two edges: the
+issue's "the same band"), how far its points move relative to the card's
+spread (its largest minus its smallest points); the same for the bands matched
+by their users instead (Jaccard of their users at least :data:`SAME_USERS`:
+"more than 32 EUR" and "more than 34 EUR" when few users lie between); and,
+per card in common, how far the points each user gets move (the median
+user). Each case then lists the statistics in every seed, each seed's others,
+and each seed's cards with their edges. Targets: >= 80% in common, points
+within 20%.
 
     make peers-env                                              # once: .venv-peers
     .venv-peers/bin/python benchmarks/bench_real.py --quick     # a minute or two
@@ -62,11 +68,14 @@ from real_data import hand_aggregates, load_cdnow, load_wage_panel, real_case  #
 import rudi_explain as rx  # noqa: E402
 from rudi_explain.metrics import fidelity  # noqa: E402
 from rudi_explain.rules.formula import formula_literals  # noqa: E402
+from rudi_explain.rules.scorecard_cards import UNDEFINED  # noqa: E402
 
 #: explain() counts as at least as faithful as a peer within this
 TIE = 0.002
 #: the targets printed beside the figures
 TARGET_SHARE, TARGET_UNITS, TARGET_COMMON, TARGET_MOVE = 0.9, 10, 0.8, 0.2
+#: two bands on one card of two runs are matched by their users when the Jaccard index of their users is at least this
+SAME_USERS = 0.8
 PEER_COLUMNS = ("dfs+figs", "dfs+rulefit", "hand+rulefit")
 
 
@@ -188,6 +197,12 @@ def output_keys(exp: rx.Explanation, used: bool) -> dict:
     return {key(c): c for c in sorted(cols)}
 
 
+def statistic_keys(exp: rx.Explanation) -> dict:
+    """Equivalence key -> text of every searched statistic (a vector statistic counts once)."""
+    stats = exp.scorecard.literals.statistics or []
+    return {getattr(st, "key", str(st)): str(st) for st in stats}
+
+
 def _common(a: set, b: set) -> float:
     """Mean over both directions of the share of one run's statistics the other also has."""
     if not a and not b:
@@ -204,19 +219,45 @@ def _bands(card) -> dict:
     return out
 
 
-def band_moves(e1: rx.Explanation, e2: rx.Explanation) -> tuple[list[float], int, int, list[float]]:
+def _matched_by_users(a, b, va: np.ndarray, vb: np.ndarray, spread: float) -> list[float]:
+    """|points difference| / ``spread`` of every band of card ``a`` and the band of card ``b`` that
+    holds nearly the same users (Jaccard of the users at least :data:`SAME_USERS`; at most one such
+    band): the same band where the edges moved a little between the seeds (32 EUR and 34 EUR)."""
+    ba, bb = a.band_index(va), b.band_index(vb)
+    pa = {k: band.points for k, band in enumerate(a.bands)}
+    pb = {k: band.points for k, band in enumerate(b.bands)}
+    if a.undefined is not None:
+        pa[UNDEFINED] = a.undefined.points
+    if b.undefined is not None:
+        pb[UNDEFINED] = b.undefined.points
+    out = []
+    for k, p in pa.items():
+        mine = ba == k
+        if not mine.any():
+            continue
+        theirs, counts = np.unique(bb[mine], return_counts=True)
+        j = int(theirs[np.argmax(counts)])
+        inter = int(counts.max())
+        jaccard = inter / (int(mine.sum()) + int((bb == j).sum()) - inter)
+        if jaccard >= SAME_USERS and j in pb:
+            out.append(abs(p - pb[j]) / spread)
+    return out
+
+
+def band_moves(e1: rx.Explanation, e2: rx.Explanation) -> tuple[list[float], int, int, list[float], list[float]]:
     """|points difference| / card spread of every band both runs have on a card both have: the
     same output, and the band's same two edges.
 
     Returns the moves, the cards in common, how many of those have all the
-    same edges, and per card in common (any edges) the median over the users of
+    same edges, per card in common (any edges) the median over the users of
     how far the points each user gets move, relative to the card's spread
-    (the same users in the same order in both runs).
+    (the same users in the same order in both runs), and the moves of the
+    bands matched by their users instead of their edges (:func:`_matched_by_users`).
     """
     k1, k2 = output_keys(e1, True), output_keys(e2, True)
     by1 = {c.column: c for c in e1.scorecard.cards}
     by2 = {c.column: c for c in e2.scorecard.cards}
-    moves, common, same, user_moves = [], 0, 0, []
+    moves, common, same, user_moves, by_users = [], 0, 0, [], []
     for key, c1 in k1.items():
         if key not in k2 or c1 not in by1 or k2[key] not in by2:
             continue
@@ -233,27 +274,44 @@ def band_moves(e1: rx.Explanation, e2: rx.Explanation) -> tuple[list[float], int
         spread = 0.5 * (np.ptp(list(ba.values())) + np.ptp(list(bb.values())))
         if spread > 0:  # a band is the same band when both its edges are (or both are "undefined")
             moves += [abs(ba[k] - bb[k]) / spread for k in ba if k in bb]
-    return moves, common, same, user_moves
+            by_users += _matched_by_users(a, b, e1.result.values[:, a.column], e2.result.values[:, b.column], spread)
+    return moves, common, same, user_moves, by_users
 
 
 def stability(case: Case, first: rx.Explanation, seeds: int) -> dict:
     runs = [first] + [_explain(case, s) for s in range(1, seeds)]
     if any(not np.array_equal(r.result.teacher_scores.index, first.result.teacher_scores.index) for r in runs):
         raise RuntimeError("the seeds' runs do not list the same users in the same order")
-    searched, used, moves, common, same, user_moves = [], [], [], 0, 0, []
+    searched, outputs, used, moves, common, same, user_moves, by_users = [], [], [], [], 0, 0, [], []
     for a, b in combinations(runs, 2):
-        searched.append(_common(set(output_keys(a, False)), set(output_keys(b, False))))
+        searched.append(_common(set(statistic_keys(a)), set(statistic_keys(b))))
+        outputs.append(_common(set(output_keys(a, False)), set(output_keys(b, False))))
         used.append(_common(set(output_keys(a, True)), set(output_keys(b, True))))
-        m, c, s, u = band_moves(a, b)
+        m, c, s, u, bu = band_moves(a, b)
         moves += m
         user_moves += u
+        by_users += bu
         common, same = common + c, same + s
+    keys = [statistic_keys(r) for r in runs]
+    everywhere = set.intersection(*(set(k) for k in keys))
     return {"case": case.name, "seeds": seeds, "common_searched": float(np.mean(searched)),
+            "common_searched_outputs": float(np.mean(outputs)),
             "common_used": float(np.mean(used)), "cards_in_common": common, "same_edges": same,
             "bands": len(moves), "bands_within": float(np.mean(np.asarray(moves) <= TARGET_MOVE)) if moves else None,
             "median_move": float(np.median(moves)) if moves else None,
+            "bands_by_users": len(by_users),
+            "bands_by_users_within": float(np.mean(np.asarray(by_users) <= TARGET_MOVE)) if by_users else None,
             "cards_users_within": float(np.mean(np.asarray(user_moves) <= TARGET_MOVE)) if user_moves else None,
-            "units": [len(r.scorecard.cards) + len(r.scorecard.interactions) for r in runs]}
+            "units": [len(r.scorecard.cards) + len(r.scorecard.interactions) for r in runs],
+            "in_every_seed": sorted(k[key] for k in keys[:1] for key in everywhere),
+            "not_in_every_seed": [sorted(text for key, text in k.items() if key not in everywhere) for k in keys],
+            "cards": [[_card_text(r, c) for c in r.scorecard.cards] for r in runs]}
+
+
+def _card_text(exp: rx.Explanation, card) -> str:
+    """A card in one line: its output and its edges (or "linear")."""
+    name = exp.scorecard.literals.output_names[card.column]
+    return f"{name}: " + ("linear" if card.linear is not None else ", ".join(f"{e:g}" for e in card.edges))
 
 
 # ------------------------------------------------------------------ printing
@@ -270,7 +328,7 @@ HEADER = (f"{'case':9} {'seed':>4} {'users':>6} {'explain':>7} {'c+i':5} " + " "
           ("dfs+figs", "dfs+rf", "hand+rf")) + f" {'given':>7}  >=  {'explain':>6} {'peers':>6}")
 
 
-def summary(rows: list[dict], stab: list[dict]) -> list[str]:
+def summary(rows: list[dict], stab: list[dict], detail: bool = False) -> list[str]:
     out = []
     with_peers = [r for r in rows if r["peers"]]
     if with_peers:
@@ -293,12 +351,20 @@ def summary(rows: list[dict], stab: list[dict]) -> list[str]:
         within = "-" if s["bands_within"] is None else f"{s['bands_within']:.0%}"
         med = "-" if s["median_move"] is None else f"{s['median_move']:.0%}"
         users = "-" if s["cards_users_within"] is None else f"{s['cards_users_within']:.0%}"
+        by_users = "-" if s.get("bands_by_users_within") is None else f"{s['bands_by_users_within']:.0%}"
         out.append(f"stability {s['case']:9} over {s['seeds']} seeds: statistics in common {s['common_searched']:.0%} "
-                   f"(searched), {s['common_used']:.0%} (in the scorecard); cards in common {s['cards_in_common']}, "
+                   f"(searched; {s['common_searched_outputs']:.0%} of their outputs), {s['common_used']:.0%} "
+                   f"(outputs in the scorecard); cards in common {s['cards_in_common']}, "
                    f"{s['same_edges']} with all the same edges; {within} of the {s['bands']} bands both have (same "
-                   f"edges) move <= "
-                   f"{TARGET_MOVE:.0%} of the card's spread (median {med}); on {users} of the cards in common "
+                   f"edges: the issue's measure) move <= "
+                   f"{TARGET_MOVE:.0%} of the card's spread (median {med}); {by_users} of the {s['bands_by_users']} "
+                   f"bands matched by their users (Jaccard >= {SAME_USERS:.0%}); on {users} of the cards in common "
                    f"the median user's points move <= {TARGET_MOVE:.0%}; units {s['units']}")
+        if detail:
+            out.append(f"  in every seed: {'; '.join(s['in_every_seed']) or '-'}")
+            for seed, (extra, cards) in enumerate(zip(s["not_in_every_seed"], s["cards"])):
+                out.append(f"  seed {seed}: also {'; '.join(extra) or '-'}")
+                out.append(f"          cards {' | '.join(cards) or '-'}")
     if stab:
         out.append(f"stability targets: >= {TARGET_COMMON:.0%} in common, points within {TARGET_MOVE:.0%}")
     return out
@@ -361,7 +427,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(line(row) + ("" if case.teacher == "planted" else f"  ({case.teacher})"), flush=True)
         if name in stable and seed == 0:
             stab.append(stability(case, exp, args.stability_seeds))
-            print("  " + summary([], stab[-1:])[0], flush=True)
+            print("\n".join("  " + text for text in summary([], stab[-1:], detail=True)[:-1]), flush=True)
         path.write_text(json.dumps({"cases": rows, "stability": stab}, indent=1, default=float))
     print()
     for text in summary(rows, stab):
