@@ -192,15 +192,17 @@ def measure(run: dict, pace: Pace) -> dict:
 
 def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     """The constants measured on ``runs``: each the median of its ratio over the runs (robust to one
-    run on a loaded minute), the statistics kept their mean; the later stages' two costs per user by least
-    squares; the fall of the gains from every statistic kept and the statistics kept after it."""
+    run on a loaded minute), the statistics kept their mean; how the search's ratio to the catalog falls
+    with the catalog's work by a log-linear fit; the later stages' costs and the post-processing's by
+    non-negative least squares on relative errors; the fall of the gains from every statistic kept and
+    the statistics kept after it."""
     base = base or Pace()
-    # the catalog's work an average statistic has, first: the search's ratio is measured against it
+    # first the catalog's work (an average statistic's, and the whole's): the search's ratio is measured against it
     first = [measure(run, base) for run in runs]
     # how the search after the catalog, per catalog second, falls with the catalog's work: log-linear least squares
-    logs = np.log([[r["catalog_work"], r["after"]] for r in first])
-    ref = float(np.exp(np.median(logs[:, 0])))
-    slope = float(np.polyfit(logs[:, 0], logs[:, 1], 1)[0]) if np.ptp(logs[:, 0]) > 0 else 0.0
+    by_work = np.log([[r["catalog_work"], r["after"]] for r in first])
+    ref = float(np.exp(np.median(by_work[:, 0])))
+    slope = float(np.polyfit(by_work[:, 0], by_work[:, 1], 1)[0]) if np.ptp(by_work[:, 0]) > 0 else 0.0
     base = base.replace(work_per_statistic=float(np.median([r["work"] for r in first])), catalog_work_ref=ref,
                         search_work_power=max(-slope, 0.0))
     m = [measure(run, base) for run in runs]
