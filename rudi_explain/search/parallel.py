@@ -12,6 +12,13 @@ residual (:meth:`ColumnScreen.gains`) 1.21-1.54x with one BLAS thread, as the se
 (0.83-1.07x beside BLAS's own threads). Every result is consumed in the order one worker
 would have produced it, so the outcome does not depend on the number of workers, bit for bit.
 A cancel check comes before each chunk of 50 statistics starts, and none starts after a stop.
+
+MCTS-SG's refinement uses the same workers (:meth:`StatisticsSearch._refine
+<rudi_explain.search.statistics_search.StatisticsSearch>`): a polishing round's edits are scored
+side by side (each reward draws its halves from its own generator seeded 0, so the scores do not
+depend on one another), with a progress event before every 64 once those before are scored; the
+contenders' values are evaluated side by side and their rewards taken in order in the calling
+thread, since those halves come from one generator in turn.
 """
 
 from __future__ import annotations
