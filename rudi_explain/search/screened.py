@@ -32,7 +32,48 @@ from rudi_explain.search.selection import in_form, interaction_candidates, media
 from rudi_explain.statistics import Statistic
 from rudi_explain.statistics.frame import FrameCache
 
-__all__ = ["fit_screened"]
+__all__ = ["fit_screened", "simplest_spelling"]
+
+
+#: Two forms of a statistic with the same value for this share of the sample's users or more are one statistic
+#: to a reader (the share beyond which a literal tells a reader nothing: rules.literals.VACUOUS_SHARE).
+SAME_VALUES = 0.99
+#: Of two such forms the simpler replaces the kept one unless it loses more than ``min_gain`` of the check R^2
+#: by this many standard errors of the per-user difference (the idle filters' ``z``, search.filters).
+SIMPLER_Z = 2.0
+
+
+def paired_loss(trial: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
+    """The mean of ``trial - reference`` (per-user errors over the variance: the R^2 lost) and its standard error."""
+    d = np.asarray(trial, dtype=np.float64) - np.asarray(reference, dtype=np.float64)
+    se = float(d.std(ddof=1)) / np.sqrt(d.size) if d.size > 1 else 0.0
+    return float(round(d.mean(), 9)), float(round(se, 9))
+
+
+def simplest_spelling(stat: Statistic, schema: Any, grammar: str = "readable") -> Statistic:
+    """``stat`` as the simplest statistic of its equivalence key (``Select(x) | Max`` for
+    ``Select(x) | SortBy(x, desc) | First``), or ``stat`` itself where no spelling is simpler.
+
+    Parameters
+    ----------
+    stat : Statistic
+    schema : Schema
+        The data's schema: the simpler spelling must be valid (readable, in the readable grammar) there.
+    grammar : {"readable", "paper"}
+
+    Returns
+    -------
+    Statistic
+        With the same key (so the same values on every user).
+    """
+    try:
+        plain = Statistic.parse(" | ".join(stat.key))
+    except (ValueError, TypeError, KeyError):
+        return stat
+    if plain.key != stat.key or complexity(plain)[:2] >= complexity(stat)[:2]:
+        return stat
+    ok = plain.is_readable(schema) if grammar == "readable" else plain.is_valid(schema)
+    return plain if ok else stat
 
 
 def fit_screened(search: Any) -> None:
@@ -60,7 +101,11 @@ def fit_screened(search: Any) -> None:
                                 search.rewards_[-1] if search.rewards_ else 0.0)
 
     started = time.perf_counter()
-    catalog = short_catalog(seqs, search.grammar, search.max_depth)
+    # Each statistic in its simplest spelling, simplest first: the catalog keeps the first spelling of an
+    # equivalence key it meets ("SortBy(x, desc) | First" for "Max"), which ranks as deeper and lost the
+    # near-ties and the duplicate columns to forms such as "Top(5) | Max" on some samples and not others.
+    catalog = sorted((simplest_spelling(st, search._schema, search.grammar)
+                      for st in short_catalog(seqs, search.grammar, search.max_depth)), key=complexity)
     seen: set[bytes] = set()
     sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
     frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
@@ -115,11 +160,21 @@ def fit_screened(search: Any) -> None:
     split: set[tuple[str, int]] = set()  # kept for how their effect differs by strata (search.selection)
     strata: np.ndarray | None = None
 
+    centred = ys[check_rows] - ys[check_rows].mean()
+    check_variance = max(float(centred @ centred) / max(len(check_rows), 1), 1e-300)
+
+    def check_errors(cols: ColumnScreen) -> np.ndarray:
+        """Each checking user's squared error under the step model of ``cols`` fitted on the
+        choosing users, over the target's variance there (their mean is 1 - the check R^2)."""
+        cols = in_form(cols, split, strata)
+        model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
+        err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
+        return err * err / check_variance
+
     def check_r2(cols: ColumnScreen) -> float:
         cols = in_form(cols, split, strata)
         model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
         err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
-        centred = ys[check_rows] - ys[check_rows].mean()
         return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
 
     # An edit equivalent to a given statistic (its filters in another order) is the given one.
@@ -142,6 +197,11 @@ def fit_screened(search: Any) -> None:
     def scalar(column: ColumnScreen) -> ColumnScreen:
         """The column as its simplest scalar statistic, where one has the same values."""
         stat, output = column.owners[0]
+        if not is_given(column):
+            plain = simplest_spelling(stat, search._schema, search.grammar)
+            if plain is not stat:  # the same key: the same values
+                stat = plain
+                column = ColumnScreen([(plain, o) for _, o in column.owners], column.bins, column.values)
         simple, simple_output = scalar_form(stat, output, search._schema, search.grammar)
         if simple != stat:
             same = screen_of([simple])
@@ -287,6 +347,16 @@ def fit_screened(search: Any) -> None:
                     out.append(scalar(cols.take(i)))
         return out
 
+    raw: dict[tuple, np.ndarray] = {}  # sample values of the columns simplify compares, by (key, output)
+
+    def same_share(a: ColumnScreen, b: ColumnScreen) -> float:
+        """Share of the sample's users on whom the first columns of ``a`` and ``b`` have the same value."""
+        for st, o in (a.owners[0], b.owners[0]):
+            if (st.key, o) not in raw:
+                raw[st.key, o] = np.asarray(st.evaluate(sample), dtype=np.float64).reshape(len(users), -1)[:, o]
+        va, vb = raw[a.owners[0][0].key, a.owners[0][1]], raw[b.owners[0][0].key, b.owners[0][1]]
+        return float(np.mean((va == vb) | (np.isnan(va) & np.isnan(vb))))
+
     def simplify() -> bool:
         """Replace each kept column by a simpler form of it unless it explains measurably
         more (``min_gain``) next to the others on the checking users, which it was not
@@ -300,7 +370,7 @@ def fit_screened(search: Any) -> None:
         """
         changed = False
         j = 0
-        reference = None  # the check score of column j as selection left it
+        reference = None  # the checking users' errors with column j as selection left it
         while j < len(chosen):
             tick()
             if is_given(chosen, j):
@@ -309,14 +379,21 @@ def fit_screened(search: Any) -> None:
             rest = ColumnScreen.join([chosen.take(i) for i in range(len(chosen)) if i != j], len(users))
             column = chosen.take(j)
             if reference is None:
-                reference = check_r2(ColumnScreen.join([rest, column], len(users)))
+                reference = check_errors(ColumnScreen.join([rest, column], len(users)))
             kept = {(str(st), o) for st, o in rest.owners}
             for simple in simpler_column(column):
                 again = (str(simple.owners[0][0]), simple.owners[0][1]) in kept
-                score = check_r2(rest if again else ColumnScreen.join([rest, simple], len(users)))
+                trial = check_errors(rest if again else ColumnScreen.join([rest, simple], len(users)))
                 # Against the column as selected, not the last simpler step: a chain of
-                # steps each within min_gain must not lose more than min_gain in all.
-                if score >= reference - search.min_gain:
+                # steps each within min_gain must not lose more than min_gain in all. A form with the
+                # same value for nearly every user ("the largest" beside "the largest of the first 5")
+                # scores apart by its few other users alone: give or take their noise, as for idle
+                # filters (search.filters), or which form stays hangs on the sample.
+                lost, se = paired_loss(trial, reference)
+                allowed = search.min_gain
+                if not again and same_share(column, simple) >= SAME_VALUES:
+                    allowed += SIMPLER_Z * se
+                if lost <= allowed:
                     swap(j, None if again else simple)
                     changed = True
                     break
