@@ -58,8 +58,8 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     monotone : bool, default=True
         Cards monotone where the teacher's mean is, unless validation users say otherwise.
     linear : bool, default=False
-        Allow linear cards (their scorecard then has no rule form:
-        :meth:`Scorecard.to_rules` raises).
+        Allow linear cards (:meth:`Scorecard.to_rules` writes each as a clipped
+        :class:`~rudi_explain.rules.ruleset.LinearTerm`, with the same scores).
     split : bool, default=True
         Band cards gain band edges where validation users say they fit clearly better
         (:meth:`Scorecard.refit`); a card is one unit of the budget however many bands it has.
