@@ -71,8 +71,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from planted import make_scenario  # noqa: E402
 
 SHARES = (0.1, 0.2, 0.4, 0.6, 0.8)
-#: Cases none of whose seeds the shipped constants were measured on (those were payments and edits seeds 0-3 and
-#: planted seeds 0-7, at 2,000 to 100,000 users).
+#: Cases none of whose seeds the shipped constants were measured on (those were payments, edits and planted seeds
+#: 0-3, at 2,000 to 100,000 users; the catalog's weights in search.progress on seeds 0-1 at 5,000).
 HELD_OUT = "payments:4:5000,edits:4:5000,planted:8:5000,payments:5:20000,payments:4:100000"
 #: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
 FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
