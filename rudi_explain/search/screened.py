@@ -366,7 +366,11 @@ def fit_screened(search: Any) -> None:
         statistic can take, the best on those users is partly luck (and a first pick made
         against a residual that others later explain can be a blend); that luck does not
         hold on the checking half. A simpler form already kept elsewhere means the
-        column goes, unless it explains measurably more than nothing there.
+        column goes, unless it explains measurably more than nothing there. A simpler
+        form with the same value for :data:`SAME_VALUES` of the sample's users is the
+        same statistic to a reader: it may lose ``min_gain`` plus :data:`SIMPLER_Z`
+        standard errors of the per-user difference (issue 26: the form kept must not
+        hang on which few users the seed put in the sample).
         """
         changed = False
         j = 0
