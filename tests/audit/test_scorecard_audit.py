@@ -284,7 +284,10 @@ def test_a_moved_band_edge_keeps_the_interaction_rules_that_read_it(exps):
         reading = [r.text for r in sc.interactions if i in {x.index for x in formula_literals(r.formula)}]
         assert reading  # the split is exercised
         hi = card.edges[1] if len(card.edges) > 1 else e + 2 * (abs(e) + 1)
-        for new in (e - (abs(e) + 1), (e + hi) / 2):
+        v = V[:, card.column]
+        inside = np.sort(v[(v > e) & (v <= hi)])
+        up = (inside[0] + inside[-1]) / 2 if inside.size > 1 and inside[0] < inside[-1] else (e + hi) / 2
+        for new in (e - (abs(e) + 1), up):
             moved = b.with_threshold((k, e), new)
             before, after = sc.fires(V), moved.scorecard.fires(V)
             assert [r.text for r in moved.scorecard.interactions] == [r.text for r in sc.interactions]
@@ -417,9 +420,12 @@ def test_what_if_texts_write_a_share_as_a_percent(exps):
             t = float(L.thresholds[i])
             if L.output_kind[c] != "share" or not 0 < t < 1:
                 continue
-            w = what_if(a, i, t / 2)
+            card = next((cd for cd in a.scorecard.cards if cd.column == c and t in cd.edges), None)
+            lower = [x for x in (card.edges if card is not None else ()) if x < t]
+            new = (max(lower, default=0.0) + t) / 2
+            w = what_if(a, i, new)
             assert w["threshold_words"] == format_value(t, "share", exact=True) and w["threshold_words"].endswith("%")
-            assert w["value_words"] == format_value(t / 2, "share", exact=True) and w["value_words"].endswith("%")
+            assert w["value_words"] == format_value(new, "share", exact=True) and w["value_words"].endswith("%")
             if w["band_edge"] is not None:
                 assert w["band_edge"]["to"].endswith("%")
                 for label in w["band_edge"]["bands"] + w["band_edge"]["bands_moved"]:
