@@ -6,7 +6,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -100,13 +99,11 @@ class EventFrame:
 
         Over all users in layout order, a per-column permutation is computed
         once per Sequences and filtered, instead of sorting millions of events
-        for every statistic; a batch is small enough to sort directly. So is the
-        first filtered frame to ask for an order: a one-off (a statistic kept,
-        evaluated on every training user) sorts only the events it holds, and the
-        whole permutation is made once a second frame asks (the same order either way).
+        for every statistic; a batch is small enough to sort directly. The whole
+        permutation is made even for one filtered frame: later stages evaluate the
+        statistics kept on the same users again and read it (explain()'s literals).
         """
-        if self.all_users and self.layout_order and (
-                self.positions is None or _asked_again(self.seqs, column, descending, absolute)):
+        if self.all_users and self.layout_order:
             order = _within_user_order(self.seqs, column, descending, absolute)
             if self.positions is not None:
                 member = np.zeros(self.seqs.n_events, dtype=bool)
@@ -129,18 +126,6 @@ class EventFrame:
         starts = np.flatnonzero(np.r_[True, self.segment[1:] != self.segment[:-1]])
         run = np.diff(np.r_[starts, n])
         return np.arange(n, dtype=np.int64) - np.repeat(starts, run)
-
-
-def _asked_again(seqs: Sequences, column: str, descending: bool, absolute: bool) -> bool:
-    """Whether a filtered frame asked for this order before (counted per Sequences; a race between
-    threads only decides which of two exact ways sorts)."""
-    layout_cache: dict[Any, Any] = seqs._cache  # the layout's cache holds more than arrays
-    if ("within_user_order", column, descending, absolute) in layout_cache:
-        return True
-    cache_key = ("within_user_order_asked", column, descending, absolute)
-    asked = layout_cache.get(cache_key, False)
-    layout_cache[cache_key] = True
-    return bool(asked)
 
 
 def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute: bool) -> np.ndarray:

@@ -60,9 +60,9 @@ def _reference_order(seqs, positions, column, descending, absolute):
     return np.array(out, dtype=np.int64)
 
 
-def test_a_filtered_frame_sorted_first_alone_then_by_the_whole_order_gives_the_same_events():
-    # The first filtered frame to ask for an order sorts its own events; later ones filter the
-    # whole permutation (then made once). Both against a plain per-user sort, NaN and ties included.
+def test_a_filtered_frame_sorted_over_all_users_gives_each_users_events_in_order():
+    # The whole per-column permutation, filtered, against a plain per-user sort (NaN last, ties in
+    # layout order); asked twice, the cached permutation gives the same.
     demo = rx.datasets.make_payments(60, random_state=3)
     seqs = demo.sequences()
     column = next(iter(seqs.values))
@@ -75,9 +75,8 @@ def test_a_filtered_frame_sorted_first_alone_then_by_the_whole_order_gives_the_s
             for share in (0.2, 0.7):
                 frame = base.keep(rng.random(seqs.n_events) < share)
                 expected = _reference_order(seqs, frame.positions, column, descending, absolute)
-                for _ in range(2):  # alone, then by the whole order
+                for _ in range(2):
                     got = frame.sorted_by(column, descending, absolute)
                     assert np.array_equal(got.positions, expected)
                     assert np.array_equal(got.segment, seqs.event_user[expected])
                     assert not got.layout_order and got.all_users
-            assert ("within_user_order", column, descending, absolute) in seqs._cache
