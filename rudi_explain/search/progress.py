@@ -102,13 +102,11 @@ def catalog_work(stats: Sequence[Statistic], schema: Schema, events_per_user: fl
     events it aggregates, and what it is the first in the catalog's order to need: each new prefix
     of row operators reads the events before it once (:class:`~rudi_explain.statistics.frame.FrameCache`),
     and each new order (a ``SortBy``, or the sorted values of a percentile) sorts every event of the
-    sample once (the first frame that holds a filter's events to ask sorts only those, the next the
-    whole: :meth:`~rudi_explain.statistics.frame.EventFrame.sorted_by`). The events a filter keeps
-    are told from the schema alone: a category's events on average (``RetainBy``: one over the
-    column's categories; ``FilterBy``: the rest), a ``Top(k)`` ``k`` events, a time window half of them.
-    By outputs alone, the first tenth of a catalog's seconds (its statistics over every event, its
-    first orders) read as 3% to 7% of its work, and the estimate of the time left that extrapolates
-    from it overshot 2 to 3 times; by this work, 8% to 11%.
+    sample once. The events a filter keeps are told from the schema alone: a category's events on
+    average (``RetainBy``: one over the column's categories; ``FilterBy``: the rest), a ``Top(k)``
+    ``k`` events, a time window half of them. By outputs alone, the first tenth of a catalog's seconds
+    (its statistics over every event, its first orders) read as 3% to 6% of its work, and the estimate of
+    the time left that extrapolates from it overshot 2 to 3 times; by this work, 8% to 11%.
 
     Parameters
     ----------
@@ -144,7 +142,7 @@ def catalog_parts(stats: Sequence[Statistic], schema: Schema, events_per_user: f
     """
     per_user = EVENTS_PER_USER if events_per_user is None else max(float(events_per_user), 0.0)
     prefixes: set[tuple] = set()
-    orders: dict[tuple, int] = {}
+    orders: set[tuple] = set()
     out = np.empty((len(stats), 5))
     for i, st in enumerate(stats):
         out[i] = (1.0, st.n_outputs(schema), *_events(st, schema, per_user, prefixes, orders))
@@ -152,26 +150,12 @@ def catalog_parts(stats: Sequence[Statistic], schema: Schema, events_per_user: f
 
 
 def _events(stat: Statistic, schema: Schema, per_user: float, prefixes: set[tuple],
-            orders: dict[tuple, int]) -> tuple[float, float, float]:
+            orders: set[tuple]) -> tuple[float, float, float]:
     """Events per user that ``stat`` aggregates, reads to apply new row-operator prefixes, and sorts,
-    told from the schema; ``prefixes`` holds the prefixes applied before and ``orders`` how each order
-    over all users was asked for before (1: once by a filtered frame, 2: made whole); both are filled."""
+    told from the schema; ``prefixes`` and ``orders`` hold those applied before and are filled."""
     rows = stat.operators[1:-1]
     left, passed, sorted_ = per_user, 0.0, 0.0
-    layout, absolute, filtered = True, False, False  # still in time order; Abs met; events left out
-
-    def ask(order: tuple) -> float:
-        """What an order over all users costs (EventFrame.sorted_by): made whole over every event on an
-        unfiltered frame's ask or on the second filtered one, the first filtered one sorting its own."""
-        state = orders.get(order, 0)
-        if state == 2:
-            return 0.0
-        if filtered and state == 0:
-            orders[order] = 1
-            return left
-        orders[order] = 2
-        return per_user
-
+    layout, absolute = True, False  # still in time order; Abs met
     for i, op in enumerate(rows):
         new = rows[:i + 1] not in prefixes
         if new:
@@ -187,15 +171,23 @@ def _events(stat: Statistic, schema: Schema, per_user: float, prefixes: set[tupl
             left /= 2.0
         elif isinstance(op, Abs):
             absolute = True
-        if isinstance(op, SortBy):
-            if new:  # a cached prefix is not sorted again
-                sorted_ += ask((op.column, op.direction == "desc", False)) if layout else left
+        elif isinstance(op, SortBy):
+            if layout:  # one order over all events, cached, then filtered
+                order = (op.column, op.direction == "desc", False)
+                if order not in orders:
+                    orders.add(order)
+                    sorted_ += per_user
+            elif new:  # a sort of the frame itself
+                sorted_ += left
             layout = False
-        elif not isinstance(op, Abs):
-            filtered = True
     if stat.aggregation.sorted_input and stat.selected in schema.numerical:
-        # asked for on every evaluation: the frame cache holds row-operator prefixes, not this order
-        sorted_ += ask((stat.selected, False, absolute)) if layout else left
+        if layout:
+            order = (stat.selected, False, absolute)
+            if order not in orders:
+                orders.add(order)
+                sorted_ += per_user
+        else:  # sorted each time (Statistic.evaluate)
+            sorted_ += left
     return left, passed, sorted_
 
 

@@ -14,21 +14,19 @@ from rudi_explain.statistics.frame import FrameCache
 from rudi_explain.statistics.grammar import Schema
 
 
-def _first_uses(catalog: list, seqs: rx.Sequences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _first_uses(catalog: list, seqs: rx.Sequences) -> tuple[np.ndarray, np.ndarray]:
     """The reference: evaluate the catalog in order on fresh data with a frame cache, and count what each
-    statistic is the first to build: frames of row-operator prefixes, whole sort orders over all users,
-    and first asks for an order by a filtered frame (which sorts only its own events)."""
+    statistic is the first to build: frames of row-operator prefixes, and cached sort orders."""
     seqs = seqs.subset(np.arange(seqs.n_users))  # its own cache of sort orders
     frames = FrameCache(seqs)
-    count = lambda name: sum(isinstance(k, tuple) and k[0] == name for k in seqs._cache)  # noqa: E731
-    new_frames, new_orders, first_asks = [], [], []
+    orders = lambda: sum(isinstance(k, tuple) and k[0] == "within_user_order" for k in seqs._cache)  # noqa: E731
+    new_frames, new_orders = [], []
     for stat in catalog:
-        f, o, a = len(frames), count("within_user_order"), count("within_user_order_asked")
+        f, o = len(frames), orders()
         stat.evaluate(seqs, frames=frames)
         new_frames.append(len(frames) - f)
-        new_orders.append(count("within_user_order") - o)
-        first_asks.append(count("within_user_order_asked") - a)
-    return np.array(new_frames), np.array(new_orders), np.array(first_asks)
+        new_orders.append(orders() - o)
+    return np.array(new_frames), np.array(new_orders)
 
 
 def test_catalog_parts_count_the_outputs_and_what_each_statistic_is_first_to_build():
@@ -43,12 +41,8 @@ def test_catalog_parts_count_the_outputs_and_what_each_statistic_is_first_to_bui
         columns = [np.asarray(catalog[i].evaluate(seqs)).reshape(seqs.n_users, -1).shape[1] for i in some]
         assert np.array_equal(parts[some, 1], columns) and max(columns) > 1
         # first uses, against the frame cache and the sort orders the evaluation really builds
-        new_frames, new_orders, first_asks = _first_uses(catalog, seqs)
-        whole = new_orders > 0
-        assert np.allclose(parts[whole, 4], per_user * new_orders[whole])  # each new order sorts every event once
-        own = ~whole & (first_asks > 0)  # a filtered frame's first ask: its own events, fewer than all
-        assert np.all((parts[own, 4] > 0) & (parts[own, 4] < per_user))
-        assert np.all(parts[~whole & ~own, 4] == 0)
+        new_frames, new_orders = _first_uses(catalog, seqs)
+        assert np.allclose(parts[:, 4], per_user * new_orders)  # each new order sorts every event once
         one = np.array([len(st.operators) <= 3 for st in catalog])  # one row operator: it reads every event
         assert np.allclose(parts[one, 3], per_user * new_frames[one])
         assert np.all((parts[:, 3] > 0) == (new_frames > 0))
@@ -70,13 +64,6 @@ def test_a_filter_or_an_order_costs_its_pass_only_on_first_use():
     p25, p75 = Statistic.parse("Select(amount) | Percentile(25)"), Statistic.parse("Select(amount) | Percentile(75)")
     first, second = np.diff(catalog_work([p25, p75], schema, events_per_user=40.0))
     assert first - second == pytest.approx(progress.WORK_PER_EVENT_SORTED * 40.0)  # the order, sorted once
-    # an order a filtered frame asks for first: its own events sorted; asked again, the whole order is made
-    asks = [Statistic.parse(f"Select(amount) | FilterBy(channel={c}) | Percentile(50)") for c in ("atm", "pos")]
-    asks.append(Statistic.parse("Select(amount) | Percentile(50)"))
-    sorts = catalog_parts(asks, schema, 40.0)[:, 4]
-    assert np.allclose(sorts, [40.0 * (1 - 1 / len(schema.vocabularies["channel"])), 40.0, 0.0])
-    _, whole, own = _first_uses(asks, seqs)  # as the evaluation does it
-    assert list(whole) == [0, 1, 0] and list(own) == [1, 0, 0]
     # a catalog whose filters are all new costs more than the same statistics with their filters shared
     shared = [Statistic.parse(f"Select(amount) | FilterBy(channel={c}) | {agg}")
               for c in ("atm", "pos") for agg in ("Sum", "Max")]
