@@ -172,16 +172,21 @@ def _check_enough_data(n: int, n_train: int, y_train: np.ndarray) -> None:
                          "rather than rounded or thresholded ones), or more users of the rarer scores")
 
 
-def _import_torch_beside(config: ExplainConfig) -> None:
-    """Import PyTorch in a thread of its own while the search runs, when the student will need it.
-
-    The import takes seconds and cannot be interrupted: made inside the student
-    stage, it would hold a cancel for that long.
+def _torch_importer(config: ExplainConfig) -> Callable[[], None]:
+    """A call that imports PyTorch in a thread of its own, once, when the student will need it.
+    The import (1.6 s) cannot be interrupted: in the student stage it would hold a cancel that long. The search
+    starts it past its catalog: beside the catalog's two threads it slowed the first search in a process by about
+    a second, and that early pace told the time left twice too long.
     """
-    if "torch" in sys.modules or not (config.student == "gsnln" or isinstance(config.student, GSNLN)):
-        return
-    threading.Thread(target=importlib.import_module, args=("torch",), name="rudi-explain: import torch",
-                     daemon=True).start()
+    needed = "torch" not in sys.modules and (config.student == "gsnln" or isinstance(config.student, GSNLN))
+    started = threading.Event()
+
+    def start() -> None:
+        if needed and not started.is_set():
+            started.set()
+            threading.Thread(target=importlib.import_module, args=("torch",), name="rudi-explain: import torch",
+                             daemon=True).start()
+    return start
 
 
 def _raise_on_cancel(job: Job) -> Callable[[], bool]:
@@ -232,7 +237,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds["teacher"] = time.perf_counter() - t
     job.emit("teacher", 1, 1, f"teacher scores for {n:,} users")
     job.check_cancel()
-    _import_torch_beside(p)
+    import_torch = _torch_importer(p)
 
     train_idx = np.flatnonzero(~is_test)
     train = seqs.subset(train_idx)
@@ -240,7 +245,8 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     y_train = z[train_idx]
     _check_enough_data(n, train_idx.size, y[train_idx])
 
-    statistics = find_statistics(train, y_train, config, job)
+    statistics = find_statistics(train, y_train, config, job, after_catalog=import_torch)
+    import_torch()  # no search, or one without a catalog
 
     t = time.perf_counter()
     job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")

@@ -8,6 +8,7 @@ search was skipped; :func:`check_given` checks the given ones before the teacher
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -54,12 +55,15 @@ def check_given(seqs: Sequences, config: ExplainConfig) -> None:
 
 
 def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
-            given: tuple[Statistic, ...]) -> list[Statistic]:
-    """Stage 1: the statistics search on the training users, the given statistics among its candidates."""
+            given: tuple[Statistic, ...], after_catalog: Callable[[], None]) -> list[Statistic]:
+    """Stage 1: the statistics search on the training users, the given statistics among its candidates;
+    ``after_catalog`` is called at its first event past the catalog."""
     p = config
     K = p.n_stats
 
     def on_search(event: SearchProgress) -> bool:
+        if event.phase != "catalog":
+            after_catalog()
         job.emit("search", event.statistic - 1, K, f"statistic {event.statistic}/{K}, step {event.step}: {event.best}",
                  statistic=event.statistic, depth_step=event.step, simulation=event.simulation,
                  best=event.best, reward=event.best_reward, pipeline=event.pipeline, found=list(event.found),
@@ -78,10 +82,12 @@ def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: J
     return statistics
 
 
-def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job) -> list[Statistic]:
+def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
+                    after_catalog: Callable[[], None] = lambda: None) -> list[Statistic]:
     """The statistics of the explanation: searched beside the given ones, or only those given.
 
-    Records the search's seconds in ``job.seconds["search"]`` and emits the stage's end.
+    ``after_catalog`` is called once the search is past its catalog (at every later event: it
+    must be cheap and idempotent). Records the search's seconds in ``job.seconds["search"]`` and emits the stage's end.
     """
     p = config
     K = p.n_stats
@@ -96,7 +102,7 @@ def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig
                  found=[str(st) for st in statistics])
         job.check_cancel()
     else:
-        statistics = _search(train, y_train, config, job, given)
+        statistics = _search(train, y_train, config, job, given, after_catalog)
         job.seconds["search"] = time.perf_counter() - t
         n_given = sum(st in given for st in statistics)
         job.emit("search", K, K, f"{len(statistics)} statistics found" +
