@@ -163,18 +163,20 @@ def fit_screened(search: Any) -> None:
     centred = ys[check_rows] - ys[check_rows].mean()
     check_variance = max(float(centred @ centred) / max(len(check_rows), 1), 1e-300)
 
-    def check_errors(cols: ColumnScreen) -> np.ndarray:
-        """Each checking user's squared error under the step model of ``cols`` fitted on the
-        choosing users, over the target's variance there (their mean is 1 - the check R^2)."""
+    def check_residual(cols: ColumnScreen) -> np.ndarray:
+        """The checking users' residuals under the step model of ``cols`` fitted on the choosing users."""
         cols = in_form(cols, split, strata)
         model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
-        err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
+        return ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
+
+    def check_errors(cols: ColumnScreen) -> np.ndarray:
+        """Each checking user's squared error (:func:`check_residual`) over the target's variance
+        there: their mean is 1 - the check R^2."""
+        err = check_residual(cols)
         return err * err / check_variance
 
     def check_r2(cols: ColumnScreen) -> float:
-        cols = in_form(cols, split, strata)
-        model = StepModel(cols.bins[fit_rows], cols.values[fit_rows], ys[fit_rows])
-        err = ys[check_rows] - model.predict(cols.bins[check_rows], cols.values[check_rows])
+        err = check_residual(cols)
         return 1.0 - float(err @ err) / max(float(centred @ centred), 1e-300)
 
     # An edit equivalent to a given statistic (its filters in another order) is the given one.

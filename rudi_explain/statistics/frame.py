@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.statistics.records import replaced
 
 __all__ = ["EventFrame", "FrameCache"]
 
@@ -59,16 +60,6 @@ class EventFrame:
     def __len__(self) -> int:
         return len(self.segment)
 
-    def _but(self, **changes) -> EventFrame:
-        """This frame with some fields changed, as :func:`dataclasses.replace` gives it, without
-        its checks and ``__init__``: a batch's evaluation makes a frame per row operator, and
-        the search evaluates thousands of batches."""
-        new = object.__new__(EventFrame)
-        store = new.__dict__  # frozen: the instance dict is filled directly
-        store.update(self.__dict__)
-        store.update(changes)
-        return new
-
     def event_positions(self) -> np.ndarray:
         """Positions of the events left, in the current order (every position when ``positions`` is None)."""
         return np.arange(self.seqs.n_events, dtype=np.int64) if self.positions is None else self.positions
@@ -86,12 +77,12 @@ class EventFrame:
     def keep(self, mask: np.ndarray) -> EventFrame:
         """Only the events where ``mask`` holds, order kept."""
         positions = np.flatnonzero(mask) if self.positions is None else self.positions[mask]
-        return self._but(positions=positions, segment=self.segment[mask])
+        return replaced(self, positions=positions, segment=self.segment[mask])
 
     def reorder(self, order: np.ndarray) -> EventFrame:
         """The events in a new order (must keep segments contiguous and ascending)."""
         positions = order if self.positions is None else self.positions[order]
-        return self._but(positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
+        return replaced(self, positions=positions.astype(np.int64, copy=False), segment=self.segment[order],
                          layout_order=False)
 
     def sorted_by(self, column: str, descending: bool = False, absolute: bool = False) -> EventFrame:
@@ -109,7 +100,7 @@ class EventFrame:
                 member = np.zeros(self.seqs.n_events, dtype=bool)
                 member[self.positions] = True
                 order = order[member[order]]
-            return self._but(positions=order, segment=self.seqs.event_user[order], layout_order=False)
+            return replaced(self, positions=order, segment=self.seqs.event_user[order], layout_order=False)
         key = self.values(column)
         if absolute:
             key = np.abs(key)
