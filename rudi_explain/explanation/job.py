@@ -237,6 +237,11 @@ class Job:
         """Ask the job to stop at its next check (within a second or so)."""
         self._cancel.set()
 
+    def stop(self, grace: float = CANCEL_GRACE) -> bool:
+        """Cancel the job and give it up to ``grace`` seconds to stop. Whether it has ended."""
+        self.cancel()
+        return bool(futures.wait((self._future,), timeout=grace).done)
+
     # ------------------------------------------------------------ running
     @property
     def done(self) -> bool:
@@ -310,8 +315,7 @@ class Job:
                     if deadline is not None and time.monotonic() >= deadline:
                         return False
         except KeyboardInterrupt:
-            self.cancel()
-            stopped = bool(futures.wait((self._future,), timeout=CANCEL_GRACE).done)
+            stopped = self.stop()
             print("interrupted: the explanation was cancelled" + ("" if stopped else
                   " (it stops at its next check, within a second or so)"), file=sys.stderr, flush=True)
             raise WaitInterrupted("the wait was interrupted and the explanation cancelled") from None
@@ -460,8 +464,12 @@ class JobControls:
         """
         replaced = [e for e in running() if cell is not None and e.cell == cell]
         for old in replaced:
-            old.cancel()
-            print(f"cancelled the explanation this cell started before (the re-run replaces it): {old!r}",
+            # stopped before the new job starts, so the two do not share the CPU and rx.running()
+            # no longer lists the replaced one
+            described = repr(old)  # as it was when replaced: running, at which stage
+            stopped = old._job.stop()
+            print(f"cancelled the explanation this cell started before (the re-run replaces it): {described}"
+                  + ("" if stopped else " (it stops at its next check, within a second or so)"),
                   file=sys.stderr, flush=True)
         self._start_job(in_thread=True, cell=cell)
         others = [e for e in running() if e is not self and e not in replaced]

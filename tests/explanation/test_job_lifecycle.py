@@ -182,11 +182,37 @@ def test_re_running_a_cell_cancels_the_job_it_started_before(kernel):
     assert "cancelled the explanation this cell started before (the re-run replaces it): Explanation(" \
         in again["stderr"], again
     assert "other explanation" not in again["stderr"]  # nothing else runs: no warning
+    # the re-run waited for the replaced job to stop: at once, only the new one is listed
+    now = kernel.run("print([e.status for e in jobs], len(rx.running()))", cell="cell-c")
+    assert now["stdout"].strip() == "['cancelled', 'running'] 1", (now, again["stderr"])
     seen = kernel.run(STATUS, cell="cell-b")["stdout"].splitlines()
     assert seen[0] == "STATUS ['cancelled', 'running'] 1 ['cell-a', 'cell-a']", seen
     (entry,) = [line for line in seen if line.startswith("RUNNING")]
     assert re.search(r"Explanation\(running, started \d\d:\d\d:\d\d; 1,500 users; given scores, n_stats=19, "
                      r"n_simulations=5000: ", entry), entry
+
+
+SLOW_TEACHER_CELL = """\
+def slow_teacher(seqs):  # a teacher call the job cannot interrupt: the cancel waits for its next check
+    time.sleep(1.0)
+    return demo.risk.reindex(seqs.users).to_numpy()
+exp = rx.explain(slow_teacher, demo.events, background="thread", n_stats=20, n_simulations=5000)
+jobs.append(exp)
+"""
+
+
+@pytest.mark.kernel
+def test_a_re_run_waits_for_the_replaced_job_to_stop_before_the_next_cell(kernel):
+    """The replaced job is inside a 1 s teacher call when the re-run cancels it: the re-run gives it
+    time to stop, so the next cell's rx.running() lists only the new job (CI once listed both)."""
+    kernel.run("jobs.clear()")
+    first = kernel.run(SLOW_TEACHER_CELL, cell="cell-slow")
+    assert first["error"] is None, first
+    time.sleep(0.3)  # the first job is inside the teacher's sleep
+    again = kernel.run(SLOW_TEACHER_CELL, cell="cell-slow")
+    assert again["error"] is None and "the re-run replaces it" in again["stderr"], again
+    now = kernel.run("print([e.status for e in jobs], len(rx.running()))", cell="cell-d")
+    assert now["stdout"].strip() == "['cancelled', 'running'] 1", (now, again["stderr"])
 
 
 @pytest.mark.kernel
