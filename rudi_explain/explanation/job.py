@@ -459,8 +459,8 @@ class JobControls:
         """Start the job in a worker thread as the run of notebook cell ``cell`` (None: no cell known).
 
         The job that cell started before, if it still runs, is cancelled (a re-run replaces
-        it), and a line on stderr says so; other jobs still running are warned of (they share
-        the CPU).
+        it) and given up to ``CANCEL_GRACE`` seconds to stop; a line on stderr says so. Other
+        jobs still running are warned of (they share the CPU).
         """
         replaced = [e for e in running() if cell is not None and e.cell == cell]
         for old in replaced:
