@@ -77,7 +77,10 @@ HELD_OUT = "payments:4:5000,edits:4:5000,planted:8:5000,payments:5:20000,payment
 #: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
 FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
           "typical_stats", "later_per_stat", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student",
-          "post_per_stat", "catalog_unit", "work_per_statistic", "search_work_power", "catalog_work_ref")
+          "post_per_stat", "catalog_unit", "work_per_statistic", "search_work_power", "catalog_work_ref",
+          "rest_cpu_per_wall")
+#: The estimate before the CPU seconds (issue 27, session 13): the last commit of the wall-only ``eta.py``.
+BEFORE = "a5aec64"
 
 
 def make_case(family: str, seed: int, users: int) -> tuple[rx.Sequences, Any]:
@@ -109,20 +112,60 @@ def record(spec: str) -> dict:
     seqs, scores = make_case(family, int(seed), int(users))
     events: list[list] = []
     told: list[tuple[float, float | None]] = []
+    cpu: list[float] = []  # the process's CPU seconds at each event, from the job's start
+    machine: list[list[float]] = []  # the whole machine's busy and total CPU ticks (/proc/stat), where readable
+    load_seen: list[float] = []
+    cpu0 = time.process_time()
 
     def on_event(event: rx.JobProgress) -> None:
+        cpu.append(time.process_time() - cpu0)
+        machine.append(_machine_ticks())
+        load_seen.append(os.getloadavg()[0])
         events.append([event.elapsed, event.stage, event.step, event.total, _plain(event.numbers)])
         told.append((event.elapsed, event.numbers.get("seconds_left")))
 
     load = os.getloadavg()[0]
     rx.explain(None, seqs, scores=scores, background=False, progress=on_event)
-    return {"case": spec, "load": [load, os.getloadavg()[0]], "events": events, "told": told}
+    return {"case": spec, "load": [load, os.getloadavg()[0]], "events": events, "told": told, "cpu": cpu,
+            "machine": machine, "loads": load_seen}
 
 
-def replay(run: dict, pace: Pace | None = None) -> list[tuple[float, float | None]]:
-    """The estimates a fresh :class:`TimeLeft` gives on a recorded run's events."""
-    left = TimeLeft(pace)
-    return [(e, left.update(stage, step, total, dict(numbers), e)) for e, stage, step, total, numbers in run["events"]]
+def _machine_ticks() -> list[float]:
+    """The machine's busy and total CPU ticks so far (``/proc/stat``; empty where it cannot be read)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [float(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0.0)
+    return [sum(ticks) - idle, sum(ticks)]
+
+
+def replay(run: dict, pace: Pace | None = None, estimator: Any = None) -> list[tuple[float, float | None]]:
+    """The estimates a fresh :class:`TimeLeft` (or ``estimator``'s, an older version's) gives on a recorded run's
+    events, with their CPU seconds where the run kept them (none: the wall seconds alone)."""
+    if estimator is not None:  # an older TimeLeft: no CPU seconds
+        old = estimator.TimeLeft(pace)
+        return [(e, old.update(stage, step, total, dict(numbers), e))
+                for e, stage, step, total, numbers in run["events"]]
+    left = TimeLeft(pace, cpu_clock=None)
+    cpu = run.get("cpu") or [None] * len(run["events"])
+    return [(e, left.update(stage, step, total, dict(numbers), e, c))
+            for (e, stage, step, total, numbers), c in zip(run["events"], cpu)]
+
+
+def before_estimator(rev: str) -> Any:
+    """``rudi_explain.explanation.eta`` as it was at git revision ``rev`` (the estimate before a change)."""
+    import subprocess
+    import types
+
+    root = Path(__file__).resolve().parent.parent
+    text = subprocess.run(["git", "show", f"{rev}:rudi_explain/explanation/eta.py"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+    module = types.ModuleType(f"eta_{rev}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(text, f"eta.py@{rev}", "exec"), module.__dict__)  # noqa: S102 - our own file at a commit
+    return module
 
 
 def told_ends(estimates: list[tuple[float, float | None]], end: float) -> list[float | None]:
@@ -131,23 +174,55 @@ def told_ends(estimates: list[tuple[float, float | None]], end: float) -> list[f
             for share in SHARES]
 
 
-def table(runs: list[dict], pace: Pace | None = None, live: bool = False) -> list[float]:
-    """Print each run's told ends against its real end; return the share within 30% at each share of the job."""
-    print("told end (seconds so far + seconds left) at each share of the job, against the real end")
-    print(f"{'case':24s} {'load':>9s} {'end':>7s}  " + "  ".join(f"{f'at {s:.0%}':>16s}" for s in SHARES))
-    within = np.zeros(len(SHARES))
+def table(runs: list[dict], pace: Pace | None = None, live: bool = False, before: Any = None) -> list[float]:
+    """Print each run's told ends against its real end; return the share within 30% at each share of the job.
+
+    ``live``: the estimates the job told as it ran, else those replayed; ``before``: an older estimator
+    (:func:`before_estimator`), replayed on the same runs, whose told end at 20% of the job is printed
+    beside and whose shares within 30% are printed after.
+    """
+    print("told end (seconds so far + seconds left) at each share of the job, against the real end; "
+          "cpu/wall: the catalog's CPU seconds per wall second, then the rest's")
+    print(f"{'case':20s} {'load':>9s} {'cpu/wall':>9s} {'end':>6s}  " +
+          "  ".join(f"{f'at {s:.0%}':>15s}" for s in SHARES) + ("  before at 20%" if before else ""))
+    within, within_before = np.zeros(len(SHARES)), np.zeros(len(SHARES))
     for run in runs:
         end = run["events"][-1][0]
         ends = told_ends(run["told"] if live else replay(run, pace), end)
         within += [x is not None and abs(x / end - 1) <= 0.3 for x in ends]
         cells = ["-" if x is None else f"{x:.1f} s ({x / end - 1:+.0%})" for x in ends]
-        print(f"{run['case']:24s} {run['load'][0]:4.1f}-{run['load'][1]:<4.1f} {end:6.1f}s  " +
-              "  ".join(f"{c:>16s}" for c in cells))
+        extra = ""
+        if before is not None:
+            old = told_ends(replay(run, None, before), end)
+            within_before += [x is not None and abs(x / end - 1) <= 0.3 for x in old]
+            extra = "  " + ("-" if old[1] is None else f"{old[1]:.1f} s ({old[1] / end - 1:+.0%})")
+        print(f"{run['case']:20s} {run['load'][0]:4.1f}-{run['load'][1]:<4.1f} {_use(run):>9s} {end:5.1f}s  " +
+              "  ".join(f"{c:>15s}" for c in cells) + extra)
     shares = list(within / max(len(runs), 1))
     print(f"told end within 30% of the real end, of {len(runs)} cases: " +
           ", ".join(f"{s:.0%} of the job {k:.0%}" for s, k in zip(SHARES, shares)) +
           " (issue 27's target: at 20% of the job, within 30%)")
+    if before is not None:
+        print(f"  before ({before.__name__[4:]}), the same runs: " +
+              ", ".join(f"{s:.0%} of the job {k:.0%}" for s, k in zip(SHARES, within_before / max(len(runs), 1))))
     return shares
+
+
+def _use(run: dict) -> str:
+    """The catalog's CPU seconds per wall second and the rest's, where the run kept CPU seconds."""
+    if not run.get("cpu"):
+        return "-"
+    parts = _phases(run)
+    return f"{parts['catalog_use']:.2f}/{parts['rest_use']:.2f}"
+
+
+def _phases(run: dict) -> dict:
+    """The catalog's and the rest's wall and CPU seconds of a run that kept CPU seconds."""
+    events, cpu = run["events"], run["cpu"]
+    c = next(i for i, ev in enumerate(events) if ev[4].get("phase") == "catalog")
+    s = next(i for i, ev in enumerate(events) if ev[1] == "search" and ev[4].get("phase") in ("select", "mcts"))
+    wall_c, wall_r = events[s][0] - events[c][0], events[-1][0] - events[s][0]
+    return {"catalog_use": (cpu[s] - cpu[c]) / max(wall_c, 1e-9), "rest_use": (cpu[-1] - cpu[s]) / max(wall_r, 1e-9)}
 
 
 def measure(run: dict, pace: Pace) -> dict:
@@ -179,15 +254,20 @@ def measure(run: dict, pace: Pace) -> dict:
                    for stage in ("literals", "student", "evaluate") if any(st == stage for _, st, *_ in events)}
     student = stage_start["evaluate"] - stage_start["student"]
     heavy = (pace.catalog_work_ref / work) ** pace.search_work_power  # as TimeLeft scales the search's ratio
-    per_statistic = (s0 - c0) / last["phase_total"]
+    # the rest's wall seconds per second of the catalog's pace, as TimeLeft tells them from CPU seconds: the
+    # catalog's CPU per wall second over the rest's (1 where the run kept no CPU seconds)
+    use = _phases(run) if run.get("cpu") else None
+    serial = use["catalog_use"] / max(use["rest_use"], 1e-3) if use else 1.0
+    per_statistic = (s0 - c0) / last["phase_total"] * serial
     return {"users": users, "catalog": s0 - c0, "tail": max(s0 - c0, evaluated) / evaluated - 1,
-            "search": (s1 - s0) / (s0 - c0) / heavy, "select": select / (s0 - c0),
-            "mcts": (mcts[-1] - mcts[0]) / per_statistic if mcts else None,
+            "search": (s1 - s0) / (s0 - c0) / serial / heavy, "select": select / (s0 - c0) / serial,
+            "mcts": (mcts[-1] - mcts[0]) / per_statistic if mcts else None, "serial": serial,
+            "catalog_use": use["catalog_use"] if use else None, "rest_use": use["rest_use"] if use else None,
             "finish": (s1 - mcts[-1]) / select / max(kept, 1) if mcts else None,
             "kept": kept, "gains": gains, "min_gain": float(last.get("min_gain") or 0.002),
             "unit": evaluated / (work * sample), "later": end - stage_start["literals"], "student": student,
             "post": end - stage_start["evaluate"], "work": work / last["phase_total"], "catalog_work": work,
-            "after": (s1 - s0) / (s0 - c0)}
+            "after": (s1 - s0) / (s0 - c0) / serial}
 
 
 def fit(runs: list[dict], base: Pace | None = None) -> Pace:
@@ -215,7 +295,7 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     # the later stages at the reference pace: seconds / (statistics x this run's speed) = a + b users
     # + c min(users, cap)
     rows = np.array([[1.0, r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
-    speeds = np.array([r["unit"] / unit for r in m]) ** base.speed_power
+    speeds = np.array([r["unit"] / unit * r["serial"] for r in m]) ** base.speed_power
     seconds = np.array([r["later"] / max(r["kept"], 1) for r in m]) / speeds
     from scipy.optimize import nnls  # only the refit needs it
 
@@ -224,7 +304,8 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     post_rows = np.array([[r["student"], max(r["kept"], 1) * speed] for r, speed in zip(m, speeds)])
     post = np.array([r["post"] for r in m])
     (per_student, post_per_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
-    return base.replace(catalog_tail=median("tail"), search_per_catalog=median("search"),
+    return base.replace(rest_cpu_per_wall=fit_rest_use(m, base.rest_cpu_per_wall),
+                        catalog_tail=median("tail"), search_per_catalog=median("search"),
                         select_per_catalog=median("select"),
                         mcts_per_statistic=median("mcts"), finish=median("finish"), fall=fall,
                         # the mean, not the median: the seconds grow in proportion to the count
@@ -233,6 +314,18 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
                         later_per_capped_user_stat=float(per_capped),
                         post_per_student=float(per_student), post_per_stat=float(post_per_stat),
                         catalog_unit=unit)
+
+
+def fit_rest_use(measured: list[dict], base: float) -> float:
+    """The most CPU per wall second the work after the catalog gets: the c for which ``min(catalog's, c)``
+    tells the rest's best (least absolute log error) on the runs that kept CPU seconds; ``base`` where no
+    run's rest got clearly less than its catalog (a machine busy throughout does not tell it)."""
+    uses = [(r["catalog_use"], r["rest_use"]) for r in measured if r.get("catalog_use")]
+    if not any(cat > 1.2 * rest for cat, rest in uses):
+        return base
+    grid = np.linspace(0.6, 2.0, 141)
+    errors = [sum(abs(math.log(rest / min(cat, c))) for cat, rest in uses) for c in grid]
+    return float(grid[int(np.argmin(errors))])
 
 
 def _training_catalog(spec: str) -> tuple[rx.Sequences, list]:
@@ -322,18 +415,21 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fit-seeds", default="0,1", help="with --fit: the seeds fitted on (the rest are held out)")
     parser.add_argument("--rework", action="store_true", help="with --replay or --fit: the catalog's work told anew")
     parser.add_argument("--exact-events", action="store_true", help="with --rework: at the real events per user")
+    parser.add_argument("--before", default=BEFORE, help="git revision of eta.py whose estimate is printed "
+                        "beside, replayed on the same runs ('' for none)")
     parser.add_argument("--weigh", default=None, help="cases whose catalog statistics are timed: catalog_work's "
                         "weights fitted")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if args.weigh:
         return {"weights": weigh(args.weigh.split(","))}
+    before = before_estimator(args.before) if args.before else None
     if args.fit or args.replay:
         runs = _load_runs(args.fit or args.replay)
         if args.rework:
             runs = rework(runs, args.exact_events)
         if args.replay:
-            return {"within": table(runs)}
+            return {"within": table(runs, before=before)}
         seeds = {int(s) for s in args.fit_seeds.split(",")}
         fitted_on = [r for r in runs if int(r["case"].split(":")[1]) in seeds]
         held = [r for r in runs if r not in fitted_on]
@@ -344,7 +440,7 @@ def main(argv: list[str] | None = None) -> dict:
         print("on the runs it was fitted on:")
         table(fitted_on, pace)
         print(f"held out ({len(held)} runs of other seeds), the shipped constants then the refitted:")
-        table(held)
+        table(held, before=before)
         return {"pace": dataclass_dict(pace), "within": table(held, pace)}
     runs = []
     for spec in args.cases.split(","):
@@ -355,7 +451,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.record:
             Path(args.record).mkdir(parents=True, exist_ok=True)
             (Path(args.record) / f"{spec.replace(':', '-')}.json").write_text(json.dumps(run))
-    return {"within": table(runs, live=True)}
+    return {"within": table(runs, live=True, before=before)}
 
 
 def dataclass_dict(pace: Pace) -> dict:

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +97,18 @@ class Pace:
         Units of work of an average catalog statistic, where the search reports only the count.
     sample_users : int
         Users the catalog is evaluated on (the search's ``screen_size``).
+    rest_cpu_per_wall : float
+        The most CPU seconds per wall second the work after the catalog gets (much of it runs on one
+        thread, the catalog on two): until that work shows its own, it is told to get the catalog's
+        CPU per wall second up to this. The later stages' seconds are the catalog's CPU seconds at
+        that rate, so a catalog that ran on two free cores does not make them look short, nor one
+        that shared them with other work long.
+    rest_prior_seconds : float
+        Once the catalog has ended, the CPU per wall second seen since is weighed against that
+        prediction as if the prediction had been seen for this many seconds.
+    serial_bound : float
+        The rest is told at most this many times, and at least one over this many times, what the
+        catalog's wall seconds alone tell.
     """
 
     # measured on 16 recorded runs (benchmarks/bench_eta.py --fit --rework, seeds 0-3: payments, edits and planted
@@ -121,6 +135,9 @@ class Pace:
     search_work_power: float = 0.371
     catalog_work_ref: float = 15_900.0
     sample_users: int = 4000
+    rest_cpu_per_wall: float = 1.1
+    rest_prior_seconds: float = 1.0
+    serial_bound: float = 4.0
 
     def replace(self, **changes: float) -> Pace:
         """A copy with some constants changed (what a refit tries)."""
@@ -130,14 +147,32 @@ class Pace:
 class TimeLeft:
     """Follows a job's progress events and estimates its seconds left (None while it cannot tell).
 
+    The catalog runs on two threads and much of what follows on one, so the catalog's wall seconds
+    alone tell the rest short on a free machine (two cores for the catalog, one for the rest) and
+    right on a busy one (where the catalog's threads get no more than one thread would). The rest is
+    therefore told from the catalog's CPU seconds, converted to wall seconds at the CPU per wall
+    second the rest gets: predicted from the catalog's own (at most
+    :attr:`Pace.rest_cpu_per_wall`), then as seen since the catalog ended. Without a CPU clock
+    (a replay of events recorded without CPU seconds), the wall seconds alone.
+
     Parameters
     ----------
     pace : Pace, optional
         The constants used until a stage shows its own pace (default: the fitted ones).
+    cpu_clock : callable, optional
+        The process's CPU seconds (default :func:`time.process_time`, every thread's), read at each
+        event that does not bring its own; None: CPU seconds only where an event brings them.
     """
 
-    def __init__(self, pace: Pace | None = None) -> None:
+    def __init__(self, pace: Pace | None = None, cpu_clock: Callable[[], float] | None = time.process_time) -> None:
         self.pace = pace if pace is not None else Pace()
+        self.cpu_clock = cpu_clock
+        self.cpu: float | None = None  # the process's CPU seconds at the last event
+        self.catalog_cpu: float | None = None  # ... at the catalog's first event
+        self.catalog_use: float | None = None  # the catalog's CPU seconds per wall second
+        self.rest_cpu: float | None = None  # ... at the catalog's end
+        self.serial = 1.0  # wall seconds of the rest per wall second the catalog's pace tells
+        self.catalog_speed = 1.0  # the speed the catalog's wall seconds tell
         self.users = 0
         self.stage = ""
         self.stage_start = 0.0
@@ -157,14 +192,37 @@ class TimeLeft:
         self.student_seconds: float | None = None
         self.later: float | None = None  # predicted seconds of literals, student and post-processing
 
-    def update(self, stage: str, step: int, total: int, numbers: dict[str, Any], elapsed: float) -> float | None:
-        """The seconds left after this event (``elapsed``: seconds since the job started)."""
+    def update(self, stage: str, step: int, total: int, numbers: dict[str, Any], elapsed: float,
+               cpu: float | None = None) -> float | None:
+        """The seconds left after this event.
+
+        Parameters
+        ----------
+        stage, step, total, numbers
+            The job's progress event.
+        elapsed : float
+            Wall seconds since the job started.
+        cpu : float, optional
+            The process's CPU seconds (from any origin: only differences count); default: read from
+            ``cpu_clock``.
+
+        Returns
+        -------
+        float or None
+            Seconds left; None while it cannot tell; 0 once the job ended.
+        """
+        if cpu is None and self.cpu_clock is not None:
+            cpu = self.cpu_clock()
+        self.cpu = cpu
         if stage != self.stage:
             self._enter(stage, elapsed)
         if stage in ("done", "failed", "cancelled"):
             return 0.0
         if "users" in numbers:
             self.users = int(numbers["users"])
+        if self.catalog_seconds is not None:  # past the catalog: the rest's CPU per wall second as seen
+            self._set_serial(elapsed)
+            self.speed = self.catalog_speed * self.serial
         in_stage = elapsed - self.stage_start
         if stage == "search":
             return self._search(numbers, total, elapsed)
@@ -202,11 +260,37 @@ class TimeLeft:
 
     def _set_speed(self, catalog: float) -> None:
         """This machine's pace against the reference one, from the catalog's (estimated) seconds, its tail
-        included."""
+        included; the later stages' pace is that times :attr:`serial`."""
         sample = min(self.pace.sample_users, max(self.users * 0.8, 1.0))
         evaluated = catalog / (1.0 + self.pace.catalog_tail)
         work = self.catalog_work or self.pace.work_per_statistic * max(self.n_catalog, 1)
-        self.speed = evaluated / (work * sample * self.pace.catalog_unit)
+        self.catalog_speed = evaluated / (work * sample * self.pace.catalog_unit)
+        self.speed = self.catalog_speed * self.serial
+
+    def _set_serial(self, elapsed: float) -> None:
+        """The rest's wall seconds per second of the catalog's pace: the catalog's CPU per wall second over
+        the rest's (predicted from the catalog's, then as seen since the catalog ended); 1 without CPU
+        seconds."""
+        if self.cpu is None or self.catalog_cpu is None or self.catalog_start is None:
+            self.serial = 1.0
+            return
+        if self.catalog_seconds is None:  # the catalog runs: its CPU per wall second so far
+            wall = elapsed - self.catalog_start
+            if wall <= 0:
+                return
+            self.catalog_use = max(self.cpu - self.catalog_cpu, 0.0) / wall
+        if not self.catalog_use:
+            self.serial = 1.0
+            return
+        p = self.pace
+        predicted = min(self.catalog_use, p.rest_cpu_per_wall)
+        rest = predicted
+        if self.catalog_seconds is not None and self.rest_cpu is not None:
+            since = max(elapsed - self.catalog_start - self.catalog_seconds, 0.0)
+            rest = (predicted * p.rest_prior_seconds + max(self.cpu - self.rest_cpu, 0.0)) / (
+                p.rest_prior_seconds + since)
+        # bounded: a process whose CPU seconds are others' too (a second job in it) must not swing it far
+        self.serial = min(max(self.catalog_use / max(rest, 1e-3), 1.0 / p.serial_bound), p.serial_bound)
 
     # ------------------------------------------------------------ the search
     def _search(self, numbers: dict[str, Any], n_stats: int, elapsed: float) -> float | None:
@@ -223,7 +307,7 @@ class TimeLeft:
         min_gain = float(numbers.get("min_gain", 0.002) or 0.0)
         if phase == "catalog":
             if self.catalog_start is None:
-                self.catalog_start = elapsed
+                self.catalog_start, self.catalog_cpu = elapsed, self.cpu
             done, todo = int(numbers.get("phase_done", 0)), int(numbers.get("phase_total", 0))
             if done <= 0 or todo <= 0:
                 return None
@@ -235,14 +319,17 @@ class TimeLeft:
             self.catalog_work = work if work > 0 else 0.0
             in_catalog = elapsed - self.catalog_start
             catalog = in_catalog / share * (1.0 + p.catalog_tail)
+            self._set_serial(elapsed)
             self._set_speed(catalog)
-            rest = self._after_catalog(catalog, 0.0, n_stats, min_gain)
+            rest = self._after_catalog(catalog * self.serial, 0.0, n_stats, min_gain)
             self.later = self._later(self.n_found + self.expected_statistics(n_stats, min_gain))
             return catalog - in_catalog + rest + self.later
         if self.catalog_start is None:
             return None  # a search without the catalog: no pace to go by
         if self.catalog_seconds is None:  # the catalog just ended
+            self._set_serial(elapsed)  # its CPU per wall second, all of it
             self.catalog_seconds = elapsed - self.catalog_start
+            self.rest_cpu = self.cpu
             self.select_found, self.last_kept = found, elapsed
             self._set_speed(self.catalog_seconds)
         self.later = self._later(self.n_found + self.expected_statistics(n_stats, min_gain))
@@ -254,7 +341,7 @@ class TimeLeft:
             self.mcts_end = elapsed
         if not phase:  # the search's last event
             return self.later
-        return self._after_catalog(self.catalog_seconds, elapsed, n_stats, min_gain) + self.later
+        return self._after_catalog(self.catalog_seconds * self.serial, elapsed, n_stats, min_gain) + self.later
 
     def _per_statistic(self, catalog: float) -> float:
         """Seconds of one statistic's selection: the prediction counts as one step measured."""

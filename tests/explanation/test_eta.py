@@ -82,9 +82,13 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
     return out
 
 
-def estimates(events: list, pace: Pace | None = None) -> list[tuple[float, float | None]]:
-    left = TimeLeft(pace)
-    return [(e, left.update(stage, step, total, dict(numbers), e)) for stage, step, total, numbers, e in events]
+def estimates(events: list, pace: Pace | None = None,
+              cpu: list[float] | None = None) -> list[tuple[float, float | None]]:
+    """A fresh estimate's seconds left at each event: on the wall seconds alone, or with the CPU seconds ``cpu``."""
+    left = TimeLeft(pace, cpu_clock=None)
+    cpus = cpu if cpu is not None else [None] * len(events)
+    return [(e, left.update(stage, step, total, dict(numbers), e, c))
+            for (stage, step, total, numbers, e), c in zip(events, cpus)]
 
 
 #: Machines, sizes and catalogs; the gains fall as the constants say, from a first gain that keeps
@@ -145,7 +149,7 @@ def test_a_machine_slower_or_faster_is_measured_on_the_catalog():
 
 
 def test_none_while_it_cannot_tell_and_zero_once_ended():
-    left = TimeLeft()
+    left = TimeLeft(cpu_clock=None)
     assert left.update("teacher", 0, 1, {"users": 5000}, 0.0) is None
     assert left.update("search", 0, 20, {"phase": "catalog", "phase_done": 0, "phase_total": 900}, 0.5) is None
     assert left.update("search", 0, 20, {"phase": "catalog", "phase_done": 50, "phase_total": 900}, 1.0) > 0
@@ -223,7 +227,7 @@ def test_the_search_after_a_catalog_is_told_a_smaller_ratio_of_a_catalog_of_more
     pace = PACE.replace(later_per_stat=0.0, later_per_user_stat=0.0, later_per_capped_user_stat=0.0)
 
     def told(work: float, catalog_seconds: float = 4.0) -> float:
-        left = TimeLeft(pace)
+        left = TimeLeft(pace, cpu_clock=None)
         left.update("teacher", 0, 1, {"users": 5000}, 0.0)
         base = {"phase": "catalog", "phase_total": 1000, "phase_work_total": work, "min_gain": MIN_GAIN}
         left.update("search", 0, 20, {**base, "phase_done": 0, "phase_work_done": 0.0}, 1.0)
