@@ -356,18 +356,36 @@ def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = Tru
     for start in range(0, m, 512):
         block = X[:, start:start + 512]
         ordered = np.sort(block, axis=0)  # NaN last
+        # One finiteness mask for all four steps: the clipped block has the same one unless a
+        # column holds an infinity (clipped to a finite edge), told from the sorted ends.
+        finite = np.isfinite(block)
+        defined = finite.sum(axis=0)
         if bins:
-            binned[:, start:start + 512] = _bin_block(block, ordered)
+            binned[:, start:start + 512] = _bin_block(block, ordered, defined)
         if lines:
-            out[:, start:start + 512, 0] = _standardize(block)
-            out[:, start:start + 512, 1] = _standardize(_clip_tails(block, ordered=ordered))
+            out[:, start:start + 512, 0] = _standardize(block, finite, defined)
+            clipped = _clip_tails(block, ordered=ordered, defined=defined)
+            same = not _has_infinity(ordered, defined)
+            out[:, start:start + 512, 1] = _standardize(clipped, finite if same else None, defined if same else None)
     return binned, out
 
 
-def _bin_block(block: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """:func:`bin_columns` of ``block`` (n, k), given its columns sorted (``ordered``, NaN last)."""
+def _has_infinity(ordered: np.ndarray, defined: np.ndarray) -> bool:
+    """Whether a column of ``ordered`` (sorted: -inf first, then finite values, +inf, NaN last) holds
+    an infinity, given its count of finite values."""
+    n = len(ordered)
+    if n == 0:
+        return False
+    after = np.take_along_axis(ordered, np.minimum(defined, n - 1)[None, :], axis=0)[0]
+    return bool(np.isneginf(ordered[0]).any() or np.isposinf(after[defined < n]).any())
+
+
+def _bin_block(block: np.ndarray, ordered: np.ndarray, defined: np.ndarray | None = None) -> np.ndarray:
+    """:func:`bin_columns` of ``block`` (n, k), given its columns sorted (``ordered``, NaN last) and,
+    optionally, each column's count of finite values (``defined``)."""
     q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
-    defined = np.isfinite(block).sum(axis=0)
+    if defined is None:
+        defined = np.isfinite(block).sum(axis=0)
     # The deciles of each column's defined values (lower value at each cut: ties stay together).
     at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
     edges = np.take_along_axis(ordered, at, axis=0)  # (9, k)
@@ -375,32 +393,42 @@ def _bin_block(block: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     # a uint8 sum is exact, and cheaper than one (n, 9, k) comparison summed over its middle axis).
     b = np.zeros(block.shape, dtype=np.uint8)
     for edge in edges:
-        b += block > edge  # NaN is above no decile
-    b[np.isnan(block)] = 0
+        b += block > edge  # NaN is above no decile (and a NaN edge, of a column with none defined, is below none)
     return b
 
 
-def _clip_tails(X: np.ndarray, share: float = 0.01, ordered: np.ndarray | None = None) -> np.ndarray:
+def _clip_tails(X: np.ndarray, share: float = 0.01, ordered: np.ndarray | None = None,
+                defined: np.ndarray | None = None) -> np.ndarray:
     """Each column clipped to the defined values at ranks ``share`` and ``1 - share`` (NaN stays).
 
     By sorting, not ``np.nanpercentile``, which loops over columns in Python when
-    there are NaNs (8x slower on a catalog); ``ordered``: the columns already sorted (NaN last).
+    there are NaNs (8x slower on a catalog); ``ordered``: the columns already sorted (NaN last);
+    ``defined``: each column's count of finite values, if known.
     """
     if ordered is None:
         ordered = np.sort(X, axis=0)  # NaN last
-    last = np.maximum(np.isfinite(X).sum(axis=0) - 1, 0)
+    if defined is None:
+        defined = np.isfinite(X).sum(axis=0)
+    last = np.maximum(defined - 1, 0)
     lo = np.take_along_axis(ordered, np.floor(share * last).astype(np.int64)[None, :], axis=0)
     hi = np.take_along_axis(ordered, np.ceil((1 - share) * last).astype(np.int64)[None, :], axis=0)
     return np.clip(X, lo, hi)
 
 
-def _standardize(X: np.ndarray) -> np.ndarray:
+def _standardize(X: np.ndarray, finite: np.ndarray | None = None, defined: np.ndarray | None = None) -> np.ndarray:
+    """Each column centred and scaled over its finite values, the others set to 0 (float32);
+    ``finite`` (X's finiteness) and ``defined`` (its column sums) where already known."""
     # Masked sums rather than np.nanmean/np.nanstd, which copy and check far more.
-    defined = np.isfinite(X)
-    count = np.maximum(defined.sum(axis=0), 1)
-    Z = np.where(defined, X, 0.0)
-    Z -= Z.sum(axis=0) / count
-    Z[~defined] = 0.0  # undefined sits at the mean
+    if finite is None or defined is None:
+        finite = np.isfinite(X)
+        defined = finite.sum(axis=0)
+    count = np.maximum(defined, 1)
+    if defined.sum() == finite.size:  # every value defined: no masking (the same arithmetic)
+        Z = X - X.sum(axis=0) / count
+    else:
+        Z = np.where(finite, X, 0.0)
+        Z -= Z.sum(axis=0) / count
+        Z[~finite] = 0.0  # undefined sits at the mean
     scale = np.sqrt((Z * Z).sum(axis=0) / count)
     Z /= np.where(scale > 0, scale, 1.0)
     return Z.astype(np.float32)
@@ -738,13 +766,15 @@ def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
         # their values as the digest reads them, column by column (transposed, so contiguous).
         finite = np.isfinite(values)
         defined = finite.sum(axis=0)
+        whole = bool(defined.sum() == finite.size)  # every value defined (counts, sums): no masks
+        keyed = values.T.copy() if whole else np.where(finite, values, np.inf).T.copy()
         with np.errstate(invalid="ignore"):
-            low = np.where(finite, values, np.inf).min(axis=0)
-            high = np.where(finite, values, -np.inf).max(axis=0)
+            low = keyed.min(axis=1)
+            high = (keyed if whole else np.where(finite.T, keyed, -np.inf)).max(axis=1)
         varies = (defined >= 2) & ~((low == high) & (defined == n))
         if not varies.any():
             continue
-        keyed = np.where(finite, values, np.inf).round(9).T.copy()
+        np.round(keyed, 9, out=keyed)
         for j in np.flatnonzero(varies):
             # A digest, not the bytes: 140,000 columns of 4,000 users held 4.5 GB of keys.
             sig = hashlib.blake2b(keyed[j].tobytes(), digest_size=16).digest()

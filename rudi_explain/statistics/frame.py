@@ -96,7 +96,13 @@ class EventFrame:
         """
         if self.all_users and self.layout_order:
             order = _within_user_order(self.seqs, column, descending, absolute)
-            if self.positions is not None:
+            if self.positions is not None and len(self.positions) * _FEW < len(order):
+                # Few events left (a narrow filter): sort their places in the whole order, not
+                # a mask over every event. The same events in the same order either way.
+                places = _within_user_rank(self.seqs, column, descending, absolute, order)[self.positions]
+                places.sort()
+                order = order[places]
+            elif self.positions is not None:
                 member = np.zeros(self.seqs.n_events, dtype=bool)
                 member[self.positions] = True
                 order = order[member[order]]
@@ -117,6 +123,24 @@ class EventFrame:
         starts = np.flatnonzero(np.r_[True, self.segment[1:] != self.segment[:-1]])
         run = np.diff(np.r_[starts, n])
         return np.arange(n, dtype=np.int64) - np.repeat(starts, run)
+
+
+#: A filtered frame with fewer than 1/_FEW of the events sorts its events' places in the whole
+#: order (k log k) rather than masking all events (n): about even at 1/16 on 250,000 events.
+_FEW = 16
+
+
+def _within_user_rank(seqs: Sequences, column: str, descending: bool, absolute: bool,
+                      order: np.ndarray) -> np.ndarray:
+    """Each event's place in :func:`_within_user_order` (its inverse permutation; int32 where it
+    fits), computed once per Sequences."""
+    cache_key = ("within_user_rank", column, descending, absolute)
+    rank = seqs._cache.get(cache_key)
+    if rank is None:
+        rank = np.empty(len(order), dtype=np.int32 if len(order) < 2**31 else np.int64)
+        rank[order] = np.arange(len(order), dtype=rank.dtype)
+        seqs._cache[cache_key] = rank
+    return rank
 
 
 def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute: bool) -> np.ndarray:
