@@ -22,6 +22,14 @@ statistic only while it explains at least ``min_gain`` more on users it was not 
 the statistics still to come are those between the last gain and ``min_gain`` at the fall of
 gains seen in searches (:attr:`Pace.fall`), never more than ``n_stats``.
 
+The catalog runs on two threads and much of what follows on one, and the machine is shared: on a free
+2-core machine the catalog gets about 1.7-1.9 CPU seconds per wall second and the rest about 1.0-1.2;
+on a busy one the scheduler shares the cores between sessions, not threads, and both get the same share
+(0.5-1.0 measured). Everything told from the catalog's pace (the search after it, the later stages) is
+therefore scaled by the catalog's CPU per wall second over the rest's (:attr:`TimeLeft.serial`): the
+rest's predicted as the catalog's up to :attr:`Pace.rest_cpu_per_wall` while the catalog runs, then
+as seen since it ended. On the busy machines the constants were fitted on, that scale is 1.
+
 The constants (:class:`Pace`) are fitted by ``benchmarks/bench_eta.py --fit`` on recorded runs
 of several families, sizes and seeds, and checked there on other runs. They stand in for a
 stage only until it shows its own pace, so a stage that others make faster is followed once it
@@ -135,6 +143,8 @@ class Pace:
     search_work_power: float = 0.371
     catalog_work_ref: float = 15_900.0
     sample_users: int = 4000
+    # the rest's CPU per wall second on a free machine: 1.0-1.2 seen (selection 1.16-1.19, student and
+    # post-processing 1.0) beside the catalog's 1.66 (bench_eta.py, session 13)
     rest_cpu_per_wall: float = 1.1
     rest_prior_seconds: float = 1.0
     serial_bound: float = 4.0
