@@ -199,3 +199,27 @@ def test_bins_put_undefined_users_below_every_cut_as_literals_do():
             cut = np.nanmax(np.where(bins[:, j] <= k, v, np.nan)) if (bins[:, j] <= k).any() else -np.inf
             np.testing.assert_array_equal(above_by_bin, np.where(np.isfinite(v), v > cut, False))
     assert (bins[np.isnan(X)] == 0).all()
+
+
+def test_gains_are_the_same_whatever_the_bytes_kept_gathered_on_the_rows(monkeypatch):
+    # The first blocks of a screen keep their bin indices and lines gathered on the choosing rows
+    # (catalog._GATHER_BYTES); the blocks beyond gather them at every scoring. The gains are the
+    # same, bit for bit, with none kept, some blocks kept and all kept, on the first scoring and
+    # on later ones read from the cache, and on other rows.
+    import rudi_explain.search.catalog as catalog_module
+    from rudi_explain.search.catalog import ColumnScreen
+
+    rng = np.random.default_rng(7)
+    n, m = 300, 2500  # three blocks of columns
+    bins = rng.integers(0, 10, size=(n, m)).astype(np.uint8)
+    values = rng.normal(size=(n, m, 2)).astype(np.float32)
+    stat = short_catalog(rx.datasets.make_payments(20, random_state=1).sequences(), max_depth=1)[0]
+    owners = [(stat, j) for j in range(m)]
+    halves = [np.sort(rng.permutation(n)[:140]) for _ in range(2)]
+    residuals = [rng.normal(size=140) for _ in range(3)]
+    got = {}
+    for budget in (0, 140 * 1024 * 8 * 3, 2**40):  # none, one block (indices and two lines), all
+        monkeypatch.setattr(catalog_module, "_GATHER_BYTES", budget)
+        screen = ColumnScreen(list(owners), bins, values)
+        got[budget] = [screen.gains(r, rows, 1.3, n_jobs=1).tobytes() for r in residuals for rows in halves]
+    assert got[0] == got[140 * 1024 * 8 * 3] == got[2**40]
