@@ -23,6 +23,7 @@ from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_additive import additive_scorecard, choose_scorecard
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
@@ -35,6 +36,11 @@ __all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
 #: fidelity did not drop with them (issue 26, item 2): on 12 cases of payments, edits and planted data at
 #: 3,000 users it rose by 0.001-0.009 in mean, and never fell.
 LINEAR_CARDS = True
+#: Whether explain() weighs an additive scorecard (every statistic output a card, binned afresh at the literal
+#: table's thresholds, with the student's interaction rules or none) against the student's own, on validation
+#: users the candidates were not fitted on (issue 26: the student's cards leave statistics out, or cut them into
+#: 2-3 bands where the teacher moves steadily).
+ADDITIVE = True
 #: A larger pruning point is tried while its read-off has at most ``max_rules + SLACK`` cards and interaction rules.
 SLACK = 2
 #: Validation fidelity a larger starting point must gain over the one before it is kept.
@@ -83,15 +89,13 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
     k = _power_of_two_scale(y)
     if k == 1.0:
         start = _start(pruning, values, y, is_valid, config.max_rules)
-        scorecard = scorecard_within_budget(start, values, y, is_valid, max_rules=config.max_rules,
-                                            linear=LINEAR_CARDS)
+        scorecard = _fit_scorecard(start, values, y, is_valid, config.max_rules)
     else:
         # scores near the float limits (1e300): the joint refit's squared errors would overflow. Fitted on
         # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
         # scorecard read off them exactly.
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
-        fitted = scorecard_within_budget(start, values, y / k, is_valid, max_rules=config.max_rules,
-                                         linear=LINEAR_CARDS)
+        fitted = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
         scorecard = _scaled_scorecard(fitted, k)
     rules = scorecard.to_rules()
     table = rules.literal_table()
@@ -102,6 +106,32 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
                               scorecard.base, table)
     return pruning, scorecard, rules
+
+
+def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
+                   max_rules: int) -> Scorecard:
+    """The scorecard of the start point, or the additive one beside it where validation users say it is better.
+
+    Candidates, in this order (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
+    without the validation users and scored on them; a later one must be more faithful by its ``TIE``): the
+    start point's own scorecard; every output as a card binned afresh; the same with the start point's
+    interaction rules. The chosen one is then fitted on all the training users.
+    """
+    def student(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
+        return scorecard_within_budget(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS)
+
+    if not ADDITIVE:
+        return student(values, y, is_valid)
+
+    def additive(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
+        return additive_scorecard(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS)
+
+    def additive_interactions(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
+        return additive_scorecard(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS, interactions=True)
+
+    candidates = {"student": student, "additive": additive, "additive with interactions": additive_interactions}
+    name, _ = choose_scorecard(candidates, values, y, is_valid)
+    return candidates[name](values, y, is_valid)
 
 
 def _power_of_two_scale(y: np.ndarray) -> float:

@@ -26,7 +26,7 @@ from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_fit import MAX_BANDS, refit, sample_rows
 
-__all__ = ["scorecard_within_budget", "is_additive"]
+__all__ = ["scorecard_within_budget", "within_budget", "is_additive"]
 
 
 def is_additive(rules: object) -> bool:
@@ -83,6 +83,26 @@ def scorecard_within_budget(rules: RuleSet, values: ArrayLike, y: ArrayLike, is_
     if is_additive(rules):  # no interaction rule that nearly every training user meets
         rules = complement_common(rules, rules.literal_table().transform_values(V))
     card = Scorecard.from_rules(rules, V, t).refit(V, t, is_valid=valid, **options)
+    return within_budget(card, V, t, valid, max_rules, options)
+
+
+def within_budget(card: Scorecard, V: np.ndarray, t: np.ndarray, valid: np.ndarray, max_rules: int,
+                  options: dict[str, Any]) -> Scorecard:
+    """``card`` (refitted) less units until at most ``max_rules``: each time the unit whose removal costs
+    least on the validation users goes, and the rest is refitted with ``options`` (:meth:`Scorecard.refit`'s).
+
+    Parameters
+    ----------
+    card : Scorecard
+        Refitted on ``V``, ``t`` (the scorecard returned as it is when within budget).
+    V : ndarray, shape (n_users, n_outputs)
+    t : ndarray, shape (n_users,)
+    valid : ndarray of bool, shape (n_users,)
+        The validation users (none: the fitting users judge).
+    max_rules : int
+    options : dict
+        ``max_bands``, ``monotone``, ``linear``, ``split``.
+    """
     fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
     check = valid if valid.any() else fit
     # which unit goes is a choice: made on samples of the fitting and checking users (all of them when few)

@@ -1,0 +1,152 @@
+"""A second scorecard beside the student's: one card for every statistic output, binned afresh (issue 26).
+
+The student's scorecard keeps the cards its rules happen to read, at the
+student's own band edges. On some data that leaves a statistic off the
+scorecard, or a card with 2-3 bands where the teacher's score moves steadily
+(CDNOW's amounts, the planted family's tenure), and many users tie. The
+additive candidate (:func:`additive_scorecard`) gives every output of the
+literal table a card cut at all of its round thresholds, merges adjacent
+bands to at most ``max_bands`` (the cheapest in training error first), fits
+every point jointly, chooses monotone, linear and extra edges on the
+validation users as :meth:`~rudi_explain.rules.scorecard.Scorecard.refit`
+does for the student's cards, and keeps the student's interaction rules or
+none. It is the same kind of scorecard (SEMANTICS.md, "The scorecard"): each
+user in one band per card, centred points, sign notes, no vacuous edge, the
+budget counting cards and interaction rules.
+
+:func:`choose_scorecard` picks among candidate fits on users none of them was
+fitted or chosen on: each candidate is fitted on the fitting users (an inner
+share of them choosing its forms) and scored on the validation users; a
+later candidate must beat the ones before by ``tie``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from rudi_explain.exceptions import InputError
+from rudi_explain.metrics import fidelity
+from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.pruning import complement_common
+from rudi_explain.rules.ruleset import RuleSet
+from rudi_explain.rules.scorecard import Scorecard
+from rudi_explain.rules.scorecard_budget import is_additive, within_budget
+from rudi_explain.rules.scorecard_cards import Band, Card
+from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD, MAX_BANDS, sample_rows
+
+__all__ = ["additive_scorecard", "all_output_cards", "choose_scorecard", "INNER_SHARE", "TIE"]
+
+#: Share of the fitting users that choose a candidate's forms (monotone, linear, extra edges) when
+#: :func:`choose_scorecard` fits it on the fitting users only.
+INNER_SHARE = 0.2
+#: Validation fidelity a later candidate must gain over the best before it.
+TIE = 1e-3
+
+#: A candidate fit: (values, teacher scores, validation mask) -> scorecard.
+Fit = Callable[[np.ndarray, np.ndarray, np.ndarray], Scorecard]
+
+
+def all_output_cards(literals: Literals, values: np.ndarray) -> list[Card]:
+    """One card per output of ``literals`` with a finite threshold, cut at all of its thresholds, points 0.
+
+    An output gets an undefined band where the table says it can be undefined or
+    some of ``values`` (the training users) is NaN, as :func:`~rudi_explain.rules.scorecard_fit.read_off` does.
+    """
+    cards = []
+    for c in range(literals.n_outputs):
+        thr = np.unique(literals.thresholds[literals.column == c])
+        thr = thr[np.isfinite(thr) & (thr > DEFINED_THRESHOLD)]
+        if not thr.size:
+            continue
+        undefined = bool(literals.output_undefined[c]) or bool(np.isnan(values[:, c]).any())
+        cards.append(Card(
+            column=c, name=literals.output_descriptions[c], kind=literals.output_kind[c], unit=literals.output_unit[c],
+            edges=tuple(float(x) for x in thr), bands=tuple(Band(0.0) for _ in range(thr.size + 1)),
+            undefined=Band(0.0) if undefined else None,
+            undefined_words=literals.output_undefined_words[c] if undefined else "",
+        ))
+    return cards
+
+
+def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *, max_rules: int,
+                       interactions: bool = False, max_bands: int = MAX_BANDS, linear: bool = True) -> Scorecard:
+    """Every output of the rules' literal table as a card, binned afresh, within the budget.
+
+    Parameters
+    ----------
+    rules : RuleSet
+        Additive rules over a Literals table (the pruned student's): the table's
+        thresholds are the band edges offered, and with ``interactions`` their
+        rules over two or more outputs are kept (weights refitted).
+    values : ndarray, shape (n_users, n_outputs)
+        The training users' statistic outputs (NaN where undefined).
+    y : ndarray, shape (n_users,)
+        Their teacher scores.
+    is_valid : ndarray of bool, shape (n_users,)
+        Validation users: they choose each card's form and which unit goes first when over budget
+        (:func:`~rudi_explain.rules.scorecard_budget.within_budget`); the points are fitted on all the users.
+    max_rules : int
+        The budget: cards plus interaction rules.
+    interactions : bool, default=False
+        Keep the rules' interaction rules (else the cards alone).
+    max_bands : int, default=6
+    linear : bool, default=True
+        Allow linear cards.
+
+    Returns
+    -------
+    Scorecard
+        Over the rules' literal table; ``len(result) <= max_rules``.
+    """
+    if not is_additive(rules):
+        raise InputError("the additive scorecard reads a plain sum of rules over a Literals table")
+    V = np.asarray(values, dtype=np.float64)
+    t = np.asarray(y, dtype=np.float64).reshape(-1)
+    valid = np.asarray(is_valid, dtype=bool).reshape(-1)
+    table = rules.literal_table()
+    kept = []
+    if interactions:
+        common = complement_common(rules, table.transform_values(V))
+        kept = list(Scorecard.from_rules(common, V, t).interactions)
+    options: dict[str, Any] = {"max_bands": max_bands, "monotone": True, "linear": linear, "split": True}
+    start = Scorecard(all_output_cards(table, V), kept, float(t.mean()), table)
+    return within_budget(start.refit(V, t, is_valid=valid, **options), V, t, valid, max_rules, options)
+
+
+def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *,
+                     tie: float = TIE) -> tuple[str, dict[str, float]]:
+    """The candidate most faithful on the validation users, each fitted without them.
+
+    Each candidate is fitted on the fitting users (those not ``is_valid``), a fixed
+    :data:`INNER_SHARE` of them standing in for validation users in its own choices,
+    and scored by fidelity on the validation users (samples of both, at most
+    :data:`~rudi_explain.rules.scorecard_fit.CHOICE_USERS` each). In the order given,
+    a candidate replaces the best so far only if it is more faithful by more than ``tie``.
+
+    Returns
+    -------
+    (str, dict)
+        The chosen candidate's name, and every candidate's validation fidelity.
+        With fewer than 10 validation or fitting users, the first candidate and no scores.
+    """
+    names = list(candidates)
+    if not names:
+        raise InputError("no candidate to choose from")
+    valid = np.asarray(is_valid, dtype=bool).reshape(-1)
+    fit_rows, valid_rows = sample_rows(~valid), sample_rows(valid)
+    if fit_rows.size < 10 or valid_rows.size < 10:
+        return names[0], {}
+    inner = np.zeros(fit_rows.size, dtype=bool)
+    inner[np.random.default_rng(0).permutation(fit_rows.size)[:max(2, round(fit_rows.size * INNER_SHARE))]] = True
+    V_fit, y_fit = values[fit_rows], y[fit_rows]
+    V_valid, y_valid = values[valid_rows], y[valid_rows]
+    scores: dict[str, float] = {}
+    best = names[0]
+    for name in names:
+        scores[name] = float(fidelity(y_valid, candidates[name](V_fit, y_fit, inner).predict(V_valid)))
+        if scores[name] > scores[best] + tie:
+            best = name
+    return best, scores
