@@ -23,7 +23,7 @@ the statistics still to come are those between the last gain and ``min_gain`` at
 gains seen in searches (:attr:`Pace.fall`), never more than ``n_stats``.
 
 The catalog runs on two threads and much of what follows on one, and the machine is shared: on a free
-2-core machine the catalog gets about 1.7-1.9 CPU seconds per wall second and the rest about 1.0-1.2;
+2-core machine the catalog got 1.66 CPU seconds per wall second and the rest 1.0-1.2 (measured);
 on a busy one the scheduler shares the cores between sessions, not threads, and both get the same share
 (0.5-1.0 measured). Everything told from the catalog's pace (the search after it, the later stages) is
 therefore scaled by the catalog's CPU per wall second over the rest's (:attr:`TimeLeft.serial`): the
@@ -172,6 +172,13 @@ class TimeLeft:
     cpu_clock : callable, optional
         The process's CPU seconds (default :func:`time.process_time`, every thread's), read at each
         event that does not bring its own; None: CPU seconds only where an event brings them.
+
+    Attributes
+    ----------
+    serial : float
+        The rest's wall seconds per second the catalog's pace tells (1 without CPU seconds).
+    cpu : float or None
+        The process's CPU seconds at the last event.
     """
 
     def __init__(self, pace: Pace | None = None, cpu_clock: Callable[[], float] | None = time.process_time) -> None:
