@@ -78,6 +78,7 @@ _GAIN_BLOCK = 1024  # columns scored at a time
 #: 5,000 columns on 2,000 choosing rows): the catalog is scored on the same rows at every step.
 _GATHER_BYTES = 128 * 2**20
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
+_EACH_PIECE = 8  # statistics per task of build_each (deepening candidates): their columns binned as one block
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
 
 
@@ -345,31 +346,34 @@ def standardize(X: np.ndarray) -> np.ndarray:
     return _binned_and_standardized(X, bins=False)[1]
 
 
-def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = True
-                             ) -> tuple[np.ndarray, np.ndarray]:
+def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = True,
+                             lone: np.ndarray | None = None, chunk: int = 512) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bin_columns` and :func:`standardize` of ``X`` (each only if asked; an empty
-    array otherwise), by chunks of 512 columns, each chunk sorted once for both: the
-    deciles and the clipping ranks read the same sorted columns."""
+    array otherwise), by chunks of ``chunk`` columns, each chunk sorted once for both: the
+    deciles and the clipping ranks read the same sorted columns. ``lone``: the columns
+    standardized as if each were the only column of its block (see :func:`_column_sums`)."""
     n, m = X.shape
     binned = np.empty((n, m if bins else 0), dtype=np.uint8)
     # By chunks of columns: a catalog can hold 100,000 columns, and a whole float64 copy
     # of it per step (clipped, centred) took a scenario past 11 GB; a chunk also bounds
     # the comparisons with the deciles.
     out = np.empty((n, m if lines else 0, 2), dtype=np.float32)
-    for start in range(0, m, 512):
-        block = X[:, start:start + 512]
+    for start in range(0, m, chunk):
+        block = X[:, start:start + chunk]
+        alone = None if lone is None else lone[start:start + chunk]
         ordered = np.sort(block, axis=0)  # NaN last
         # One finiteness mask for all four steps: the clipped block has the same one unless a
         # column holds an infinity (clipped to a finite edge), told from the sorted ends.
         finite = np.isfinite(block)
         defined = finite.sum(axis=0)
         if bins:
-            binned[:, start:start + 512] = _bin_block(block, ordered, defined)
+            binned[:, start:start + chunk] = _bin_block(block, ordered, defined)
         if lines:
-            out[:, start:start + 512, 0] = _standardize(block, finite, defined)
+            out[:, start:start + chunk, 0] = _standardize(block, finite, defined, alone)
             clipped = _clip_tails(block, ordered=ordered, defined=defined)
             same = not _has_infinity(ordered, defined)
-            out[:, start:start + 512, 1] = _standardize(clipped, finite if same else None, defined if same else None)
+            out[:, start:start + chunk, 1] = _standardize(clipped, finite if same else None,
+                                                          defined if same else None, alone)
     return binned, out
 
 
@@ -418,21 +422,33 @@ def _clip_tails(X: np.ndarray, share: float = 0.01, ordered: np.ndarray | None =
     return np.clip(X, lo, hi)
 
 
-def _standardize(X: np.ndarray, finite: np.ndarray | None = None, defined: np.ndarray | None = None) -> np.ndarray:
+def _column_sums(A: np.ndarray, lone: np.ndarray | None = None) -> np.ndarray:
+    """``A.sum(axis=0)``, the columns where ``lone`` holds summed as numpy sums a block of one
+    column: pairwise, where it sums a wider block row by row (the last bits can differ). So a
+    statistic's single column has the same values binned beside others as binned alone."""
+    sums = A.sum(axis=0)
+    if lone is not None and A.shape[1] > 1 and lone.any():
+        sums[lone] = np.ascontiguousarray(A[:, lone].T).sum(axis=1)
+    return sums
+
+
+def _standardize(X: np.ndarray, finite: np.ndarray | None = None, defined: np.ndarray | None = None,
+                 lone: np.ndarray | None = None) -> np.ndarray:
     """Each column centred and scaled over its finite values, the others set to 0 (float32);
-    ``finite`` (X's finiteness) and ``defined`` (its column sums) where already known."""
+    ``finite`` (X's finiteness) and ``defined`` (its column sums) where already known; ``lone``
+    as for :func:`_column_sums`."""
     # Masked sums rather than np.nanmean/np.nanstd, which copy and check far more.
     if finite is None or defined is None:
         finite = np.isfinite(X)
         defined = finite.sum(axis=0)
     count = np.maximum(defined, 1)
     if defined.sum() == finite.size:  # every value defined: no masking (the same arithmetic)
-        Z = X - X.sum(axis=0) / count
+        Z = X - _column_sums(X, lone) / count
     else:
         Z = np.where(finite, X, 0.0)
-        Z -= Z.sum(axis=0) / count
+        Z -= _column_sums(Z, lone) / count
         Z[~finite] = 0.0  # undefined sits at the mean
-    scale = np.sqrt((Z * Z).sum(axis=0) / count)
+    scale = np.sqrt(_column_sums(Z * Z, lone) / count)
     Z /= np.where(scale > 0, scale, 1.0)
     return Z.astype(np.float32)
 
@@ -618,9 +634,13 @@ class ColumnScreen:
         (each statistic's varying outputs, none dropped as seen by another), built on ``n_jobs``
         worker threads: the deepening candidates of forward selection, scored side by side."""
         workers_asked = resolve_n_jobs(n_jobs)
-        one = partial(_build_one, sample=sample, frames=frames)
-        with Workers(workers_asked if len(stats) > 1 else 1) as workers:
-            return list(workers.map_ordered(one, stats))
+        # A few statistics per task, binned and standardized as one block: each column alone
+        # costs little, and one block per statistic was mostly fixed costs. Pieces of a fixed
+        # size: the same screens with any number of workers.
+        pieces = [stats[i:i + _EACH_PIECE] for i in range(0, len(stats), _EACH_PIECE)]
+        several = partial(_build_several, sample=sample, frames=frames)
+        with Workers(workers_asked if len(pieces) > 1 else 1) as workers:
+            return [screen for piece in workers.map_ordered(several, pieces) for screen in piece]
 
     @classmethod
     def join(cls, screens: list[ColumnScreen], n: int) -> ColumnScreen:
@@ -768,8 +788,33 @@ def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
     return ColumnScreen(owners, bins, values)
 
 
-def _build_one(stat: Statistic, sample: Sequences, frames: FrameCache | None) -> ColumnScreen:
-    return ColumnScreen.build([stat], sample, set(), frames=frames, n_jobs=1)
+def _build_several(stats: list[Statistic], sample: Sequences, frames: FrameCache | None) -> list[ColumnScreen]:
+    """``[ColumnScreen.build([s], sample, set(), frames=frames) for s in stats]``, the columns of all
+    binned and standardized together (column by column: the same values as block by block)."""
+    n = sample.n_users
+    spans: list[tuple[list[tuple[Statistic, int]], int, int]] = []  # each statistic's owners and columns
+    columns: list[np.ndarray] = []
+    for stat in stats:
+        seen: set[bytes] = set()  # a statistic's own outputs only, as build([stat], sample, set()) drops
+        owners = []
+        start = len(columns)
+        for _, j, v, sig in _evaluate_chunk([stat], sample, frames):
+            if sig not in seen:
+                seen.add(sig)
+                owners.append((stat, j))
+                columns.append(v)
+        spans.append((owners, start, len(columns)))
+    if not columns:
+        return [_concatenate([], n) for _ in stats]
+    # One block, unchunked (a few statistics' columns), each single-column statistic's column
+    # summed as its own block of one would be.
+    lone = np.zeros(len(columns), dtype=bool)
+    for _, a, b in spans:
+        if b - a == 1:
+            lone[a] = True
+    bins, values = _binned_and_standardized(np.column_stack(columns), lone=lone, chunk=len(columns))
+    return [ColumnScreen(owners, np.ascontiguousarray(bins[:, a:b]), np.ascontiguousarray(values[:, a:b]))
+            for owners, a, b in spans]
 
 
 def _evaluate_chunk(stats: list[Statistic], sample: Sequences,

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 from reference_impl import varying_new_outputs
 
 import rudi_explain as rx
@@ -223,3 +224,29 @@ def test_gains_are_the_same_whatever_the_bytes_kept_gathered_on_the_rows(monkeyp
         screen = ColumnScreen(list(owners), bins, values)
         got[budget] = [screen.gains(r, rows, 1.3, n_jobs=1).tobytes() for r in residuals for rows in halves]
     assert got[0] == got[140 * 1024 * 8 * 3] == got[2**40]
+
+
+@pytest.mark.slow  # 4,000 users: fewer leave every single column's sums equal either way
+def test_each_screen_built_side_by_side_equals_its_statistic_built_alone():
+    # build_each bins a few statistics' columns as one block; each screen must be, bit for bit,
+    # the screen of its statistic built alone: the same owners, bins and lines (a single column's
+    # sums taken as numpy takes a block of one), whatever the number of workers. Edits of catalog
+    # statistics give scalar and constant statistics (no column at all), the catalog vector ones.
+    from rudi_explain.search.catalog import ColumnScreen
+    from rudi_explain.statistics.frame import FrameCache
+
+    seqs = rx.datasets.make_payments(4000, random_state=2).sequences()
+    schema = Schema.of(seqs)
+    catalog = short_catalog(seqs, max_depth=2)
+    edits = list({s.key: s for st in catalog[::60] for s in neighbours(st, schema, 3)}.values())[:120]
+    vectors = [s for s in catalog if s.is_vector(schema)][::7][:30]  # one column per category
+    stats = [s for pair in zip(edits, vectors) for s in pair] + edits[len(vectors):]
+    alone = [ColumnScreen.build([s], seqs, set(), frames=FrameCache(seqs), n_jobs=1) for s in stats]
+    assert sum(len(a) == 1 for a in alone) >= 10 and sum(len(a) > 1 for a in alone) >= 10
+    for n_jobs in (1, 2):
+        each = ColumnScreen.build_each(stats, seqs, frames=FrameCache(seqs), n_jobs=n_jobs)
+        assert len(each) == len(stats)
+        for a, b in zip(alone, each):
+            assert a.owners == b.owners
+            assert a.bins.tobytes() == b.bins.tobytes() and a.values.tobytes() == b.values.tobytes()
+            assert a.bins.shape == b.bins.shape and a.values.shape == b.values.shape
