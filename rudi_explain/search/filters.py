@@ -22,7 +22,6 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from rudi_explain.correlation import batch_reward
 from rudi_explain.data.sequences import Sequences
@@ -151,37 +150,24 @@ def drop_idle_filters(statistics: Sequence[Statistic], seqs: Sequences, y: np.nd
 MIN_HELD = 200
 
 
-def user_order(seqs: Sequences) -> np.ndarray:
-    """Positions of ``seqs``'s users in a fixed order of their ids (a hash of each id): the search's
-    sample, its choosing and checking halves and its held-out users are cut from this order.
-
-    Any order that ignores the target gives an honest check; one drawn from the seed made which
-    statistics are kept hang on the seed (issue 26). In a fixed order a user falls on the same side
-    whatever the seed, and two runs on mostly the same users choose and check on mostly the same users.
-    """
-    ids = np.asarray(seqs.users)
-    hashed = pd.util.hash_array(ids.astype(str) if ids.dtype == object else ids)
-    return np.argsort(hashed, kind="stable")
-
-
 def held_users(search: Any, sample: np.ndarray) -> np.ndarray:
     """Training users a StatisticsSearch's selection never sees, on which idle filters are judged (sorted positions).
 
     Users outside the screened sample where there are enough (at most ``screen_size`` of
-    them, the first in :func:`user_order`); otherwise the last fifth of the users in that order,
-    taken out of the sample before it is split.
+    them); otherwise a fifth of the users, taken out of the sample before it is split.
     """
     if not search.drop_idle_filters:
         return np.zeros(0, dtype=np.int64)
     n = search._seqs.n_users
-    order = user_order(search._seqs)
-    outside = order[~np.isin(order, sample)]
+    # A generator of its own: the search's draws are the same whether or not users are held out.
+    rng = np.random.default_rng(None if search.random_state is None else [search.random_state, 26])
+    outside = np.setdiff1d(np.arange(n), sample)
     if len(outside) >= MIN_HELD:
-        return np.sort(outside[: search.screen_size])
+        return np.sort(rng.choice(outside, min(len(outside), search.screen_size), replace=False))
     n_held = n // 5
     if n_held < MIN_HELD:
         return np.zeros(0, dtype=np.int64)
-    return np.sort(order[n - n_held:])
+    return np.sort(rng.choice(n, n_held, replace=False))
 
 def replace_idle_filters(search: Any, fit_users: np.ndarray, held: np.ndarray, keep: set[tuple],
                          tick: Callable[[], None]) -> None:

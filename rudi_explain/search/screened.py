@@ -27,61 +27,26 @@ from rudi_explain.search.catalog import (
     short_catalog,
     simpler_forms,
 )
-from rudi_explain.search.filters import held_users, replace_idle_filters, user_order
+from rudi_explain.search.filters import held_users, replace_idle_filters
 from rudi_explain.search.progress import catalog_work
 from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
 from rudi_explain.statistics import Statistic
 from rudi_explain.statistics.frame import FrameCache
 
-__all__ = ["fit_screened", "simplest_spelling", "ranks_alike", "tied_with_best"]
+__all__ = ["fit_screened", "simplest_spelling", "ranks_alike"]
 
 
 #: Two forms of a statistic with the same value for this share of the sample's users or more are one statistic
 #: to a reader (the share beyond which a literal tells a reader nothing: rules.literals.VACUOUS_SHARE).
 SAME_VALUES = 0.99
-#: Two forms that rank the sample's users alike (Spearman correlation at least this, and defined for the same
-#: users but for at most 1 - SAME_VALUES of them) are one statistic to a reader too: "the smallest hours" and
-#: "the smallest hours of the first 5 years" sort the users the same way.
+#: Two forms with the same aggregation of the same column that rank the sample's users alike (Spearman
+#: correlation at least this over the users both define, and undefined for the same users but at most
+#: 1 - SAME_VALUES of them) are one statistic to a reader too: "the smallest hours" and "the smallest hours
+#: excluding occupation 3" (Spearman 0.99 on the wage panel, where seeds kept one or the other).
 SAME_RANKS = 0.95
 #: Of two such forms the simpler replaces the kept one unless it loses more than ``min_gain`` of the check R^2
 #: by this many standard errors of the per-user difference (the idle filters' ``z``, search.filters).
 SIMPLER_Z = 2.0
-
-
-#: Candidates within this many standard errors of the paired per-user change (plus the tolerance) of the best on
-#: the checking users explain about as much as it: the simplest of them is kept.
-TIE_Z = 1.0
-
-
-def tied_with_best(errors: list[np.ndarray], before: np.ndarray, min_gain: float) -> list[int]:
-    """Which candidates explain about as much as the best on the checking users.
-
-    Parameters
-    ----------
-    errors : list of ndarray
-        Each candidate's per-user squared errors on the checking users (over the target's variance there) with
-        it added to the statistics kept.
-    before : ndarray
-        The same errors without any candidate.
-    min_gain : float
-
-    Returns
-    -------
-    list of int
-        The candidates whose loss against the best (the mean of their per-user errors less the best's) is at most
-        1% of the best's gain plus ``min_gain`` plus :data:`TIE_Z` standard errors of that per-user change; where
-        the best explains at least ``min_gain`` more than ``before``, only those that do too (a tie never costs
-        the statistic its place).
-    """
-    held = [round(float(np.mean(before - e)), 6) for e in errors]
-    best = int(np.argmax(held))
-    tolerance = 0.01 * abs(held[best]) + min_gain
-    out = []
-    for i, e in enumerate(errors):
-        lost, se = paired_loss(e, errors[best])
-        if lost <= tolerance + TIE_Z * se and (held[i] >= min_gain or held[best] < min_gain):
-            out.append(i)
-    return out
 
 
 def ranks_alike(a: np.ndarray, b: np.ndarray) -> bool:
@@ -145,16 +110,11 @@ def fit_screened(search: Any) -> None:
     seqs, y = search._seqs, search._y
     n = seqs.n_users
     size = search.screen_size
-    # The sample, its halves and the held-out users are cut from a fixed order of the users
-    # (filters.user_order), not drawn from the seed: which statistics stay must not hang on the seed.
-    by_id = user_order(seqs)
-    users = np.sort(by_id[:size]) if n > size else np.arange(n)
+    users = np.sort(search._rng.choice(n, size, replace=False)) if n > size else np.arange(n)
     held_out = held_users(search, users)
     if len(held_out) and n <= search.screen_size:
         users = np.setdiff1d(users, held_out)  # all users were in the sample: the held-out part leaves it
-    rank = np.empty(n, dtype=np.int64)
-    rank[by_id] = np.arange(n)
-    order = np.argsort(rank[users], kind="stable")
+    order = search._rng.permutation(len(users))
     fit_rows, check_rows = np.sort(order[: len(users) // 2]), np.sort(order[len(users) // 2:])
     ys = y[users]
     total_var = float(ys[fit_rows].var()) or 1.0
@@ -297,13 +257,8 @@ def fit_screened(search: Any) -> None:
             if better is None or better[0] < gain + search.min_gain:
                 break
             edited = scalar(cols.take(better[1]))
-            # An edit of the row operators (or the same statistic to a reader) must explain more beyond
-            # the noise of the checking users (noise_z), as simplify() asks of a simpler form: else which
-            # form stays hangs on the seed's sample.
-            lost, se = paired_loss(check_errors(ColumnScreen.join([base, edited], len(users))),
-                                   check_errors(ColumnScreen.join([base, column], len(users))))
-            needed = search.min_gain + noise_z(column, edited) * se
-            if -lost < needed:
+            if check_r2(ColumnScreen.join([base, edited], len(users))) < \
+                    check_r2(ColumnScreen.join([base, column], len(users))) + search.min_gain:
                 break
             gain, column = better[0], edited
         return column, gain
@@ -419,23 +374,19 @@ def fit_screened(search: Any) -> None:
 
     raw: dict[tuple, np.ndarray] = {}  # sample values of the columns simplify compares, by (key, output)
 
-    def noise_z(a: ColumnScreen, b: ColumnScreen) -> float:
-        """How many standard errors of the per-user change the simpler of two forms (the first columns of
-        ``a`` and ``b``) may lose by beyond ``min_gain`` and still stay: :data:`SIMPLER_Z` where they are one
-        statistic to a reader on the sample's users (the same value for :data:`SAME_VALUES` of them, or the
-        same aggregation of the same column ranking them alike: :func:`ranks_alike`), :data:`TIE_Z` where they
-        only differ in their row operators (a filter, an order, the first k events: as for idle filters), and
-        none where the aggregation differs ("the 75th percentile" and "the total" measure different things)."""
+    def same_statistic(a: ColumnScreen, b: ColumnScreen) -> bool:
+        """Whether the first columns of ``a`` and ``b`` are one statistic to a reader on the sample's users:
+        the same value for :data:`SAME_VALUES` of them, or the same aggregation of the same column ranking
+        them alike (:func:`ranks_alike`); not "the 75th percentile" and "the largest", which measure apart."""
         for st, o in (a.owners[0], b.owners[0]):
             if (st.key, o) not in raw:
                 raw[st.key, o] = np.asarray(st.evaluate(sample), dtype=np.float64).reshape(len(users), -1)[:, o]
         va, vb = raw[a.owners[0][0].key, a.owners[0][1]], raw[b.owners[0][0].key, b.owners[0][1]]
         if float(np.mean((va == vb) | (np.isnan(va) & np.isnan(vb)))) >= SAME_VALUES:
-            return SIMPLER_Z
+            return True
         sa, sb = a.owners[0][0], b.owners[0][0]
-        if str(sa.aggregation) != str(sb.aggregation) or sa.operators[0] != sb.operators[0]:
-            return 0.0
-        return SIMPLER_Z if ranks_alike(va, vb) else TIE_Z
+        return str(sa.aggregation) == str(sb.aggregation) and sa.operators[0] == sb.operators[0] and \
+            ranks_alike(va, vb)
 
     def simplify() -> bool:
         """Replace each kept column by a simpler form of it unless it explains measurably
@@ -447,7 +398,8 @@ def fit_screened(search: Any) -> None:
         against a residual that others later explain can be a blend); that luck does not
         hold on the checking half. A simpler form already kept elsewhere means the
         column goes, unless it explains measurably more than nothing there. A simpler
-        form with the same value for :data:`SAME_VALUES` of the sample's users is the
+        form with the same value for :data:`SAME_VALUES` of the sample's users, or the same
+        aggregation of the same column ranking them alike (:func:`ranks_alike`), is the
         same statistic to a reader: it may lose ``min_gain`` plus :data:`SIMPLER_Z`
         standard errors of the per-user difference (issue 26: the form kept must not
         hang on which few users the seed put in the sample).
@@ -474,12 +426,9 @@ def fit_screened(search: Any) -> None:
                 # scores apart by its few other users alone: give or take their noise, as for idle
                 # filters (search.filters), or which form stays hangs on the sample.
                 lost, se = paired_loss(trial, reference)
-                # A simpler form with the same aggregation within the noise of those users (noise_z) explains
-                # about as much: the deeper one stays only when it explains measurably more. (A column whose simpler
-                # form is kept already goes only when it explains under min_gain: no statistic is cut.)
                 allowed = search.min_gain
-                if not again:
-                    allowed += noise_z(column, simple) * se
+                if not again and same_statistic(column, simple):
+                    allowed += SIMPLER_Z * se
                 if lost <= allowed:
                     swap(j, None if again else simple)
                     changed = True
@@ -528,13 +477,16 @@ def fit_screened(search: Any) -> None:
                 # The best after deepening; of about equals, the simplest.
                 top = max(g for _, g in finals)
                 near = [(c, g) for c, g in finals if g >= top - (0.05 * top + 0.0005)]
-                if len({c.owners[0] for c, _ in finals}) > 1:
-                    # Judged on the checking users: the one that explains clearly more there wins ("the
-                    # 95th percentile" is simpler than "the total of the 5 largest", but not its equal when
-                    # the target is made of the latter); of those within the noise of the best there, the
-                    # simplest, whatever their order on the choosing users (issue 26: that order is the seed's).
-                    errors = [check_errors(ColumnScreen.join([chosen, c], len(users))) for c, _ in finals]
-                    near = [finals[i] for i in tied_with_best(errors, check_errors(chosen), search.min_gain)]
+                if len({c.owners[0] for c, _ in near}) > 1:
+                    # About as much on the checking users too, or the one that explains clearly
+                    # more there wins: "the 95th percentile" is simpler than "the total of the
+                    # 5 largest", but not its equal when the target is made of the latter.
+                    before = check_r2(chosen)
+                    held = [round(check_r2(ColumnScreen.join([chosen, c], len(users))) - before, 6)
+                            for c, _ in near]
+                    best_held = max(held)
+                    tolerance = 0.01 * abs(best_held) + search.min_gain
+                    near = [cg for cg, h in zip(near, held) if h >= best_held - tolerance]
                 candidate = min(near, key=lambda cg: (preference(cg[0].owners[0][0]), -cg[1]))
             elif mcts_left:
                 # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
