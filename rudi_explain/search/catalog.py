@@ -74,9 +74,10 @@ _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
-#: Bytes of bin indices and widened lines a screen keeps gathered on one set of rows (about
-#: 5,000 columns on 2,000 choosing rows): the catalog is scored on the same rows at every step.
-_GATHER_BYTES = 128 * 2**20
+#: Bytes of bin indices a screen keeps on one set of rows (about 4,000 columns on 2,000 choosing
+#: rows): the catalog is scored on the same rows at every step. The lines are gathered at each
+#: scoring: twice the bytes, and kept too they took explain()'s peak memory 167 MB higher at 5,000 users.
+_GATHER_BYTES = 64 * 2**20
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
 _EACH_PIECE = 8  # statistics per task of build_each (deepening candidates): their columns binned as one block
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
@@ -690,19 +691,19 @@ class ColumnScreen:
                      ss: float) -> np.ndarray:
         """:meth:`gains` of the columns from ``start`` on, before the scaling: ``block`` is
         ``(start, parts)`` with the block's :meth:`_parts_on`."""
-        start, (counts, df, mean, squares, idx, x) = block
+        start, (counts, df, mean, squares, idx) = block
         n, k, width = len(rows), len(df), _N_BINS  # undefined values share the lowest bin
         total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
         if idx is None:  # beyond the bytes kept on these rows: gathered again
             idx = _bin_index(self.bins[rows, start:start + k])
-            x = self.values[rows, start:start + k].astype(np.float64)
         sums = np.bincount(idx, weights=np.repeat(r, k), minlength=k * width).reshape(k, width)
         with np.errstate(invalid="ignore", divide="ignore"):
             between = np.where(counts > 0, sums * sums / np.maximum(counts, 1), 0.0).sum(axis=1)
         eta2 = between / ss
         stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
         # Both lines (as it is, and clipped) in one product; the better line counts.
-        along = (r @ x.reshape(n, 2 * k)).reshape(k, 2) - mean * total
+        x = self.values[rows, start:start + k].astype(np.float64).reshape(n, 2 * k)
+        along = (r @ x).reshape(k, 2) - mean * total
         with np.errstate(invalid="ignore", divide="ignore"):  # a line constant on the rows explains nothing
             r2 = np.where(squares > 0, np.nan_to_num(along * along / (ss * squares)), 0.0).max(axis=1)
         r2 = np.maximum(r2, 0.0)
@@ -713,10 +714,9 @@ class ColumnScreen:
         """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step).
-        The first blocks, up to :data:`_GATHER_BYTES`, also keep their bin indices and lines
-        gathered on ``rows``, which every scoring would otherwise gather and widen again (the
-        same arrays: the same gains); the parts are ``(counts, df, mean, squares, idx, x)``,
-        ``idx`` and ``x`` None beyond the budget."""
+        The first blocks, up to :data:`_GATHER_BYTES`, also keep their bin indices on ``rows``,
+        which every scoring would otherwise gather and widen again (the same array: the same
+        gains); the parts are ``(counts, df, mean, squares, idx)``, ``idx`` None beyond the budget."""
         key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
         parts = self._on_rows.get(key)
         if parts is None:
@@ -726,10 +726,10 @@ class ColumnScreen:
             else:
                 parts = list(workers.map_ordered(partial(self._block_parts, rows=rows), starts))
             held = 0
-            for b, (counts, df, mean, squares, idx, x) in enumerate(parts):
-                held += idx.nbytes + x.nbytes
+            for b, (counts, df, mean, squares, idx) in enumerate(parts):
+                held += idx.nbytes
                 if held > _GATHER_BYTES:
-                    parts[b] = (counts, df, mean, squares, None, None)
+                    parts[b] = (counts, df, mean, squares, None)
             self._on_rows[key] = parts
         return parts
 
@@ -741,7 +741,7 @@ class ColumnScreen:
         x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
         mean = x.mean(axis=0)
         centred = x - mean
-        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx, x
+        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx
 
 
 def _bin_index(bins: np.ndarray) -> np.ndarray:
