@@ -804,17 +804,34 @@ def _build_several(stats: list[Statistic], sample: Sequences, frames: FrameCache
                 owners.append((stat, j))
                 columns.append(v)
         spans.append((owners, start, len(columns)))
-    if not columns:
-        return [_concatenate([], n) for _ in stats]
-    # One block, unchunked (a few statistics' columns), each single-column statistic's column
-    # summed as its own block of one would be.
-    lone = np.zeros(len(columns), dtype=bool)
+    # Blocks of whole statistics, at most 512 columns unless one statistic has more (then alone,
+    # chunked as built alone); in a block of several, a single-column statistic's column is summed
+    # as its own block of one would be.
+    out: list[ColumnScreen] = []
+    group: list[tuple[list[tuple[Statistic, int]], int, int]] = []
+    for i, span in enumerate(spans):
+        group.append(span)
+        width = group[-1][2] - group[0][1]
+        following = spans[i + 1][2] - spans[i + 1][1] if i + 1 < len(spans) else None
+        if following is None or width + following > 512 or width > 512:
+            out.extend(_screens_of(group, columns, n))
+            group = []
+    return out
+
+
+def _screens_of(spans: list[tuple[list[tuple[Statistic, int]], int, int]], columns: list[np.ndarray],
+                n: int) -> list[ColumnScreen]:
+    """The screens of consecutive statistics (owners, first and end column in ``columns``), binned as one block."""
+    first, end = spans[0][1], spans[-1][2]
+    if first == end:
+        return [_concatenate([], n) for _ in spans]
+    lone = np.zeros(end - first, dtype=bool)
     for _, a, b in spans:
         if b - a == 1:
-            lone[a] = True
-    bins, values = _binned_and_standardized(np.column_stack(columns), lone=lone, chunk=len(columns))
-    return [ColumnScreen(owners, np.ascontiguousarray(bins[:, a:b]), np.ascontiguousarray(values[:, a:b]))
-            for owners, a, b in spans]
+            lone[a - first] = True
+    bins, values = _binned_and_standardized(np.column_stack(columns[first:end]), lone=lone)
+    return [ColumnScreen(owners, np.ascontiguousarray(bins[:, a - first:b - first]),
+                         np.ascontiguousarray(values[:, a - first:b - first])) for owners, a, b in spans]
 
 
 def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
