@@ -42,26 +42,29 @@ def test_ranks_alike_is_spearman_over_the_users_both_define(seed):
 
 
 def _hours(seed: int, n_users: int = 800) -> tuple[rx.Sequences, np.ndarray]:
-    """Users with 6-9 events; a rare kind ("c", 10% of the events) is mostly not the smallest: "the smallest x"
-    and "the smallest x excluding c" rank the users alike but differ for more than 1% of them. The teacher
-    reads the smallest x."""
+    """Users with 6-9 events; a rare kind ("c", 4% of the events) is mostly not the smallest: "the smallest x"
+    and "the smallest x excluding c" rank the users alike (Spearman about 0.97) but differ for more than 1% of
+    them. The teacher reads both equally: which form explains more on the choosing users is luck."""
     rng = np.random.default_rng(seed)
     counts = rng.integers(6, 10, n_users)
     users = np.repeat(np.arange(n_users), counts)
     index = np.concatenate([np.arange(c) for c in counts])
     events = pd.DataFrame({"user_id": users, "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(index, unit="D"),
                            "x": rng.lognormal(3, 0.5, users.size),
-                           "kind": rng.choice(["a", "b", "c"], users.size, p=[0.45, 0.45, 0.1])})
+                           "kind": rng.choice(["a", "b", "c"], users.size, p=[0.48, 0.48, 0.04])})
     seqs = rx.Sequences(events, user="user_id", time="ts", categorical=["kind"], numerical=["x"])
     v = np.asarray(Statistic.parse("Select(x) | Min").evaluate(seqs), dtype=float)
-    return seqs, np.log(v) + rng.normal(0, 0.25, n_users)
+    w = np.asarray(Statistic.parse("Select(x) | FilterBy(kind=c) | Min").evaluate(seqs), dtype=float)
+    assert ranks_alike(v, w) and np.mean(v == w) < 0.99  # one statistic by its ranking, not by its values
+    return seqs, 0.5 * np.log(v) + 0.5 * np.log(w) + rng.normal(0, 0.25, n_users)
 
 
 @pytest.mark.slow
 def test_each_seed_keeps_the_same_statistics_on_mostly_the_same_users():
-    """As explain() does: each seed searches its own 80% of the same users. "The smallest x" itself (not a
+    """As explain() does: each seed searches its own 80% of the same users. "The smallest x" itself (not the
     filtered form that ranks the users alike) is kept in at least 4 of 5 seeds, and over the pairs of seeds
-    at least 80% of the statistics are in common on average (by equivalence key)."""
+    at least 80% of the statistics are in common on average (by equivalence key). Without the rule: 60% in
+    common, the filtered form kept in 1 of 5 seeds."""
     seqs, y = _hours(0)
     keys, plain = [], 0
     for seed in SEEDS:
