@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from rudi_explain.correlation import batch_reward
 from rudi_explain.search.catalog import (
@@ -33,37 +32,15 @@ from rudi_explain.search.selection import in_form, interaction_candidates, media
 from rudi_explain.statistics import Statistic
 from rudi_explain.statistics.frame import FrameCache
 
-__all__ = ["fit_screened", "simplest_spelling", "ranks_alike"]
+__all__ = ["fit_screened", "simplest_spelling"]
 
 
 #: Two forms of a statistic with the same value for this share of the sample's users or more are one statistic
 #: to a reader (the share beyond which a literal tells a reader nothing: rules.literals.VACUOUS_SHARE).
 SAME_VALUES = 0.99
-#: Two forms with the same aggregation of the same column that rank the sample's users alike (Spearman
-#: correlation at least this over the users both define, and undefined for the same users but at most
-#: 1 - SAME_VALUES of them) are one statistic to a reader too: "the smallest hours" and "the smallest hours
-#: excluding occupation 3" (Spearman 0.99 on the wage panel, where seeds kept one or the other).
-SAME_RANKS = 0.95
 #: Of two such forms the simpler replaces the kept one unless it loses more than ``min_gain`` of the check R^2
 #: by this many standard errors of the per-user difference (the idle filters' ``z``, search.filters).
 SIMPLER_Z = 2.0
-
-
-def ranks_alike(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two forms' values on the same users rank them alike: undefined (NaN) for the same users
-    but at most ``1 - SAME_VALUES`` of them, and a Spearman correlation of at least :data:`SAME_RANKS`
-    over the users both define."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    da, db = np.isfinite(a), np.isfinite(b)
-    if a.size == 0 or float(np.mean(da != db)) > 1 - SAME_VALUES:
-        return False
-    both = da & db
-    if both.sum() < 3:
-        return False
-    ra, rb = rankdata(a[both]), rankdata(b[both])
-    if ra.std() == 0 or rb.std() == 0:
-        return bool(ra.std() == rb.std())
-    return float(np.corrcoef(ra, rb)[0, 1]) >= SAME_RANKS
 
 
 def paired_loss(trial: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
@@ -374,19 +351,13 @@ def fit_screened(search: Any) -> None:
 
     raw: dict[tuple, np.ndarray] = {}  # sample values of the columns simplify compares, by (key, output)
 
-    def same_statistic(a: ColumnScreen, b: ColumnScreen) -> bool:
-        """Whether the first columns of ``a`` and ``b`` are one statistic to a reader on the sample's users:
-        the same value for :data:`SAME_VALUES` of them, or the same aggregation of the same column ranking
-        them alike (:func:`ranks_alike`); not "the 75th percentile" and "the largest", which measure apart."""
+    def same_share(a: ColumnScreen, b: ColumnScreen) -> float:
+        """Share of the sample's users on whom the first columns of ``a`` and ``b`` have the same value."""
         for st, o in (a.owners[0], b.owners[0]):
             if (st.key, o) not in raw:
                 raw[st.key, o] = np.asarray(st.evaluate(sample), dtype=np.float64).reshape(len(users), -1)[:, o]
         va, vb = raw[a.owners[0][0].key, a.owners[0][1]], raw[b.owners[0][0].key, b.owners[0][1]]
-        if float(np.mean((va == vb) | (np.isnan(va) & np.isnan(vb)))) >= SAME_VALUES:
-            return True
-        sa, sb = a.owners[0][0], b.owners[0][0]
-        return str(sa.aggregation) == str(sb.aggregation) and sa.operators[0] == sb.operators[0] and \
-            ranks_alike(va, vb)
+        return float(np.mean((va == vb) | (np.isnan(va) & np.isnan(vb))))
 
     def simplify() -> bool:
         """Replace each kept column by a simpler form of it unless it explains measurably
@@ -398,8 +369,7 @@ def fit_screened(search: Any) -> None:
         against a residual that others later explain can be a blend); that luck does not
         hold on the checking half. A simpler form already kept elsewhere means the
         column goes, unless it explains measurably more than nothing there. A simpler
-        form with the same value for :data:`SAME_VALUES` of the sample's users, or the same
-        aggregation of the same column ranking them alike (:func:`ranks_alike`), is the
+        form with the same value for :data:`SAME_VALUES` of the sample's users is the
         same statistic to a reader: it may lose ``min_gain`` plus :data:`SIMPLER_Z`
         standard errors of the per-user difference (issue 26: the form kept must not
         hang on which few users the seed put in the sample).
@@ -427,7 +397,7 @@ def fit_screened(search: Any) -> None:
                 # filters (search.filters), or which form stays hangs on the sample.
                 lost, se = paired_loss(trial, reference)
                 allowed = search.min_gain
-                if not again and same_statistic(column, simple):
+                if not again and same_share(column, simple) >= SAME_VALUES:
                     allowed += SIMPLER_Z * se
                 if lost <= allowed:
                     swap(j, None if again else simple)
