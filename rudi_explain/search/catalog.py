@@ -74,12 +74,11 @@ _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
-#: Bytes of bin indices a screen keeps on one set of rows (about 4,000 columns on 2,000 choosing
-#: rows): the catalog is scored on the same rows at every step. The lines are gathered at each
-#: scoring: twice the bytes, and kept too they took explain()'s peak memory 167 MB higher at 5,000 users.
+#: Bytes of bin indices a screen keeps on one set of rows (the catalog is scored on the same rows
+#: at every step). The lines are gathered at each scoring: kept too, they took the peak 167 MB higher.
 _GATHER_BYTES = 64 * 2**20
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
-_EACH_PIECE = 8  # statistics per task of build_each (deepening candidates): their columns binned as one block
+_EACH_PIECE, _EACH_COLUMNS = 8, 128  # build_each: statistics per task, binned in blocks of up to 128 columns
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
 
 
@@ -363,8 +362,7 @@ def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = Tru
         block = X[:, start:start + chunk]
         alone = None if lone is None else lone[start:start + chunk]
         ordered = np.sort(block, axis=0)  # NaN last
-        # One finiteness mask for all four steps: the clipped block has the same one unless a
-        # column holds an infinity (clipped to a finite edge), told from the sorted ends.
+        # One finiteness mask for all four steps (the clipped block's too, unless it clipped an infinity).
         finite = np.isfinite(block)
         defined = finite.sum(axis=0)
         if bins:
@@ -510,7 +508,7 @@ class ColumnScreen:
     #: 0, the mean), for the straight-line part.
     values: np.ndarray
     #: What :meth:`gains` needs of the columns on some rows whatever the residual, by the rows.
-    _on_rows: dict[bytes, list[tuple[np.ndarray, ...]]] = field(default_factory=dict, repr=False, compare=False)
+    _on_rows: dict[bytes, list[tuple[Any, ...]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, stats: Iterable[Statistic], sample: Sequences,
@@ -635,9 +633,8 @@ class ColumnScreen:
         (each statistic's varying outputs, none dropped as seen by another), built on ``n_jobs``
         worker threads: the deepening candidates of forward selection, scored side by side."""
         workers_asked = resolve_n_jobs(n_jobs)
-        # A few statistics per task, binned and standardized as one block: each column alone
-        # costs little, and one block per statistic was mostly fixed costs. Pieces of a fixed
-        # size: the same screens with any number of workers.
+        # A few statistics per task, binned as one block (one block per statistic was mostly fixed
+        # costs); pieces of a fixed size: the same screens with any number of workers.
         pieces = [stats[i:i + _EACH_PIECE] for i in range(0, len(stats), _EACH_PIECE)]
         several = partial(_build_several, sample=sample, frames=frames)
         with Workers(workers_asked if len(pieces) > 1 else 1) as workers:
@@ -710,7 +707,7 @@ class ColumnScreen:
         straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
         return np.maximum(stepped, straight)
 
-    def _parts_on(self, rows: np.ndarray, workers: Workers | None = None) -> list[tuple[np.ndarray, ...]]:
+    def _parts_on(self, rows: np.ndarray, workers: Workers | None = None) -> list[tuple[Any, ...]]:
         """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step).
@@ -733,7 +730,7 @@ class ColumnScreen:
             self._on_rows[key] = parts
         return parts
 
-    def _block_parts(self, start: int, rows: np.ndarray) -> tuple[np.ndarray | None, ...]:
+    def _block_parts(self, start: int, rows: np.ndarray) -> tuple[Any, ...]:
         """:meth:`_parts_on` of the block of columns from ``start`` on."""
         idx = _bin_index(self.bins[rows, start:start + _GAIN_BLOCK])
         k = min(_GAIN_BLOCK, len(self.owners) - start)
@@ -804,16 +801,14 @@ def _build_several(stats: list[Statistic], sample: Sequences, frames: FrameCache
                 owners.append((stat, j))
                 columns.append(v)
         spans.append((owners, start, len(columns)))
-    # Blocks of whole statistics, at most 512 columns unless one statistic has more (then alone,
-    # chunked as built alone); in a block of several, a single-column statistic's column is summed
-    # as its own block of one would be.
+    # Blocks of whole statistics, at most _EACH_COLUMNS columns (a wider statistic alone, as built alone).
     out: list[ColumnScreen] = []
     group: list[tuple[list[tuple[Statistic, int]], int, int]] = []
     for i, span in enumerate(spans):
         group.append(span)
         width = group[-1][2] - group[0][1]
         following = spans[i + 1][2] - spans[i + 1][1] if i + 1 < len(spans) else None
-        if following is None or width + following > 512 or width > 512:
+        if following is None or width + following > _EACH_COLUMNS or width > _EACH_COLUMNS:
             out.extend(_screens_of(group, columns, n))
             group = []
     return out
