@@ -53,11 +53,6 @@ SLACK = 2
 #: 0.002 after the wage panel's small validation set was left out (:data:`MIN_USERS`), but the demo fell.
 TIE = 0.006
 
-#: A later candidate must also gain more than this many standard errors of the gain (paired bootstrap over the
-#: validation users); 0: ``tie`` alone.
-Z = 0.0
-#: Bootstrap draws for that standard error.
-BOOTSTRAP = 200
 #: A candidate fit: (values, teacher scores, validation mask) -> scorecard.
 Fit = Callable[[np.ndarray, np.ndarray, np.ndarray], Scorecard]
 
@@ -138,7 +133,7 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
 
 
 def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *,
-                     tie: float = TIE, z: float = Z) -> tuple[str, dict[str, float]]:
+                     tie: float = TIE) -> tuple[str, dict[str, float]]:
     """The candidate most faithful on the validation users, each fitted without them.
 
     Each candidate is fitted on the fitting users (those not ``is_valid``), a fixed
@@ -160,27 +155,17 @@ def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.nd
     fit_rows, valid_rows = sample_rows(~valid), sample_rows(valid)
     if fit_rows.size < MIN_USERS or valid_rows.size < MIN_USERS:
         return names[0], {}
+    # a fixed draw, not the seed: given the same users, the same choice whatever random_state
     inner = np.zeros(fit_rows.size, dtype=bool)
     inner[np.random.default_rng(0).permutation(fit_rows.size)[:max(2, round(fit_rows.size * INNER_SHARE))]] = True
     V_fit, y_fit = values[fit_rows], y[fit_rows]
     V_valid, y_valid = values[valid_rows], y[valid_rows]
     scores: dict[str, float] = {}
-    predictions: dict[str, np.ndarray] = {}
     best = names[0]
     for name in names:
-        predictions[name] = candidates[name](V_fit, y_fit, inner).predict(V_valid)
-        scores[name] = float(fidelity(y_valid, predictions[name]))
+        scores[name] = float(fidelity(y_valid, candidates[name](V_fit, y_fit, inner).predict(V_valid)))
         gain = scores[name] - scores[best]
-        if gain > tie and (z <= 0 or gain > z * _gain_se(y_valid, predictions[name], predictions[best])):
+        if gain > tie:
             best = name
     return best, scores
 
-
-def _gain_se(y: np.ndarray, a: np.ndarray, b: np.ndarray, draws: int = BOOTSTRAP) -> float:
-    """The standard error of ``fidelity(y, a) - fidelity(y, b)`` over users drawn again (a seeded bootstrap)."""
-    rng = np.random.default_rng(0)
-    gains = np.empty(draws)
-    for k in range(draws):
-        rows = rng.integers(0, y.size, y.size)
-        gains[k] = fidelity(y[rows], a[rows]) - fidelity(y[rows], b[rows])
-    return float(gains.std(ddof=1))
