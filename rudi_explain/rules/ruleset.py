@@ -41,7 +41,7 @@ from rudi_explain.rules.formula import (
     simplify,
 )
 from rudi_explain.rules.literals import Literals
-from rudi_explain.rules.values import format_value
+from rudi_explain.rules.values import format_value, slope_text
 
 __all__ = ["Rule", "LinearTerm", "RuleSet"]
 
@@ -170,7 +170,9 @@ class LinearTerm:
     def text(self) -> str:
         text = f"× {self.name}"
         if self.lo is not None and self.hi is not None:
-            text += f", from {self._v(self.lo)} to {self._v(self.hi)}"
+            # the weight is per 1 of the raw value (a share's per 100%): say it per step as the card does
+            text += (f" ({slope_text(self.weight, self.lo, self.hi, self.kind, self.unit)}), "
+                     f"from {self._v(self.lo)} to {self._v(self.hi)}")
         elif self.lo is not None:
             text += f", from {self._v(self.lo)}"
         elif self.hi is not None:

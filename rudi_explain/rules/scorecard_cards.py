@@ -14,14 +14,13 @@ its text and JSON); fitting cards is :mod:`rudi_explain.rules.scorecard_fit`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rudi_explain.exceptions import InputError
-from rudi_explain.rules.values import format_value, points_text
+from rudi_explain.rules.values import format_value, points_text, slope_text
 
 __all__ = ["Band", "Linear", "Card", "UNDEFINED"]
 
@@ -230,12 +229,7 @@ class Card:
         lin = self.linear
         if lin is None:
             raise InputError(f"card {self.name!r} is not linear")
-        width = lin.hi - lin.lo
-        step = 10.0 ** (math.floor(math.log10(width)) - 1) if width > 0 else 1.0
-        if self.kind == "count":
-            step = max(step, 1.0)
-        step = float(f"{step:.0e}")  # the float nearest the power of ten, so it prints short
-        return (f"{lin.slope * step:+.3g} per {format_value(step, self.kind, self.unit, exact=True)}, "
+        return (f"{slope_text(lin.slope, lin.lo, lin.hi, self.kind, self.unit)}, "
                 f"from {format_value(lin.lo, self.kind, exact=True)} to {self._v(lin.hi)}")
 
     def rows(self) -> list[tuple[str, str, str, str, str | None]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["format_value", "percent_text", "points_text", "SIGNIFICANT_DIGITS"]
+__all__ = ["format_value", "percent_text", "points_text", "slope_text", "SIGNIFICANT_DIGITS"]
 
 #: Significant digits of a value shown to people (a threshold shows exactly the number used).
 SIGNIFICANT_DIGITS = 3
@@ -110,3 +110,17 @@ def points_text(x: float | None, sign: bool = True) -> str:
     if round(a, d) == 0:
         d = -e
     return head + f"{a:,.{d}f}"
+
+
+def slope_text(slope: float, lo: float, hi: float, kind: str = "value", unit: str = "") -> str:
+    """A slope per unit of the value, written per a round step of the value as a reader reads it.
+
+    ``"+0.02 per 100 EUR"``, ``"-0.00794 per 1%"`` (a share's slope per 1 is per 100%): the step is
+    the power of ten a tenth of the range ``[lo, hi]`` rounds down to, at least 1 for a count.
+    """
+    width = hi - lo
+    step = 10.0 ** (math.floor(math.log10(width)) - 1) if width > 0 else 1.0
+    if kind == "count":
+        step = max(step, 1.0)
+    step = float(f"{step:.0e}")  # the float nearest the power of ten, so it prints short
+    return f"{slope * step:+.3g} per {format_value(step, kind, unit, exact=True)}"

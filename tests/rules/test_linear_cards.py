@@ -127,9 +127,10 @@ def test_a_linear_term_clips_to_its_bounds_and_fills_undefined_values_unclipped(
 
 def test_a_linear_term_says_its_range_with_the_one_value_formatter():
     term = LinearTerm(0, 0.002, 0.0, "total amount", True, 0.0, 5000.0, "value", "EUR")
-    assert term.text == "× total amount, from 0 EUR to 5,000 EUR (undefined counts as 0 EUR)"
+    assert term.text == "× total amount (+0.2 per 100 EUR), from 0 EUR to 5,000 EUR (undefined counts as 0 EUR)"
+    # the weight is per 1 of the raw share (100%): the text says it per 1% as the card does
     share = LinearTerm(1, 0.5, 0.1, "share of games payments", False, 0.05, 0.4, "share")
-    assert share.text == "× share of games payments, from 5% to 40%"
+    assert share.text == "× share of games payments (+0.005 per 1%), from 5% to 40%"
 
 
 def test_a_mixed_rule_set_refuses_the_literal_matrix_and_formula_only_work():
