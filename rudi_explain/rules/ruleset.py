@@ -401,7 +401,9 @@ class RuleSet:
         return np.array([r.weight for r in self.rules], dtype=np.float64)
 
     def __str__(self) -> str:
-        order = sorted(range(len(self.rules)), key=lambda i: -abs(self.rules[i].weight))
+        # largest effect first: a bounded linear term's weight is per unit of its value (a share's per 100%),
+        # so it is ranked by what it adds over its range, as its card shows
+        order = sorted(range(len(self.rules)), key=lambda i: -_reach(self.rules[i]))
         lines = [str(self.rules[i]) for i in order]
         lines.append(f"{format_weight(self.intercept)}  (intercept)")
         return "\n".join(lines)
@@ -647,3 +649,10 @@ class RuleSet:
 
 def _is_literals_table(x: Any) -> bool:
     return x is not None and hasattr(x, "transform_values") and hasattr(x, "literal_info")
+
+
+def _reach(rule: Any) -> float:
+    """The most a rule or term moves a score: its weight, or a bounded linear term's over its range."""
+    if isinstance(rule, LinearTerm) and rule.lo is not None and rule.hi is not None:
+        return abs(rule.weight) * (rule.hi - rule.lo)
+    return abs(rule.weight)

@@ -315,3 +315,13 @@ def test_a_linear_card_and_its_undefined_rule_are_added_as_one_card():
         assert kinds == ["LinearTerm", "Rule"]
     assert [type(rules[k]).__name__ for k in groups[3]] == ["LinearTerm"]
     assert [len(m) for c, m in rules.groups() if c < 0] == [1]  # the interaction rule alone
+
+
+def test_the_rules_list_ranks_a_bounded_linear_term_by_what_it_adds_over_its_range():
+    # -1.70 per 100% over 0-18.2% moves a score by 0.31; +0.5 per 100% over 0-100% by 0.5: the second first,
+    # though its weight is smaller
+    narrow = LinearTerm(0, -1.70, 0.0, "share of fashion payments", False, 0.0, 0.182, "share")
+    wide = LinearTerm(1, 0.5, 0.0, "share of games payments", False, 0.0, 1.0, "share")
+    lines = str(RuleSet([narrow, wide], 0.0, ["x", "y"])).splitlines()
+    assert [line.split("× ")[1].split(" (")[0] for line in lines[:2]] == ["share of games payments",
+                                                                         "share of fashion payments"]
