@@ -525,7 +525,8 @@ def test_explain_rules_read_as_a_scorecard():
     train = ~res.is_test
     y = res.teacher_scores.to_numpy()
     sc = Scorecard.from_rules(res.rules, res.values[train], y[train])
-    np.testing.assert_allclose(sc.predict(res.values), res.rules.score(res.rules.matrix(res.values)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sc.predict(res.values), res.rules.score(res.rules.matrix(res.values)),
+                               rtol=0, atol=1e-12)
     ref = sc.refit(res.values[train], y[train], is_valid=np.random.default_rng(0).random(train.sum()) < 0.2)
     assert all(c.n_bands <= 6 for c in ref.cards) and len(ref) == len(sc)
     for differ, noted in _contradictions(sc, y[train]) + _contradictions(ref, y[train]):
