@@ -104,7 +104,9 @@ def test_explain_prunes_by_default(exp):
     Z = exp.result.literal_matrix[exp.is_test]
     assert point["fidelity_test"] == pytest.approx(fidelity(y[exp.is_test], default.score(Z)), abs=1e-12)
     assert r["fidelity_test"] == pytest.approx(fidelity(y[exp.is_test], s[exp.is_test]))
-    assert len({rule.formula for rule in exp.rules}) == len(exp.rules)
+    # no rule twice (a linear term by its statistic output)
+    assert len({getattr(rule, "formula", ("linear", getattr(rule, "column", None))) for rule in exp.rules}) \
+        == len(exp.rules)
 
 
 def test_with_rules_moves_along_the_curve(exp):
@@ -144,20 +146,23 @@ def test_net_effects_against_a_hand_built_user(exp):
 
     effects = ws.net_effects(exp)
     L, Z = exp.literals, exp.result.literal_matrix
-    used = {int(L.column[x.index]) for r in exp.rules for x in formula_literals(r.formula)}
+    # the steps are the rules' (bands and interaction rules); a linear term is a line on its own card
+    formula_rules = [r for r in exp.rules if hasattr(r, "formula")]
+    used = {int(L.column[x.index]) for r in formula_rules for x in formula_literals(r.formula)}
     assert {e["column"] for e in effects} == used  # one picture per statistic output the rules use
     mode = Z.mean(axis=0) >= 0.5
     for e in effects:
         c = e["column"]
         t = np.array(e["thresholds"], dtype=float)
         # a value inside each band: below the first threshold, between two, above the last
-        inside = np.concatenate([[t[0] - 1], (t[:-1] + t[1:]) / 2, [t[-1] + 1]])
+        # (the next float out, not +-1: an "is defined" literal's threshold is the lowest float)
+        inside = np.concatenate([[np.nextafter(t[0], -np.inf)], (t[:-1] + t[1:]) / 2, [np.nextafter(t[-1], np.inf)]])
         scores = []
         for v in inside:
             row = mode.copy()
             mine = np.flatnonzero(L.column == c)
             row[mine] = v > L.thresholds[mine]  # every literal on this output, from the value itself
-            scores.append(exp.rules.score(row[None, :])[0])
+            scores.append(sum(r.weight * bool(r.fires(row[None, :])[0]) for r in formula_rules))
         scores = np.array(scores)
         np.testing.assert_allclose(e["effect"], scores - scores[e["base_band"]], atol=1e-5)
         # users per band add up to everyone; the baseline band is the most common one

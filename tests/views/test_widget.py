@@ -69,9 +69,11 @@ def test_state_of_a_finished_explanation(exp):
     assert r["summary"]["n_rules"] == report["n_rules"] == len(r["rules"])
     assert r["summary"]["fidelity_test"] == pytest.approx(report["fidelity_test"], abs=1e-4)
     assert r["summary"]["auc_teacher"] == pytest.approx(report["auc_teacher"], abs=1e-4)
-    weights = [abs(c["weight"]) for c in r["rules"]]
-    assert weights == sorted(weights, reverse=True)
+    # the card that moves scores most first: a rule by |weight|, a linear term by |weight| x its values' range
+    spreads = [c["spread"] for c in r["rules"]]
+    assert spreads == sorted(spreads, reverse=True)
     y = exp.teacher_scores.to_numpy()
+    train = ~exp.is_test
     for card in r["rules"]:
         k = card["index"]
         fires = exp.result.fires[:, k]
@@ -81,6 +83,11 @@ def test_state_of_a_finished_explanation(exp):
         assert card["mean_fires"] == pytest.approx(y[fires].mean(), rel=1e-3)
         assert card["mean_not"] == pytest.approx(y[~fires].mean(), rel=1e-3)
         assert card["direction"] == ("raises" if rule.weight > 0 else "lowers")
+        if not hasattr(rule, "formula"):  # a linear term: no literals; what it adds ranges over its values
+            added = rule.weight * rule.value(exp.result.values[train])
+            assert card["literals"] == [] and card["spread"] == pytest.approx(np.ptp(added), rel=1e-3)
+            continue
+        assert card["spread"] == pytest.approx(abs(rule.weight), rel=1e-3)
         assert [exp.literals.names[p["literal"]] for p in card["literals"]] == list(rule.literals)
         assert [p["op"] for p in card["literals"]] == ["<=" if neg else ">" for neg in rule.negated]
         assert 0 < len(card["examples"]) <= ws.N_EXAMPLES
