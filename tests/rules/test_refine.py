@@ -156,7 +156,7 @@ def test_explain_refines_and_can_be_told_not_to(demo):
     # the rules are scored over the extended table, and the curve starts at the refined rules
     assert on.pruning.unpruned is on.unpruned_rules
     np.testing.assert_allclose(on.student_scores.to_numpy(),
-                               on.rules.score(on.literals.transform(on.sequences)), rtol=1e-9, atol=1e-9)
+                               on.rules.score(on.sequences), rtol=1e-9, atol=1e-9)
 
 
 def test_refine_default_rebinds_the_whole_path():
