@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -23,7 +24,7 @@ from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_additive import additive_scorecard, choose_scorecard
+from rudi_explain.rules.scorecard_additive import Fit, additive_scorecard, choose_scorecard
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
@@ -117,19 +118,12 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     start point's own scorecard; every output as a card binned afresh; the same with the start point's
     interaction rules. The chosen one is then fitted on all the training users.
     """
-    def student(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
-        return scorecard_within_budget(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS)
-
+    student: Fit = partial(scorecard_within_budget, start, max_rules=max_rules, linear=LINEAR_CARDS)
     if not ADDITIVE:
         return student(values, y, is_valid)
-
-    def additive(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
-        return additive_scorecard(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS)
-
-    def additive_interactions(V: np.ndarray, t: np.ndarray, valid: np.ndarray) -> Scorecard:
-        return additive_scorecard(start, V, t, valid, max_rules=max_rules, linear=LINEAR_CARDS, interactions=True)
-
-    candidates = {"student": student, "additive": additive, "additive with interactions": additive_interactions}
+    additive = partial(additive_scorecard, start, max_rules=max_rules, linear=LINEAR_CARDS)
+    candidates: dict[str, Fit] = {"student": student, "additive": additive,
+                                  "additive with interactions": partial(additive, interactions=True)}
     name, _ = choose_scorecard(candidates, values, y, is_valid)
     return candidates[name](values, y, is_valid)
 
