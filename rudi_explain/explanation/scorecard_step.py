@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -24,7 +23,7 @@ from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_additive import Fit, additive_scorecard, choose_scorecard
+from rudi_explain.rules.scorecard_additive import choose_scorecard, scorecard_candidates
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
@@ -118,12 +117,9 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     start point's own scorecard; every output as a card binned afresh; the same with the start point's
     interaction rules. The chosen one is then fitted on all the training users.
     """
-    student: Fit = partial(scorecard_within_budget, start, max_rules=max_rules, linear=LINEAR_CARDS)
-    if not ADDITIVE:
-        return student(values, y, is_valid)
-    additive = partial(additive_scorecard, start, max_rules=max_rules, linear=LINEAR_CARDS)
-    candidates: dict[str, Fit] = {"student": student, "additive": additive,
-                                  "additive with interactions": partial(additive, interactions=True)}
+    candidates = scorecard_candidates(start, max_rules=max_rules, linear=LINEAR_CARDS, additive=ADDITIVE)
+    if len(candidates) == 1:
+        return candidates["student"](values, y, is_valid)
     name, _ = choose_scorecard(candidates, values, y, is_valid)
     return candidates[name](values, y, is_valid)
 

@@ -23,6 +23,7 @@ later candidate must beat the ones before by ``tie``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,11 +34,12 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_budget import is_additive, within_budget
+from rudi_explain.rules.scorecard_budget import is_additive, scorecard_within_budget, within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD, MAX_BANDS, sample_rows
 
-__all__ = ["additive_scorecard", "all_output_cards", "choose_scorecard", "INNER_SHARE", "MIN_USERS", "TIE"]
+__all__ = ["additive_scorecard", "all_output_cards", "choose_scorecard", "scorecard_candidates", "INNER_SHARE",
+           "MIN_USERS", "TIE"]
 
 #: Share of the fitting users that choose a candidate's forms (monotone, linear, extra edges) when
 #: :func:`choose_scorecard` fits it on the fitting users only.
@@ -130,6 +132,22 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         card = Scorecard(cards, card.interactions[:room - len(cards)], card.base, table).refit(
             V, t, is_valid=valid, **options)
     return within_budget(card, V, t, valid, max_rules, options)
+
+
+def scorecard_candidates(start: RuleSet, *, max_rules: int, linear: bool = True,
+                         additive: bool = True) -> dict[str, Fit]:
+    """The candidate fits :func:`choose_scorecard` weighs, in the order it weighs them.
+
+    The start point's own scorecard (the student's); with ``additive``, every output as a card binned afresh,
+    then the same with the start point's interaction rules.
+    """
+    student: Fit = partial(scorecard_within_budget, start, max_rules=max_rules, linear=linear)
+    if not additive:
+        return {"student": student}
+    return {"student": student,
+            "additive": partial(additive_scorecard, start, max_rules=max_rules, linear=linear),
+            "additive with interactions": partial(additive_scorecard, start, max_rules=max_rules, linear=linear,
+                                                  interactions=True)}
 
 
 def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *,
