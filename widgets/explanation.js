@@ -810,6 +810,7 @@ function scorecardView(results) {
   const inter = sc.interactions || [];
   return h("section", { class: "rx-scorecard" },
     h("p", { class: "rx-sc-headline" }, h("code", { class: "rx-code" }, sc.headline)),
+    sc.choice ? h("p", { class: "rx-help rx-sc-choice" }, sc.choice) : null,
     h("p", { class: "rx-help" }, "One card per statistic: every user is in exactly one band of each card and gets its points ",
       "(centred: the users' mean on a card is 0, so + adds more than the statistic does on average). ",
       "Users: the share of training users in the band; teacher: their mean teacher score. print(exp.scorecard) gives the same text."),

@@ -1,8 +1,8 @@
 """The explanation file: save, and the bounded reading of untrusted files.
 
 A saved explanation is a zip of ``explanation.json`` (format, version, settings, statistics as
-text, literal table, rules, pruning path, scorecard, teacher kind, seconds, progress history, the sequences'
-layout) and ``arrays/<name>.npy`` (scores, held-out flags, statistic values, labels and the
+text, literal table, rules, pruning path, scorecard and its choice, teacher kind, seconds, progress history, the
+sequences' layout) and ``arrays/<name>.npy`` (scores, held-out flags, statistic values, labels and the
 sequences' columns): JSON plus numpy arrays, never pickle. :func:`write` writes one; :func:`read`
 reads one back into the parts an :class:`~rudi_explain.explanation.Explanation` is made of.
 
@@ -41,6 +41,7 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError, WriteError
 from rudi_explain.explanation.job import JobProgress
 from rudi_explain.explanation.result import FittedState
+from rudi_explain.explanation.scorecard_choice import choice_from_meta
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
@@ -81,10 +82,7 @@ class ArchiveReader:
     """
 
     def __init__(self, zf: zipfile.ZipFile, path: Path, budget: int) -> None:
-        self.zf = zf
-        self.path = path
-        self.budget = budget
-        self.used = 0
+        self.zf, self.path, self.budget, self.used = zf, path, budget, 0
 
     def info(self, name: str) -> zipfile.ZipInfo | None:
         """The directory entry of ``name``, or None when the file lacks it."""
@@ -238,6 +236,7 @@ def write(path: str | Path, sequences: Sequences, params: Mapping[str, Any], sta
         # null when not pruned; a file without the key predates saved pruning paths
         "pruning": None if state.pruning is None else state.pruning.to_dict(),
         "scorecard": None if state.scorecard is None else state.scorecard.to_dict(literals=False),
+        "scorecard_choice": None if state.scorecard_choice is None else state.scorecard_choice.to_dict(),
     }
     arrays = {"teacher_scores": state.teacher_scores.to_numpy(), "student_scores": state.student_scores.to_numpy(),
               "is_test": state.is_test, "values": state.values,
@@ -449,7 +448,8 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
             ("literals", lambda: Literals.from_dict(meta["literals"])),
             ("rules", lambda: RuleSet.from_dict(meta["rules"])),  # no scorecard (an older file): read off the rules
             ("scorecard", lambda: None if meta.get("scorecard") is None
-             else Scorecard.from_dict(meta["scorecard"], parts["literals"]))):
+             else Scorecard.from_dict(meta["scorecard"], parts["literals"])),
+            ("scorecard_choice", lambda: choice_from_meta(meta))):
         try:
             parts[field_name] = build()
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
@@ -493,7 +493,7 @@ def read(path: str | Path, *, max_bytes: int | None = None) -> Saved:
             seqs, statistics, literals, rules, values, arrays["teacher_scores"].astype(np.float64), is_test,
             student_scores=arrays["student_scores"].astype(np.float64), labels=labels, pruning=pruning,
             no_pruning_reason=no_pruning, teacher_kind=meta["teacher_kind"], seconds=meta["seconds"],
-            moved_thresholds=moved, scorecard=scorecard)
+            moved_thresholds=moved, scorecard=scorecard, scorecard_choice=parts["scorecard_choice"])
     except (IndexError, ValueError) as err:
         raise InputError(f"{path} is damaged: field 'rules' refers to literals the file lacks ({err})") from None
     return Saved(seqs, params, state, history)

@@ -296,14 +296,14 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     job.check_cancel()
     unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
     rules = unpruned_rules
-    pruning = scorecard = None
+    pruning = scorecard = choice = None
     seconds["student"] = time.perf_counter() - t
     if prune and type(unpruned_rules) is RuleSet and not unpruned_rules.linear:
         t = time.perf_counter()
         job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
         # the pruned rules become the scorecard (SEMANTICS.md): the model; the rules are its rule form
-        pruning, scorecard, rules = prune_to_scorecard(unpruned_rules, values[train_idx], y[train_idx], is_valid,
-                                                       p, should_stop=_raise_on_cancel(job))
+        pruning, scorecard, rules, choice = prune_to_scorecard(unpruned_rules, values[train_idx], y[train_idx],
+                                                               is_valid, p, should_stop=_raise_on_cancel(job))
         job.check_cancel()
         unpruned_rules = pruning.unpruned
         literals = rules.literal_table()  # the refined table, extended by the scorecard's band edges
@@ -314,7 +314,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     state = FittedState.from_values(
         seqs, statistics, literals, rules, values, y, is_test, labels=labels, student=student,
         unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit,
-        scorecard=scorecard)
+        scorecard=scorecard, scorecard_choice=choice)
     seconds["evaluate"] = time.perf_counter() - t
     seconds["total"] = job.elapsed
     return dataclasses.replace(state, seconds=seconds)

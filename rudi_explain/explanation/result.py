@@ -20,6 +20,7 @@ import pandas as pd
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
+from rudi_explain.explanation.scorecard_choice import ScorecardChoice
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
@@ -100,6 +101,10 @@ class FittedState:
         The rules read as cards and interaction rules (SEMANTICS.md, "The
         scorecard"), with exactly the rules' scores; None for rules that are
         not a sum (a rule list, linear terms).
+    scorecard_choice : ScorecardChoice or None
+        Which form of scorecard explain() kept and on what evidence (``.text()``: one sentence); None where
+        none was weighed (not pruned, a rule list). Bound to :attr:`rules`: once they are replaced (another
+        point of the fidelity curve, a moved threshold) it says that it no longer describes them.
     """
 
     statistics: tuple[Statistic, ...]
@@ -121,6 +126,7 @@ class FittedState:
     seconds: Mapping[str, float] = field(default_factory=dict)
     moved_thresholds: tuple[Mapping[str, Any], ...] = ()
     scorecard: Scorecard | None = None
+    scorecard_choice: ScorecardChoice | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -135,6 +141,8 @@ class FittedState:
         put("student_scores", _read_only_series(self.student_scores))
         put("seconds", MappingProxyType(dict(self.seconds)))
         put("moved_thresholds", tuple(MappingProxyType(dict(m)) for m in self.moved_thresholds))
+        if self.scorecard_choice is not None:  # every new state (dataclasses.replace too) checks its rules
+            put("scorecard_choice", self.scorecard_choice.bound_to(self.rules, len(self.moved_thresholds)))
 
     @classmethod
     def from_values(cls, sequences: Sequences, statistics: Any, literals: Literals, rules: RuleSet,

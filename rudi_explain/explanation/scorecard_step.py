@@ -4,7 +4,8 @@
 (thresholds moved, rules pruned and swapped on validation users) and turns its
 default point into the explanation's model,
 :func:`rudi_explain.rules.scorecard_budget.scorecard_within_budget`: cards and
-interaction rules refitted jointly, ``max_rules`` of them at most.
+interaction rules refitted jointly, ``max_rules`` of them at most, in the form validation users chose
+(:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`, which the explanation shows).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from rudi_explain.explanation.config import ExplainConfig
+from rudi_explain.explanation.scorecard_choice import ScorecardChoice
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import literal_info
 from rudi_explain.rules.literals import Literals
@@ -28,7 +30,10 @@ from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
 
-__all__ = ["prune_to_scorecard", "LINEAR_CARDS"]
+#: What :func:`prune_to_scorecard` returns: the pruning path, the scorecard, its rule form, and the choice of form.
+Step = tuple[PruningPath, Scorecard, RuleSet, ScorecardChoice]
+
+__all__ = ["prune_to_scorecard", "LINEAR_CARDS", "Step"]
 
 #: Whether explain() may fit linear cards (``slope x value clipped to [lo, hi]``, where users they were not
 #: chosen on say they fit at least as well). Their rule form exists: ``Scorecard.to_rules`` writes a clipped
@@ -49,8 +54,8 @@ TIE = 1e-3
 
 def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
                        config: ExplainConfig, *,
-                       should_stop: Callable[[], bool] | None = None) -> tuple[PruningPath, Scorecard, RuleSet]:
-    """The pruning path of the student's rules, the scorecard its default point becomes, and its rule form.
+                       should_stop: Callable[[], bool] | None = None) -> Step:
+    """The pruning path of the student's rules, the scorecard its default point becomes, its rule form, and why.
 
     Parameters
     ----------
@@ -70,10 +75,12 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
 
     Returns
     -------
-    (PruningPath, Scorecard, RuleSet)
+    (PruningPath, Scorecard, RuleSet, ScorecardChoice)
         The rule set is ``scorecard.to_rules()``: the explanation's rules, with exactly the scorecard's
         scores, over the pruning's literal table extended by the scorecard's band edges; the pruning
-        path's rule sets are put over that table too (their literals keep their indices).
+        path's rule sets are put over that table too (their literals keep their indices). The choice
+        names the form of scorecard kept, each form's validation fidelity and the validation users
+        (or why no choice was made).
     """
     # One BLAS thread: the joint fits' products are small, and on 2 busy cores a second thread waking for
     # each made them 20 to 40 times slower (issue 27); the same results either way.
@@ -83,19 +90,19 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
 
 def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
                         config: ExplainConfig,
-                        should_stop: Callable[[], bool] | None) -> tuple[PruningPath, Scorecard, RuleSet]:
+                        should_stop: Callable[[], bool] | None) -> Step:
     pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
                                max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
     k = _power_of_two_scale(y)
     if k == 1.0:
         start = _start(pruning, values, y, is_valid, config.max_rules)
-        scorecard = _fit_scorecard(start, values, y, is_valid, config.max_rules)
+        scorecard, choice = _fit_scorecard(start, values, y, is_valid, config.max_rules)
     else:
         # scores near the float limits (1e300): the joint refit's squared errors would overflow. Fitted on
         # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
         # scorecard read off them exactly.
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
-        fitted = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
+        fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
         scorecard = _scaled_scorecard(fitted, k)
     rules = scorecard.to_rules()
     table = rules.literal_table()
@@ -105,23 +112,29 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         info = literal_info(table)
         scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
                               scorecard.base, table)
-    return pruning, scorecard, rules
+    return pruning, scorecard, rules, choice
 
 
 def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
-                   max_rules: int) -> Scorecard:
+                   max_rules: int) -> tuple[Scorecard, ScorecardChoice]:
     """The scorecard of the start point, or the additive one beside it where validation users say it is better.
 
     Candidates, in this order (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
     without the validation users and scored on them; a later one must be more faithful by its ``TIE``): the
     start point's own scorecard; every output as a card binned afresh; the same with the start point's
-    interaction rules. The chosen one is then fitted on all the training users.
+    interaction rules. The chosen one is then fitted on all the training users, and returned with the choice:
+    its name, each candidate's validation fidelity, and the users they were scored and fitted on.
     """
     candidates = scorecard_candidates(start, max_rules=max_rules, linear=LINEAR_CARDS, additive=ADDITIVE)
+    valid = np.asarray(is_valid, dtype=bool)
+    # the users choose_scorecard scores and fits on (samples of at most CHOICE_USERS each)
+    n_valid, n_fit = sample_rows(valid).size, sample_rows(~valid).size
     if len(candidates) == 1:
-        return candidates["student"](values, y, is_valid)
-    name, _ = choose_scorecard(candidates, values, y, is_valid)
-    return candidates[name](values, y, is_valid)
+        return candidates["student"](values, y, is_valid), ScorecardChoice.weighed("student", {}, n_valid, n_fit,
+                                                                                  n_forms=1)
+    name, scores = choose_scorecard(candidates, values, y, is_valid)
+    choice = ScorecardChoice.weighed(name, scores, n_valid, n_fit, n_forms=len(candidates))
+    return candidates[name](values, y, is_valid), choice
 
 
 def _power_of_two_scale(y: np.ndarray) -> float:

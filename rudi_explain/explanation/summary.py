@@ -1,8 +1,10 @@
 """How an :class:`~rudi_explain.explanation.Explanation` reads as text: its repr and ``print(exp)``.
 
-``repr(exp)`` is one line; ``str(exp)`` is that line and then the scorecard's
-text form (SEMANTICS.md, "The scorecard"), or the rules where they are no
-scorecard (a rule list).
+``repr(exp)`` is one line; ``str(exp)`` is that line, the sentence that says
+which form of scorecard explain() kept and on what evidence
+(:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`), and
+then the scorecard's text form (SEMANTICS.md, "The scorecard"), or the rules
+where they are no scorecard (a rule list).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from rudi_explain.explanation.config import DEFAULTS
 from rudi_explain.explanation.result import FittedState
 
-__all__ = ["settings_text", "summary_line", "full_text", "size_text"]
+__all__ = ["settings_text", "summary_line", "full_text", "size_text", "choice_text"]
 
 #: the settings a running explanation's repr names when they differ from the defaults
 _KEY_SETTINGS = ("n_stats", "max_depth", "n_rules", "student", "random_state", "n_simulations", "grammar",
@@ -59,8 +61,20 @@ def size_text(state: FittedState) -> str:
 
 
 def full_text(state: FittedState, report: Mapping[str, Any]) -> str:
-    """:func:`summary_line`, then the scorecard's text form (the rules where there is no scorecard)."""
-    return f"{summary_line(state, report)}\n\n{state.rules if state.scorecard is None else state.scorecard}"
+    """:func:`summary_line`, then :func:`choice_text` and the scorecard's text form (the rules without a scorecard)."""
+    if state.scorecard is None:
+        return f"{summary_line(state, report)}\n\n{state.rules}"
+    choice = choice_text(state)
+    return f"{summary_line(state, report)}\n\n" + (f"{choice}\n\n" if choice else "") + str(state.scorecard)
+
+
+def choice_text(state: FittedState) -> str:
+    """The sentence saying which form of scorecard explain() kept and why; "" where none was weighed.
+
+    "" also for a rule list (no scorecard) and for a result built without one (not pruned).
+    """
+    choice = getattr(state, "scorecard_choice", None)
+    return "" if choice is None or state.scorecard is None else choice.text()
 
 
 def _count(n: int, noun: str) -> str:

@@ -96,8 +96,11 @@ def scorecard_state(exp: Explanation) -> dict | None:
     ``points``, ``users``, ``teacher``, ``note``: the text form's strings),
     each with its ``band`` (-1 for undefined) and raw points ``value`` for the
     chart. ``interactions`` hold each rule's text, weight (raw and as the text
-    form writes it) and the share of users it fires for. None where the
-    explanation has no scorecard (a rule list).
+    form writes it) and the share of users it fires for. ``choice`` is the
+    sentence saying which form of scorecard explain() kept and on what
+    evidence (:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`),
+    "" where none was weighed. None where the explanation has no scorecard (a
+    rule list).
     """
     sc = getattr(exp, "scorecard", None)
     if sc is None:
@@ -106,8 +109,10 @@ def scorecard_state(exp: Explanation) -> dict | None:
     fires = sc.fires(values) if sc.interactions else np.zeros((len(values), 0), dtype=bool)
     share = fires.mean(axis=0) if len(values) else np.zeros(fires.shape[1])
     base_text, weights = _text_form(sc)
+    choice = getattr(exp.result, "scorecard_choice", None)
     return {
         "headline": sc.text().partition("\n")[0],
+        "choice": "" if choice is None else choice.text(),
         "base": _num(sc.base),
         "base_text": base_text,
         "cards": [_card_state(exp, k, c) for k, c in enumerate(sc.cards)],

@@ -192,6 +192,8 @@ def _scorecard_html(exp: Explanation) -> str:
     if sc is None:
         return ""
     parts = [f"<p><b>Scorecard</b>: <code>{escape(shorten_words(sc['headline']))}</code></p>"]
+    if sc.get("choice"):  # which form of scorecard explain() kept, and on what evidence
+        parts.append(f"<p class='rudi-explain-choice'>{escape(sc['choice'])}</p>")
     for card in sc["cards"]:
         rows = "".join("<tr>" + _TD.format("left", escape(shorten_words(r["label"])))
                        + "".join(_TD.format("right", escape(r[k])) for k in ("points", "users", "teacher")) + "</tr>"

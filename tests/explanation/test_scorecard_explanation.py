@@ -226,7 +226,7 @@ def test_the_step_starts_where_the_budget_fits_best(max_rules):
     wins = 0
     for seed in range(5):
         V, y, rules, valid = _case(seed, n=700)
-        path, sc, back = prune_to_scorecard(rules, V, y, valid, ExplainConfig(max_rules=max_rules))
+        path, sc, back, _ = prune_to_scorecard(rules, V, y, valid, ExplainConfig(max_rules=max_rules))
         assert len(sc) <= max_rules and sc.literals is back.literals
         np.testing.assert_allclose(back.score(back.matrix(V)), sc.predict(V), rtol=1e-12, atol=1e-12)
         from_default = scorecard_within_budget(path.default_rules, V, y, valid, max_rules=max_rules)

@@ -446,3 +446,24 @@ def test_rule_cards_place_a_linear_term_by_its_spread_of_points(weight):
     assert [x["index"] for x in cards] == sorted(spread, key=lambda k: (-spread[k], k))
     got = next(x for x in cards if x["linear"])
     assert got["spread"] == pytest.approx(spread[got["index"]], rel=1e-9)
+
+
+def test_the_choice_of_scorecard_is_said_and_escaped_in_the_static_copy_and_the_report():
+    """The sentence saying which form of scorecard explain() kept sits under the scorecard's headline; a form name
+    from a damaged or hostile file is escaped in the static copy and JSON-escaped in the report."""
+    from rudi_explain.explanation.scorecard_choice import ScorecardChoice
+
+    exp = tiny_payments()
+    choice = ScorecardChoice.weighed(PROBE, {"student": 0.8123, PROBE: 0.9}, n_valid=300, n_fit=1200)
+    shown = exp.with_result(dataclasses.replace(exp.result, scorecard_choice=choice))
+    text = choice.text()
+    assert PROBE in text and "0.812" in text and "(fidelity 0.900)" in text
+    state = sv.scorecard_state(shown)
+    assert state["choice"] == text and sv.scorecard_state(exp)["choice"] == ""
+    page = static_html(shown)
+    assert PROBE not in page and html.escape(text) in page
+    assert page.index(html.escape(text)) > page.index("<b>Scorecard</b>")  # where the scorecard is introduced
+    report = report_html(shown, n_users=2)
+    assert PROBE not in report and "<img" not in report
+    blob = re.search(r'<script type="application/json" id="rx-state">(.*?)</script>', report, re.S)
+    assert blob and json.loads(blob.group(1))["results"]["scorecard"]["choice"] == text
