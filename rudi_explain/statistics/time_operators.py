@@ -234,15 +234,16 @@ class TimeAggregation(Aggregation):
         ----------
         frame : EventFrame
             The events left.
-        rows : ndarray of bool or None
-            Which of them ``keys`` labels (GroupBy drops unseen groups); None for all.
+        rows : ndarray of int or None
+            The places, among them, of the events ``keys`` labels (GroupBy drops unseen
+            groups); None for all.
         keys : ndarray of int
             The key (segment, or segment x group) of each of those events.
         n_keys : int
         """
         t = _event_times(frame)
         if rows is not None:
-            t = t[rows]
+            t = t.take(rows)
         keys = np.asarray(keys, dtype=np.int64)
         reference, scale = _reference(frame.seqs), _scale(frame.seqs)
         count = np.bincount(keys, minlength=n_keys)

@@ -81,3 +81,48 @@ def test_a_filtered_frame_sorted_over_all_users_gives_each_users_events_in_order
                     assert np.array_equal(got.positions, expected)
                     assert np.array_equal(got.segment, seqs.event_user[expected])
                     assert not got.layout_order and got.all_users
+
+
+def _reference_batch_order(seqs, frame, column, descending, absolute):
+    """Each segment's events of a batch sorted by the column (NaN last, ties in layout order), segments
+    in order: a plain loop over the segments."""
+    out = []
+    for b in range(frame.n_segments):
+        mine = [int(p) for p, s in zip(frame.positions, frame.segment) if s == b]
+        values = {p: float(seqs.values[column][p]) for p in mine}
+        if absolute:
+            values = {p: abs(v) for p, v in values.items()}
+
+        def key(p, values=values):
+            v = values[p]
+            return (np.isnan(v), 0.0 if np.isnan(v) else (-v if descending else v), p)
+
+        out.extend(sorted(mine, key=key))
+    return np.array(out, dtype=np.int64)
+
+
+def test_a_batch_sorted_gives_each_segments_events_in_order_before_and_after_the_whole_order_is_made():
+    # A batch (users in any order, one of them twice, some events filtered out) sorted by a lexsort of
+    # its values at first, then, once the batches sorted add up to the layout's events, through the
+    # whole order made once (each event's place in it, sorted within its segment): the same order
+    # as a plain per-segment sort either way, and the same segments.
+    demo = rx.datasets.make_payments(80, random_state=4)
+    seqs = demo.sequences()
+    column = next(iter(seqs.values))
+    seqs.values[column][::6] = np.nan
+    seqs.values[column][1::4] = np.round(seqs.values[column][1::4])
+    rng = np.random.default_rng(2)
+    for descending in (False, True):
+        for absolute in (False, True):
+            key = ("within_user_order", column, descending, absolute)
+            paths = set()
+            for _ in range(12):
+                users = rng.choice(seqs.n_users, size=20, replace=False)
+                users[-1] = users[0]  # one user in two segments
+                frame = EventFrame.batch(seqs, users)
+                frame = frame.keep(rng.random(len(frame)) < 0.8)
+                paths.add(key in seqs._cache)
+                got = frame.sorted_by(column, descending, absolute)
+                assert np.array_equal(got.positions, _reference_batch_order(seqs, frame, column, descending, absolute))
+                assert np.array_equal(got.segment, frame.segment) and not got.layout_order
+            assert paths == {False, True}  # both ways were taken
