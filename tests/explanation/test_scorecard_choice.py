@@ -180,7 +180,8 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     fit = np.flatnonzero(~valid)
     inner = np.zeros(fit.size, dtype=bool)
     inner[np.random.default_rng(0).permutation(fit.size)[:max(2, round(fit.size * INNER_SHARE))]] = True
-    ref = {name: _pairs_fidelity(y[valid], make(V[fit], y[fit], inner).predict(V[valid]))
+    # (a form whose extras go on only once chosen is weighed by its ``fit`` alone, as choose_scorecard does)
+    ref = {name: _pairs_fidelity(y[valid], getattr(make, "fit", make)(V[fit], y[fit], inner).predict(V[valid]))
            for name, make in seen["candidates"].items()}
     kept = next(iter(ref))  # the order-and-tie rule: a later form must gain more than TIE over the best before
     for name, f in ref.items():
