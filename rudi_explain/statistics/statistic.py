@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
@@ -202,16 +203,20 @@ class Statistic:
             frame = cast("RowOperator | GroupBy", rows[i]).apply(frame)
             if shared:
                 cast("FrameCache", frames).put(rows[:i + 1], frame)
-        if shared and _presorts(self.aggregation, self.selected, frame):
+        if not shared:
+            return _aggregate(self.aggregation, self.selected, frame)
+        cached = cast("FrameCache", frames)
+        if _presorts(self.aggregation, self.selected, frame):
             # The events sorted by the selected column, shared too: the 7 percentiles of one
             # column after one filter sorted the same events 7 times.
-            key = (*rows, ("sorted for", self.selected, frame.absolute))
-            ordered = cast("FrameCache", frames).get(key)
+            key: tuple = (*rows, ("sorted for", self.selected, frame.absolute))
+            ordered = cached.get(key)
             if ordered is None:
                 ordered = frame.sorted_by(self.selected, absolute=frame.absolute)
-                cast("FrameCache", frames).put(key, ordered)
-            return _aggregate(self.aggregation, self.selected, ordered, presorted=True)
-        return _aggregate(self.aggregation, self.selected, frame)
+                cached.put(key, ordered)
+            return _aggregate(self.aggregation, self.selected, ordered, presorted=True,
+                              gather=partial(cached.column, key, ordered))
+        return _aggregate(self.aggregation, self.selected, frame, gather=partial(cached.column, tuple(rows), frame))
 
     def n_outputs(self, data: Sequences | Schema) -> int:
         """Number of values per user (1 for a scalar statistic)."""
@@ -431,16 +436,22 @@ def _reads_values(agg: Aggregation) -> bool:
     return getattr(agg, "reduce_events", None) is None and not agg.ignores_selection
 
 
-def _aggregate(agg: Aggregation, selected: str, frame: EventFrame, presorted: bool = False) -> np.ndarray:
+def _aggregate(agg: Aggregation, selected: str, frame: EventFrame, presorted: bool = False,
+               gather: Callable[[str], np.ndarray] | None = None) -> np.ndarray:
     """One value per segment (and group, category): ``presorted``: ``frame`` is already sorted by
-    the selected column (its absolute values after ``Abs``), as :func:`_presorts` would sort it."""
+    the selected column (its absolute values after ``Abs``), as :func:`_presorts` would sort it;
+    ``gather``: a column of ``frame``'s events by its name (numerical values or category codes),
+    kept where statistics share the frame (:meth:`FrameCache.column`)."""
+    if gather is None:
+        def gather(column: str) -> np.ndarray:
+            return frame.values(column) if column in frame.seqs.values else frame.codes(column)
     seqs = frame.seqs
     n = frame.n_segments
     keys = frame.segment
     rows = None
     q = 1
     if frame.group is not None:
-        group_codes = frame.codes(frame.group)
+        group_codes = gather(frame.group)
         q = len(seqs.vocabularies[frame.group])
         # Events of an unseen group category belong to no group; their places, then gathers
         # (numpy's boolean indexing is several times slower).
@@ -460,7 +471,9 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame, presorted: bo
         if not presorted and agg.sorted_input and frame.group is None and frame.all_users and frame.layout_order:
             frame = frame.sorted_by(selected, absolute=frame.absolute)  # a cached order, filtered
             keys, presorted = frame.segment, True
-        values = frame.values(selected)
+            values = frame.values(selected)  # of the sorted frame, not the one gather reads
+        else:
+            values = gather(selected)
         if rows is not None:
             values = values.take(rows)
         if frame.absolute:
@@ -470,7 +483,7 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame, presorted: bo
             values, keys = values[order], keys[order]
         out = agg.reduce(values, keys, n_keys)
         return out.reshape(n, q) if frame.group is not None else out
-    codes = frame.codes(selected)
+    codes = gather(selected)
     if rows is not None:
         codes = codes.take(rows)
     p = len(seqs.vocabularies[selected])

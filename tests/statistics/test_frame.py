@@ -126,3 +126,32 @@ def test_a_batch_sorted_gives_each_segments_events_in_order_before_and_after_the
                 assert np.array_equal(got.positions, _reference_batch_order(seqs, frame, column, descending, absolute))
                 assert np.array_equal(got.segment, frame.segment) and not got.layout_order
             assert paths == {False, True}  # both ways were taken
+
+
+def test_statistics_sharing_a_frame_cache_give_the_values_each_gives_alone():
+    # The frames of shared row operators, the sorted frames of the percentiles and the columns
+    # gathered for a frame (FrameCache.column) are reused across statistics: each statistic's values
+    # equal those it gives evaluated alone, with a roomy cache and with one so small it evicts.
+    demo = rx.datasets.make_payments(300, random_state=5)
+    seqs = demo.sequences()
+    texts = []
+    for head in ("", "RetainBy(channel=online) | ", "FilterBy(country=home) | ",
+                 "RetainBy(channel=online) | SortBy(amount, desc) | Top(5) | "):
+        for agg in ("Mean", "Max", "Min", "Sum", "Std", "Percentile(10)", "Percentile(50)", "Percentile(90)", "First"):
+            texts += [f"Select(amount) | {head}{agg}", f"Select(amount) | {head}Abs | {agg}",
+                      f"Select(merchant_category) | {head}{agg}", f"Select(amount) | {head}GroupBy(card_type) | {agg}"]
+        texts.append(f"Select(*) | {head}Count")
+    stats = []
+    for text in texts:
+        try:
+            stats.append(rx.Statistic.parse(text).validate(seqs))
+        except rx.exceptions.InputError:
+            pass  # not a valid statistic here (e.g. an order no aggregation uses)
+    assert len(stats) > 80
+    alone = [s.evaluate(seqs) for s in stats]
+    for budget in (192 * 2**20, 4_000):
+        frames = FrameCache(seqs, max_bytes=budget)
+        for _ in range(2):  # the second pass reads what the first stored
+            for s, expected in zip(stats, alone):
+                np.testing.assert_array_equal(s.evaluate(seqs, frames=frames), expected, err_msg=str(s))
+        assert frames._bytes <= budget
