@@ -33,7 +33,6 @@ FORMS: Mapping[str, str] = MappingProxyType({
     "student": "the student's cards",
     "additive": "every statistic as a card",
     "additive with interactions": "every statistic as a card with the student's interaction rules",
-    "additive with pair rules": "every statistic as a card with interaction rules found for those cards",
 })
 #: ``chosen``: weighed on validation users; ``too few users``: fewer than ``min_users`` validation (or fitting)
 #: users, the student's cards kept unweighed; ``one form``: only the student's cards were offered;
@@ -67,6 +66,9 @@ class ScorecardChoice:
         The validation fidelity a form weighed later must gain over the best before it to replace it.
     edit : str
         One of :data:`EDITS`: "" while the explanation's rules are the ones chosen.
+    n_added : int
+        Interaction rules found for the kept form's cards after the choice (pairs of statistics, on what the
+        cards leave unexplained): on the scorecard shown, not in the validation fidelities.
     """
 
     status: str
@@ -77,6 +79,7 @@ class ScorecardChoice:
     min_users: int = MIN_USERS
     tie: float = TIE
     edit: str = ""
+    n_added: int = 0
     # the rules this choice describes, and the moves made by then (not saved: bound when a FittedState is built)
     rules: Any = field(default=None, compare=False, repr=False)
     n_moved: int = field(default=0, compare=False, repr=False)
@@ -97,7 +100,7 @@ class ScorecardChoice:
 
     @classmethod
     def weighed(cls, chosen: str, fidelity: Mapping[str, float], n_valid: int, n_fit: int, *,
-                n_forms: int = 3) -> ScorecardChoice:
+                n_forms: int = 3, n_added: int = 0) -> ScorecardChoice:
         """What :func:`~rudi_explain.rules.scorecard_additive.choose_scorecard` returned, as a choice.
 
         Parameters
@@ -110,12 +113,14 @@ class ScorecardChoice:
             The validation and fitting users the forms were scored and fitted on.
         n_forms : int, default=3
             How many forms were offered (1: only the student's).
+        n_added : int, default=0
+            Interaction rules added to the kept form's cards after the choice.
         """
         if n_forms == 1:
-            return cls("one form", chosen, n_valid=n_valid, n_fit=n_fit)
+            return cls("one form", chosen, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
         if not fidelity:
-            return cls("too few users", chosen, n_valid=n_valid, n_fit=n_fit)
-        return cls("chosen", chosen, fidelity, n_valid=n_valid, n_fit=n_fit)
+            return cls("too few users", chosen, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
+        return cls("chosen", chosen, fidelity, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
 
     def bound_to(self, rules: Any, n_moved: int) -> ScorecardChoice:
         """This choice as it describes ``rules``: marked as an edit when they are not the rules it was made for.
@@ -146,6 +151,10 @@ class ScorecardChoice:
             return ("Another point of the fidelity curve, read off the pruned rules as they are: not the scorecard "
                     "explain() chose.")
         own = self._own_text()
+        if self.n_added and self.status != "unknown":
+            rules = "interaction rule was" if self.n_added == 1 else "interaction rules were"
+            own = (f"{own[:-1]}; then {self.n_added} {rules} found for its cards and added "
+                   f"({'not in these figures' if self.status == 'chosen' else 'pairs of statistics'}).")
         if self.edit == "moved":
             return f"Before a threshold was moved (what-if): {own[0].lower()}{own[1:]}"
         return own
@@ -180,7 +189,7 @@ class ScorecardChoice:
         """A JSON-ready dict (the bound rules are not in it); :meth:`from_dict` reads it back."""
         return {"status": self.status, "chosen": self.chosen, "fidelity": dict(self.fidelity),
                 "n_valid": self.n_valid, "n_fit": self.n_fit, "min_users": self.min_users, "tie": self.tie,
-                "edit": self.edit}
+                "edit": self.edit, "n_added": self.n_added}
 
     @classmethod
     def from_dict(cls, d: Any) -> ScorecardChoice:
@@ -200,11 +209,14 @@ class ScorecardChoice:
             value = d.get(key)
             if not isinstance(value, types) or isinstance(value, bool):
                 raise ValueError(f"{key!r} is missing or of the wrong type ({type(value).__name__})")
+        n_added = d.get("n_added", 0)
+        if not isinstance(n_added, int) or isinstance(n_added, bool) or n_added < 0:
+            raise ValueError("'n_added' is not a whole number")
         for name, f in d["fidelity"].items():
             if not isinstance(f, (int, float)) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
                 raise ValueError(f"the fidelity of {name!r} is not a number from 0 to 1")
         return cls(d["status"], d["chosen"], d["fidelity"], d["n_valid"], d["n_fit"], d["min_users"],
-                   float(d["tie"]), d["edit"])
+                   float(d["tie"]), d["edit"], n_added)
 
 
 def choice_from_meta(meta: Mapping[str, Any]) -> ScorecardChoice | None:

@@ -133,8 +133,24 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
         return candidates["student"](values, y, is_valid), ScorecardChoice.weighed("student", {}, n_valid, n_fit,
                                                                                   n_forms=1)
     name, scores = choose_scorecard(candidates, values, y, is_valid)
-    choice = ScorecardChoice.weighed(name, scores, n_valid, n_fit, n_forms=len(candidates))
-    return candidates[name](values, y, is_valid), choice
+    scorecard, n_added = _fit_chosen(candidates[name], values, y, is_valid)
+    return scorecard, ScorecardChoice.weighed(name, scores, n_valid, n_fit, n_forms=len(candidates),
+                                              n_added=n_added)
+
+
+def _fit_chosen(make: Callable[..., Scorecard], values: np.ndarray, y: np.ndarray,
+                is_valid: np.ndarray) -> tuple[Scorecard, int]:
+    """The chosen form fitted on all the training users, and how many interaction rules it added after its ``fit``.
+
+    A form that adds rules once chosen (``WithPairRules``: its ``fit`` is what was weighed) is fitted once, then
+    given that fit, so the rules it adds are counted for the reader without fitting it twice.
+    """
+    own_fit = getattr(make, "fit", None)
+    if own_fit is None or not dataclasses.is_dataclass(make) or isinstance(make, type):
+        return make(values, y, is_valid), 0
+    own = own_fit(values, y, is_valid)
+    full = dataclasses.replace(make, fit=lambda *_: own)(values, y, is_valid)
+    return full, max(len(full.interactions) - len(own.interactions), 0)
 
 
 def _power_of_two_scale(y: np.ndarray) -> float:

@@ -57,6 +57,19 @@ def test_a_form_weighed_later_that_scored_higher_by_at_most_the_tie_is_marked():
                         f"statistic as a card (0.864, at most {TIE:.3f} better).")
 
 
+def test_rules_added_after_the_choice_are_said_apart_from_its_figures():
+    c = ScorecardChoice.weighed("additive", {"student": 0.8612, "additive": 0.87449}, 800, 3200, n_added=2)
+    assert c.text() == ("Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the "
+                        "student's cards (0.861); then 2 interaction rules were found for its cards and added (not "
+                        "in these figures).")
+    one = ScorecardChoice.weighed("student", {}, 54, 216, n_added=1).text()
+    assert one.endswith("a choice needs; then 1 interaction rule was found for its cards and added (pairs of "
+                        "statistics).")
+    assert ScorecardChoice.from_dict(c.to_dict()) == c
+    old = {k: v for k, v in c.to_dict().items() if k != "n_added"}  # saved before rules were added: none
+    assert ScorecardChoice.from_dict(old).n_added == 0
+
+
 def test_too_few_users_one_form_and_unknown():
     few = ScorecardChoice.weighed("student", {}, n_valid=54, n_fit=216)
     assert few.status == "too few users"
@@ -96,7 +109,7 @@ def test_the_choice_round_trips_through_its_dict_and_refuses_damage():
     good = ScorecardChoice.weighed("additive", {"student": 0.7, "additive": 0.8}, 300, 1200).to_dict()
     for damage in ({"n_valid": "300"}, {"fidelity": {"student": "x", "additive": 0.8}}, {"status": "guessed"},
                    {"chosen": "nothing"}, {"edit": "edited"}, {"fidelity": {"student": 0.7, "additive": 2.0}},
-                   {"n_fit": True}):
+                   {"n_fit": True}, {"n_added": -1}):
         with pytest.raises(ValueError):
             ScorecardChoice.from_dict({**good, **damage})
     assert choice_from_meta({"pruning": None}) is None  # an older file, not pruned: none was weighed
@@ -192,8 +205,12 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     order = [kept, *[k for k in ref if k != kept]]
     assert text.index(FORMS[kept]) < text.index("(fidelity")
     assert _figures(text) == [round(ref[k], 3) for k in order]
-    # the scorecard shown is the kept form fitted on all the training users
+    # the scorecard shown is the kept form fitted on all the training users, with the rules it adds once chosen
+    # (if any: said apart from the figures)
     final = seen["candidates"][kept](V, y, valid)
+    own = getattr(seen["candidates"][kept], "fit", seen["candidates"][kept])(V, y, valid)
+    assert choice.n_added == len(final.interactions) - len(own.interactions)
+    assert (f"then {choice.n_added} interaction rule" in text) == (choice.n_added > 0)
     train = ~exp.is_test
     np.testing.assert_allclose(exp.scorecard.predict(exp.result.values[train]), final.predict(V), atol=1e-9)
     # print(exp), the widget's and the report's scorecard view say it; save/load keeps it
