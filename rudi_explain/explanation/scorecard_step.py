@@ -130,8 +130,8 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     # the users choose_scorecard scores and fits on (samples of at most CHOICE_USERS each)
     n_valid, n_fit = sample_rows(valid).size, sample_rows(~valid).size
     if len(candidates) == 1:
-        return candidates["student"](values, y, is_valid), ScorecardChoice.weighed("student", {}, n_valid, n_fit,
-                                                                                  n_forms=1)
+        scorecard, n_added = _fit_chosen(candidates["student"], values, y, is_valid)
+        return scorecard, ScorecardChoice.weighed("student", {}, n_valid, n_fit, n_forms=1, n_added=n_added)
     name, scores = choose_scorecard(candidates, values, y, is_valid)
     scorecard, n_added = _fit_chosen(candidates[name], values, y, is_valid)
     return scorecard, ScorecardChoice.weighed(name, scores, n_valid, n_fit, n_forms=len(candidates),
