@@ -18,6 +18,7 @@ import pandas as pd
 # The command line speaks the public API, as a user would (``rx.explain``, ``rx.load``, ``rx.datasets``).
 import rudi_explain as rx
 from rudi_explain.exceptions import InputError
+from rudi_explain.explanation.summary import choice_text
 from rudi_explain.sql.statistics import DIALECTS
 from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
 from rudi_explain.statistics import Schema
@@ -142,6 +143,7 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
     else:
         print(f"\nScorecard ({_units(sc)}; a user's score is the base plus the points of each card and the "
               "interaction rules that fire):")
+        _print_choice(exp)
         print(sc)
     auc = ""
     if r["auc_teacher"] is not None:
@@ -155,6 +157,13 @@ def _print_result(exp, paths: dict[str, Path]) -> None:
     print("\nWritten:")
     for path in paths.values():
         print(f"  {path}")
+
+
+def _print_choice(exp) -> None:
+    """The sentence saying which form of scorecard explain() kept, where it weighed any."""
+    choice = choice_text(exp.result)
+    if choice:
+        print(choice)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -172,6 +181,7 @@ def _demo(args: argparse.Namespace) -> int:
     units = _units(check.scorecard) if check.scorecard is not None else f"{report['n_rules']} rules"
     print(f"\nThe planted risk as the teacher: {units}, fidelity {report['fidelity_test']:.3f} "
           f"on {report['n_test']:,} held-out users, search {check.seconds['search']:.1f} s")
+    _print_choice(check)
     print(check.scorecard if check.scorecard is not None else check.rules)
     _print_planted(check, demo, seqs)
     print("\nNow a black box: the demo GRU, trained on the labels (drawn from the planted risk).")
