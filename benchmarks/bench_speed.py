@@ -110,17 +110,45 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def stage_cpu(marks: list[tuple[str, float, float]], end: tuple[float, float]) -> dict[str, tuple[float, float]]:
+    """Each stage's (CPU seconds, wall seconds), from the first progress event of a stage (or of a
+    search phase: catalog, select, mcts) to the first of the next; ``marks`` are (stage, process
+    CPU seconds, wall seconds) at each event, ``end`` the job's last. The post-processing has no
+    events of its own: it is in the stretch from the first 'evaluate' event on. Where the CPU
+    seconds per wall second stay near 1 only one thread worked (on a quiet 2-core machine, wall
+    time lost); on a loaded machine the ratio says less."""
+    out: dict[str, tuple[float, float]] = {}
+    start = marks[0]
+    for mark in [*marks[1:], ("end", *end)]:
+        if mark[0] != start[0]:  # a stretch of one stage ends where the next stage's events begin
+            cpu, wall = out.get(start[0], (0.0, 0.0))
+            out[start[0]] = (cpu + mark[1] - start[1], wall + mark[2] - start[2])
+            start = mark
+    return out
+
+
 def run_explain(data: rx.datasets.DemoData) -> tuple[rx.Explanation, dict, float, list]:
     """explain() at its defaults on the demo's events and planted scores: (exp, step seconds, wall seconds,
-    the job's estimates as (seconds since the start, seconds left))."""
+    the job's estimates as (seconds since the start, seconds left)); the step seconds hold the job's CPU
+    seconds ("cpu") and each stage's CPU and wall seconds ("stage_cpu", :func:`stage_cpu`)."""
     estimates: list[tuple[float, float | None]] = []
+    marks: list[tuple[str, float, float]] = []
+
+    def on_event(event: Any) -> None:
+        estimates.append((event.elapsed, event.numbers.get("seconds_left")))
+        phase = event.numbers.get("phase") or ""
+        marks.append((event.stage + (f" {phase}" if phase else ""), time.process_time(), time.perf_counter()))
+
     with StepTimer() as steps:
         t, cpu = time.perf_counter(), time.process_time()
-        exp = rx.explain(None, data.events, scores=data.risk, background=False,
-                         progress=lambda event: estimates.append((event.elapsed, event.numbers.get("seconds_left"))))
+        marks.append(("start", cpu, t))
+        exp = rx.explain(None, data.events, scores=data.risk, background=False, progress=on_event)
         wall = time.perf_counter() - t
-        steps.seconds["cpu"] = time.process_time() - cpu  # the job's CPU seconds, all threads
-    return exp, steps.seconds, wall, estimates
+        end = time.process_time()
+        steps.seconds["cpu"] = end - cpu  # the job's CPU seconds, all threads
+    seconds: dict[str, Any] = dict(steps.seconds)
+    seconds["stage_cpu"] = stage_cpu(marks, (end, t + wall))
+    return exp, seconds, wall, estimates
 
 
 def eta_at(estimates: list, share: float, end: float) -> str:
@@ -160,12 +188,16 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
     total = seconds.get("total", wall)
     steps = dict(steps)
     cpu = steps.pop("cpu", None)
+    by_stage = steps.pop("stage_cpu", {})
     fid = exp.report()["fidelity_test"]
     print(f"== {title}: explain() {total:.1f} s, held-out fidelity {fid:.4f}, {len(exp.rules)} rules, "
           f"peak RSS {peak_rss_mb():,.0f} MB; load average {os.getloadavg()[0]:.2f} after it ==")
     print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
     if cpu is not None:  # under load the wall seconds follow the other processes; the CPU seconds less so
         print(f"  CPU {cpu:.1f} s ({cpu / wall:.2f} per wall second; 2 would be both cores busy throughout)")
+        print("  CPU by stage (CPU s / wall s): " + ", ".join(
+            f"{'post-processing + evaluate' if k == 'evaluate' else k} {c:.2f}/{w:.2f}"
+            for k, (c, w) in by_stage.items() if w >= 0.005))
     print("  post-processing: " + ", ".join(f"{k} {v:.2f} s ({v / total:.0%} of the job)" for k, v in steps.items()))
     rest = seconds.get("pruning", 0.0) - sum(steps.values())
     largest = max(steps, key=lambda k: steps[k]) if steps else "-"
@@ -177,7 +209,7 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
         next((f"{e + left:.1f} s" for e, left in estimates if e >= share * wall and left is not None), "-")
         for share in (0.1, 0.4, 0.6, 0.8)) + f" (real end {wall:.1f} s)")
     out = {"seconds": seconds, "steps": steps, "fidelity_test": fid, "peak_rss_mb": peak_rss_mb(),
-           "estimates": estimates, "cpu_seconds": cpu}
+           "estimates": estimates, "cpu_seconds": cpu, "stage_cpu": by_stage}
     if peer is not None:
         peer_total = peer["dfs_seconds"] + peer["figs_seconds"]
         print(f"  DFS + FIGS: {peer_total:.1f} s (DFS {peer['dfs_seconds']:.1f} s, {peer['n_features']} features; "
