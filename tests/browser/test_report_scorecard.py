@@ -15,9 +15,10 @@ import re
 import pytest
 from test_widget_progress_page import _with_state
 from tiny import tiny_explanation
-from views.test_scorecard_view import PROBE, interacting_explanation, linear_stand_in, rows_written
+from views.test_scorecard_view import PROBE, STATS, interacting_explanation, linear_stand_in, rows_written
 
 import rudi_explain as rx
+from rudi_explain.explanation.summary import choice_text
 from rudi_explain.views import scorecard_view as sv
 from rudi_explain.views.report import report_html
 
@@ -96,6 +97,31 @@ def test_the_scorecard_is_the_first_tab_and_matches_the_scorecard(chromium, repo
         check = page.locator(".rx-sum-check")
         assert check.get_attribute("data-adds-up") == "true" and check.inner_text().endswith("✓")
         assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_the_scorecard_says_which_form_was_kept(chromium, tmp_path):
+    """The sentence naming the kept form (and each form's validation fidelity) shows under the headline, as
+    ``print(exp)`` writes it, before the first card."""
+    demo = rx.datasets.make_payments(800, random_state=1)
+    exp = rx.explain(None, demo.sequences(), scores=demo.risk, statistics=STATS, search=False, background=False,
+                     random_state=1, progress=False)
+    sentence = choice_text(exp.result)
+    assert sentence.startswith("Chosen on ") and sentence in str(exp)
+    path = tmp_path / "choice.html"
+    path.write_text(report_html(exp, n_users=2), encoding="utf-8")
+    page = chromium.new_page(viewport={"width": 1000, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-scorecard").wait_for(timeout=15_000)
+        choice = page.locator(".rx-sc-choice")
+        assert choice.count() == 1 and choice.inner_text() == sentence
+        # after the headline, before the first card (DOCUMENT_POSITION_FOLLOWING = 4)
+        assert page.evaluate("""() => {
+            const [h, c, card] = ['.rx-sc-headline', '.rx-sc-choice', '.rx-sc-card'].map(s => document.querySelector(s));
+            return Boolean(h.compareDocumentPosition(c) & 4) && Boolean(c.compareDocumentPosition(card) & 4);
+        }""")
     finally:
         page.close()
 
