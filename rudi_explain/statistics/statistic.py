@@ -468,8 +468,9 @@ def _aggregate(agg: Aggregation, selected: str, frame: EventFrame, presorted: bo
         out = agg.reduce(np.zeros(len(keys)), keys, n_keys)
         return out.reshape(n, q) if frame.group is not None else out
     if selected in seqs.values:
-        if not presorted and agg.sorted_input and frame.group is None and frame.all_users and frame.layout_order:
-            frame = frame.sorted_by(selected, absolute=frame.absolute)  # a cached order, filtered
+        if not presorted and agg.sorted_input and frame.group is None and frame.layout_order:
+            # A cached order, filtered (all users), or a batch's (through it once the batches add up)
+            frame = frame.sorted_by(selected, absolute=frame.absolute)
             keys, presorted = frame.segment, True
             values = frame.values(selected)  # of the sorted frame, not the one gather reads
         else:

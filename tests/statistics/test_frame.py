@@ -155,3 +155,24 @@ def test_statistics_sharing_a_frame_cache_give_the_values_each_gives_alone():
             for s, expected in zip(stats, alone):
                 np.testing.assert_array_equal(s.evaluate(seqs, frames=frames), expected, err_msg=str(s))
         assert frames._bytes <= budget
+
+
+def test_statistics_on_batches_give_the_rows_of_all_users_before_and_after_the_whole_orders_are_made():
+    # A batch's order statistics (percentiles, SortBy then Top) come from a lexsort of its values
+    # at first and through the whole order once the batches add up to the layout's events: the
+    # rows of the same users evaluated all together either way.
+    demo = rx.datasets.make_payments(200, random_state=6)
+    seqs = demo.sequences()
+    texts = ["Select(amount) | Percentile(90)", "Select(amount) | Abs | Percentile(25)",
+             "Select(amount) | RetainBy(channel=online) | Percentile(50)",
+             "Select(hour) | SortBy(amount, desc) | Top(5) | Mean", "Select(amount) | SortBy(hour) | First"]
+    stats = [rx.Statistic.parse(t).validate(seqs) for t in texts]
+    whole = [s.evaluate(demo.sequences()) for s in stats]  # on another layout: its orders not shared
+    rng = np.random.default_rng(3)
+    made = []
+    for _ in range(8):
+        users = rng.choice(seqs.n_users, size=60, replace=True)  # any order, repeats
+        made.append(("within_user_order", "amount", False, False) in seqs._cache)
+        for s, expected in zip(stats, whole):
+            np.testing.assert_array_equal(s.evaluate(seqs, users), expected[users], err_msg=str(s))
+    assert made[0] is False and made[-1] is True  # first by lexsorts, then through the whole order
