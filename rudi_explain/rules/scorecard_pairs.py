@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rudi_explain.rules.formula import And, Lit, literal_info
+from rudi_explain.rules.formula import And, Lit, literal_info, simplify
 from rudi_explain.rules.literals import VACUOUS_SHARE
 from rudi_explain.rules.pruning import COMMON_RULE_SHARE
 from rudi_explain.rules.ruleset import Rule
@@ -152,7 +152,8 @@ def add_pair_rules(card: Scorecard, values: np.ndarray, y: np.ndarray, is_valid:
         if found is None:
             break
         i, ni, j, nj, gain = found
-        formula = And((Lit(int(lits[i]), ni), Lit(int(lits[j]), nj)))
+        # in canonical form, as every other rule is: the same text after a what-if rebuilds the scorecard
+        formula = simplify(And((Lit(int(lits[i]), ni), Lit(int(lits[j]), nj))), info)
         fires = (Z_all[:, lits[i]] ^ ni) & (Z_all[:, lits[j]] ^ nj)
         if formula in have or gain <= penalty * 2 * tried * float(r.var()) \
                 or not MIN_SHARE <= fires.mean() < COMMON_RULE_SHARE:  # judged on every user given
