@@ -189,6 +189,10 @@ def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute:
     return order
 
 
+#: The first item of the key a gathered column is kept under, apart from every frame's key.
+_COLUMN = object()
+
+
 class FrameCache:
     """Frames over all users of one Sequences by the row operators that made them, within a byte budget.
 
@@ -217,7 +221,13 @@ class FrameCache:
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._frames)
+        """The number of frames held (the columns gathered for them not counted)."""
+        return len(self.keys())
+
+    def keys(self) -> list[Hashable]:
+        """The keys of the frames held, least recently used first (the columns gathered for them not listed)."""
+        with self._lock:
+            return [k for k in self._frames if not (isinstance(k, tuple) and k and k[0] is _COLUMN)]
 
     def get(self, key: Hashable) -> EventFrame | None:
         """The frame stored under ``key`` (now the most recently used), or None."""
@@ -242,7 +252,7 @@ class FrameCache:
         numerical = column in frame.seqs.values
         if frame.positions is None:  # every event in layout order: the column itself, no gather
             return frame.values(column) if numerical else frame.codes(column)
-        cache_key = ("column", key, column)
+        cache_key = (_COLUMN, key, column)
         with self._lock:
             hit = self._frames.get(cache_key)
             if hit is not None:

@@ -9,7 +9,7 @@ import pytest
 import rudi_explain as rx
 from rudi_explain.audit.cards import edge_neighbours
 from rudi_explain.rules.formula import Lit
-from rudi_explain.rules.ruleset import LinearTerm, RuleSet
+from rudi_explain.rules.ruleset import LinearTerm, Rule, RuleSet
 from rudi_explain.rules.values import format_value
 
 FAST = dict(n_stats=3, n_rules=8, n_simulations=30, student_params={"epochs": 25})
@@ -120,7 +120,10 @@ def test_itself_nothing_changes(seeds):
 def test_a_moved_threshold_and_a_new_weight(seeds):
     a = seeds[0]
     L = a.literals
-    i = lits(a.rules[0].formula)[0].index
+    # the rules with a formula (a linear card's term reads a value, not a literal)
+    formula_at = [k for k, r in enumerate(a.rules) if isinstance(r, Rule)]
+    assert len(formula_at) >= 2
+    i = lits(a.rules[formula_at[0]].formula)[0].index
     v = L.thresholds[i]
     values = a.result.values[:, L.column[i]]
     new = float(np.nanpercentile(values[values > v], 50)) if (values > v).any() else v - 1
@@ -129,7 +132,7 @@ def test_a_moved_threshold_and_a_new_weight(seeds):
         new = (v + edge[2]) / 2 if np.isfinite(edge[2]) else v + 1
     b = a.with_threshold(i, new)
     cmp = rx.compare(a, b)
-    using = {k for k, r in enumerate(a.rules) if i in [x.index for x in lits(r.formula)]}
+    using = {k for k in formula_at if i in [x.index for x in lits(a.rules[k].formula)]}
     assert set(cmp.rules.loc[cmp.rules.status == "threshold moved", "rule_a"]) == using
     assert (cmp.rules.loc[~cmp.rules.rule_a.isin(using), "status"] == "kept").all()
     moved = cmp.rules.loc[cmp.rules.status == "threshold moved", "moved"].iloc[0]
@@ -141,11 +144,12 @@ def test_a_moved_threshold_and_a_new_weight(seeds):
     assert sorted(cmp.users["user"]) == sorted(a.sequences.users[changed].tolist())
     assert len(changed)
     # a weight changed, nothing else: no user's firing changes
-    rules = [dataclasses.replace(r, weight=r.weight * 2) if k == 1 else r for k, r in enumerate(a.rules)]
+    w = formula_at[1]
+    rules = [dataclasses.replace(r, weight=r.weight * 2) if k == w else r for k, r in enumerate(a.rules)]
     c = a.with_result(a.result.with_rules(RuleSet(rules, a.rules.intercept, a.literals)))
     cmp = rx.compare(a, c)
-    assert cmp.rules.set_index("rule_a").loc[1, "status"] == "weight changed"
-    assert (cmp.rules.loc[cmp.rules.rule_a != 1, "status"] == "kept").all() and cmp.users.empty
+    assert cmp.rules.set_index("rule_a").loc[w, "status"] == "weight changed"
+    assert (cmp.rules.loc[cmp.rules.rule_a != w, "status"] == "kept").all() and cmp.users.empty
 
 
 def test_html_is_escaped(seeds):
