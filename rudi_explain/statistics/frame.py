@@ -221,8 +221,8 @@ class FrameCache:
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        """The number of frames held (the columns gathered for them not counted)."""
-        return len(self.keys())
+        """The number of entries held: frames, and the columns gathered for them."""
+        return len(self._frames)
 
     def keys(self) -> list[Hashable]:
         """The keys of the frames held, least recently used first (the columns gathered for them not listed)."""
