@@ -42,12 +42,12 @@ def test_a_frame_cache_shared_by_threads_stays_within_its_budget_and_gives_the_s
     assert cache._bytes == sum(f.positions.nbytes + f.segment.nbytes for f in held if f is not None) <= cache.max_bytes
 
 
-def _reference_order(seqs, positions, column, descending, absolute):
-    """Each user's events of ``positions`` sorted by the column (NaN last, ties in layout order),
-    users in order: a plain loop over the users."""
+def _sorted_within(seqs, positions, segment, n_segments, column, descending, absolute):
+    """Each segment's events of ``positions`` sorted by the column (NaN last, ties in layout order),
+    segments in order: a plain loop over the segments."""
     out = []
-    for user in range(seqs.n_users):
-        mine = [int(p) for p in positions if seqs.event_user[p] == user]
+    for b in range(n_segments):
+        mine = [int(p) for p, s in zip(positions, segment) if s == b]
         values = {p: float(seqs.values[column][p]) for p in mine}
         if absolute:
             values = {p: abs(v) for p, v in values.items()}
@@ -58,6 +58,11 @@ def _reference_order(seqs, positions, column, descending, absolute):
 
         out.extend(sorted(mine, key=key))
     return np.array(out, dtype=np.int64)
+
+
+def _reference_order(seqs, positions, column, descending, absolute):
+    """A frame over all users: each user's events sorted, users in order."""
+    return _sorted_within(seqs, positions, seqs.event_user[positions], seqs.n_users, column, descending, absolute)
 
 
 def test_a_filtered_frame_sorted_over_all_users_gives_each_users_events_in_order():
@@ -84,21 +89,8 @@ def test_a_filtered_frame_sorted_over_all_users_gives_each_users_events_in_order
 
 
 def _reference_batch_order(seqs, frame, column, descending, absolute):
-    """Each segment's events of a batch sorted by the column (NaN last, ties in layout order), segments
-    in order: a plain loop over the segments."""
-    out = []
-    for b in range(frame.n_segments):
-        mine = [int(p) for p, s in zip(frame.positions, frame.segment) if s == b]
-        values = {p: float(seqs.values[column][p]) for p in mine}
-        if absolute:
-            values = {p: abs(v) for p, v in values.items()}
-
-        def key(p, values=values):
-            v = values[p]
-            return (np.isnan(v), 0.0 if np.isnan(v) else (-v if descending else v), p)
-
-        out.extend(sorted(mine, key=key))
-    return np.array(out, dtype=np.int64)
+    """A batch: each segment's events sorted, segments in order."""
+    return _sorted_within(seqs, frame.positions, frame.segment, frame.n_segments, column, descending, absolute)
 
 
 def test_a_batch_sorted_gives_each_segments_events_in_order_before_and_after_the_whole_order_is_made():
