@@ -70,6 +70,10 @@ PUSH_INTERVAL = 0.2
 _VIEWS: weakref.WeakKeyDictionary[Any, weakref.WeakSet] = weakref.WeakKeyDictionary()
 
 
+#: The stages (and statuses) a job ends in.
+_ENDS = ("done", "failed", "cancelled")
+
+
 def views(explanation: Explanation) -> list[ExplanationWidget]:
     """The open widgets showing ``explanation`` (closed ones have no comm and are left out)."""
     return [w for w in list(_VIEWS.get(explanation, ())) if getattr(w, "comm", None) is not None]
@@ -149,12 +153,12 @@ class ExplanationWidget(anywidget.AnyWidget):
         with self._lock:
             if point is not None:
                 self._points.append(point)
-            if event.stage in ("done", "failed", "cancelled"):
+            if event.stage in _ENDS:
                 pass
             elif event.stage == self._last_stage and time.monotonic() - self._last_push < PUSH_INTERVAL:
                 return  # throttled: the next push carries the newest state
             self._last_push, self._last_stage = time.monotonic(), event.stage
-        if event.stage in ("done", "failed", "cancelled"):
+        if event.stage in _ENDS:
             self._finish(event)
         else:
             self._push(event)
@@ -163,6 +167,15 @@ class ExplanationWidget(anywidget.AnyWidget):
         if self._filled:  # a late progress push must not cover the results
             return
         status = self._exp.status
+        if status in _ENDS:
+            # The job ended after this event. A view made while the job's last event was being told missed it
+            # (the listeners are read before it was added): it finishes from that event here. Otherwise that
+            # event is still to come to this view. Either way "failed" is never shown without its error.
+            last = self._exp.progress
+            if last is not None and last.stage in _ENDS:
+                self._finish(last)
+                return
+            status = "running"
         with self.hold_sync():  # one comm message for all traits
             self.progress = ws.progress_state(event, status)
             self.chart = ws.thin(self._points)

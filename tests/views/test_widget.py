@@ -416,3 +416,37 @@ def test_payload_stays_small_for_a_million_users(exp, sent):
     assert calls < 2 * few_calls, (calls, few_calls)
     assert peak < 8 * big.sequences.n_users, f"a drill-down peaked at {peak / 1e6:.1f} MB"
     assert len(json.dumps(sent[-1])) < 200_000
+
+
+def test_a_view_made_as_the_job_fails_never_shows_failed_without_its_error():
+    """A view made between the job's status turning 'failed' and its last event (a teacher that fails at
+    once): every state pushed that says 'failed' carries the error (it showed 'failed' alone once)."""
+    demo = rx.datasets.make_payments(60, random_state=0)
+    started, reached, gate = threading.Event(), threading.Event(), threading.Event()
+
+    def failing(seqs):
+        started.wait(10)
+        raise ConnectionError("scoring service unavailable")
+
+    def hold(event):  # the job's own thread, inside its last event: the status is already 'failed'
+        if event.stage == "failed":
+            reached.set()
+            gate.wait(10)
+
+    exp = rx.explain(failing, demo.events, background="thread", n_stats=2, progress=False)
+    exp.on_progress(hold)
+    started.set()
+    assert reached.wait(10)
+    assert exp.status == "failed" and not exp.done  # the window the view is made in
+    seen = []
+    w = ExplanationWidget(exp)
+    seen.append((w.status, w.error))
+    w.observe(lambda change: seen.append((change["new"], w.error)), names="status")
+    gate.set()
+    with pytest.raises(Exception, match="scoring service unavailable"):
+        exp.wait()
+    deadline = time.monotonic() + 10
+    while w.status != "failed" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert w.status == "failed" and "scoring service unavailable" in w.error
+    assert all(error for status, error in seen if status == "failed"), seen
