@@ -25,7 +25,7 @@ from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.refine import prune_and_refine
 from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_additive import choose_scorecard, scorecard_candidates
+from rudi_explain.rules.scorecard_additive import Fit, WithPairRules, choose_scorecard, scorecard_candidates
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
@@ -138,18 +138,16 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
                                               n_added=n_added)
 
 
-def _fit_chosen(make: Callable[..., Scorecard], values: np.ndarray, y: np.ndarray,
-                is_valid: np.ndarray) -> tuple[Scorecard, int]:
-    """The chosen form fitted on all the training users, and how many interaction rules it added after its ``fit``.
+def _fit_chosen(make: Fit, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray) -> tuple[Scorecard, int]:
+    """The chosen form fitted on all the training users, and how many pair rules it added to what was weighed.
 
-    A form that adds rules once chosen (``WithPairRules``: its ``fit`` is what was weighed) is fitted once, then
-    given that fit, so the rules it adds are counted for the reader without fitting it twice.
+    A :class:`~rudi_explain.rules.scorecard_additive.WithPairRules` form was weighed by its ``fit`` alone: that
+    fit, then its pair rules, so the rules added are counted for the reader without fitting it twice.
     """
-    own_fit = getattr(make, "fit", None)
-    if own_fit is None or not dataclasses.is_dataclass(make) or isinstance(make, type):
+    if not isinstance(make, WithPairRules):
         return make(values, y, is_valid), 0
-    own = own_fit(values, y, is_valid)
-    full = dataclasses.replace(make, fit=lambda *_: own)(values, y, is_valid)
+    own = make.fit(values, y, is_valid)
+    full = make.with_pairs(own, values, y, is_valid)
     return full, max(len(full.interactions) - len(own.interactions), 0)
 
 

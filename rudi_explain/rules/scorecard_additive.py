@@ -126,7 +126,7 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     if interactions:
         common = complement_common(rules, table.transform_values(V))
         kept = list(Scorecard.from_rules(common, V, t).interactions)
-    options: dict[str, Any] = {"max_bands": max_bands, "monotone": True, "linear": linear, "split": True}
+    options = _fit_options(linear, max_bands)
     card = Scorecard(all_output_cards(table, V), kept, float(t.mean()), table).refit(V, t, is_valid=valid, **options)
     room = max_rules + SLACK
     if len(card) > room:
@@ -137,6 +137,12 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         card = Scorecard(cards, card.interactions[:room - len(cards)], card.base, table).refit(
             V, t, is_valid=valid, **options)
     return within_budget(card, V, t, valid, max_rules, options)
+
+
+def _fit_options(linear: bool, max_bands: int = MAX_BANDS) -> dict[str, Any]:
+    """How an additive scorecard's cards are refitted (:meth:`Scorecard.refit`): monotone where the teacher is,
+    linear where allowed, extra edges chosen on validation users."""
+    return {"max_bands": max_bands, "monotone": True, "linear": linear, "split": True}
 
 
 @dataclass(frozen=True)
@@ -154,11 +160,13 @@ class WithPairRules:
     linear: bool = True
 
     def __call__(self, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray) -> Scorecard:
-        card = self.fit(values, y, is_valid)
-        options: dict[str, Any] = {"max_bands": MAX_BANDS, "monotone": True, "linear": self.linear, "split": True}
+        return self.with_pairs(self.fit(values, y, is_valid), values, y, is_valid)
+
+    def with_pairs(self, card: Scorecard, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray) -> Scorecard:
+        """``card`` (what :attr:`fit` gave on these users) with the pair rules found on its residual."""
         return add_pair_rules(card, np.asarray(values, dtype=np.float64),
                               np.asarray(y, dtype=np.float64).reshape(-1), np.asarray(is_valid, dtype=bool).reshape(-1),
-                              max_rules=self.max_rules, options=options)
+                              max_rules=self.max_rules, options=_fit_options(self.linear))
 
 
 def scorecard_candidates(start: RuleSet, *, max_rules: int, linear: bool = True,
