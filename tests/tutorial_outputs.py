@@ -15,6 +15,8 @@ Run from the repository root, with the project's virtualenv::
     .venv/bin/python tests/tutorial_outputs.py notebooks/*.ipynb      # strip only
 
 ``tests/test_notebook_state.py`` checks the committed notebooks with :func:`widget_problems`.
+The kernels run with the numeric kernels held to AVX2, as ``make test`` runs them
+(``tests/golden/demo_golden.PINNED``): the rules a notebook prints are then those any x86-64 CPU gives.
 """
 
 from __future__ import annotations
@@ -95,8 +97,14 @@ def strip_widget_state(nb: Any) -> int:
 
 def execute(nb: Any, cwd: Path, timeout: int = 900) -> None:
     """Run every cell in a fresh kernel of this interpreter (nbclient), in place."""
+    import os
+
     from nbclient import NotebookClient
 
+    sys.path.insert(0, str(Path(__file__).parent / "golden"))
+    from demo_golden import PINNED
+
+    os.environ.update(PINNED)  # the kernel inherits them, before it loads numpy, OpenBLAS or PyTorch
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
 
 
