@@ -1,9 +1,10 @@
 """Which form of scorecard explain() kept, and on what evidence: one sentence where the scorecard is introduced.
 
-explain()'s post-processing weighs up to three forms of scorecard on validation
+explain()'s post-processing weighs up to four forms of scorecard on validation
 users (:func:`rudi_explain.rules.scorecard_additive.choose_scorecard`): the
 student's own cards and interaction rules, every statistic as a card binned
-afresh, and the same with the student's interaction rules. A reader (an
+afresh, the same with the student's interaction rules, and every statistic as
+a card offered finer edges (quantiles of its values). A reader (an
 auditor) must be able to tell which was kept and by how much (issue 26, "What
 the reader sees must be true"), so the choice travels with the explanation
 (:attr:`FittedState.scorecard_choice <rudi_explain.explanation.result.FittedState>`),
@@ -33,6 +34,7 @@ FORMS: Mapping[str, str] = MappingProxyType({
     "student": "the student's cards",
     "additive": "every statistic as a card",
     "additive with interactions": "every statistic as a card with the student's interaction rules",
+    "additive, finer edges": "every statistic as a card offered finer edges",
 })
 #: ``chosen``: weighed on validation users; ``too few users``: fewer than ``min_users`` validation (or fitting)
 #: users, the student's cards kept unweighed; ``one form``: only the student's cards were offered;

@@ -122,8 +122,9 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     Candidates, in this order (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
     without the validation users and scored on them; a later one must be more faithful by its ``TIE``): the
     start point's own scorecard; every output as a card binned afresh; the same with the start point's
-    interaction rules. The chosen one is then fitted on all the training users, and returned with the choice:
-    its name, each candidate's validation fidelity, and the users they were scored and fitted on.
+    interaction rules; every output as a card offered finer edges. The chosen one is then fitted on all the
+    training users, and returned with the choice: its name, each candidate's validation fidelity, and the users
+    they were scored and fitted on.
     """
     candidates = scorecard_candidates(start, max_rules=max_rules, linear=LINEAR_CARDS, additive=ADDITIVE)
     valid = np.asarray(is_valid, dtype=bool)

@@ -4,9 +4,15 @@ import numpy as np
 
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import And, Lit
-from rudi_explain.rules.literals import Literals
+from rudi_explain.rules.literals import Literals, is_vacuous
 from rudi_explain.rules.ruleset import RuleSet
-from rudi_explain.rules.scorecard_additive import additive_scorecard, all_output_cards, choose_scorecard
+from rudi_explain.rules.scorecard_additive import (
+    EDGE_QUANTILES,
+    additive_scorecard,
+    all_output_cards,
+    choose_scorecard,
+    scorecard_candidates,
+)
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import UNDEFINED
 
@@ -56,6 +62,48 @@ def test_every_output_gets_a_card_cut_at_all_its_thresholds():
     for c in cards:
         assert c.edges == tuple(sorted(set(lits.thresholds[lits.column == c.column].tolist())))
         assert (c.undefined is not None) == (c.column == 1)
+
+
+def test_finer_edges_keep_the_tables_and_add_round_distinct_solid_quantiles():
+    for seed in SEEDS:
+        rng, V, lits, y, rules, is_valid = _case(seed)
+        for plain, finer in zip(all_output_cards(lits, V), all_output_cards(lits, V, EDGE_QUANTILES), strict=True):
+            assert plain.column == finer.column and (plain.undefined is None) == (finer.undefined is None)
+            assert set(plain.edges) <= set(finer.edges)
+            assert len(finer.edges) >= len(plain.edges) + 5  # 19 quantiles offered, a few fall on the table's
+            v = np.sort(V[~np.isnan(V[:, finer.column]), finer.column])
+            above = v.size - np.searchsorted(v, np.array(finer.edges), side="right")
+            new = ~np.isin(finer.edges, plain.edges)
+            # no new edge leaves 99% of the defined users on one side, nor splits them as another edge does
+            assert not is_vacuous(above[new], v.size).any()
+            assert not np.isin(above[new], above[~new]).any()
+            assert len(set(above[new].tolist())) == new.sum()
+            # round: at most 3 significant digits, as the table's thresholds (SEMANTICS.md)
+            assert all(float(f"{e:.3g}") == e for e in np.array(finer.edges)[new])
+
+
+def _step_teacher(V, rng):
+    """A step of output 0 at 75: between the table's deciles (70, 80), at one of the 20 quantiles."""
+    return np.where(V[:, 0] > 75, 1.0, 0.0) + np.where(np.isnan(V[:, 1]), -0.3, 0.0) + rng.normal(0, 0.1, len(V))
+
+
+def test_the_finer_edges_find_a_step_between_the_tables_thresholds_and_the_choice_takes_them():
+    better = chose = 0
+    for seed in SEEDS:
+        rng, V, lits, _, rules, is_valid = _case(seed)
+        y = _step_teacher(V, rng)
+        plain = additive_scorecard(rules, V, y, is_valid, max_rules=10)
+        finer = additive_scorecard(rules, V, y, is_valid, max_rules=10, quantiles=EDGE_QUANTILES)
+        fresh = _values(rng, 3000)
+        t = _step_teacher(fresh, rng)
+        better += fidelity(t, finer.predict(fresh)) > fidelity(t, plain.predict(fresh)) + 0.005
+        candidates = scorecard_candidates(rules, max_rules=10)
+        assert list(candidates)[-1] == "additive, finer edges"
+        name, scores = choose_scorecard(candidates, V, y, is_valid)
+        assert list(scores) == list(candidates)
+        chose += name == "additive, finer edges"
+    assert better >= 0.9 * len(SEEDS)
+    assert chose >= 0.8 * len(SEEDS)
 
 
 def test_each_user_in_one_band_scores_equal_the_rules_and_signs_explained():
