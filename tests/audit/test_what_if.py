@@ -18,27 +18,49 @@ def exp():
     return rx.explain(None, demo.events, scores=demo.risk, background=False, **FAST)
 
 
-def holds(f, Z):
-    """A formula's truth per user, by hand (not the library's evaluator)."""
+def holds(f, Z, read=None):
+    """A formula's truth per user, by hand (not the library's evaluator); ``read`` maps a literal to the
+    column it reads instead (an interaction rule's copy of a moved band edge)."""
     if isinstance(f, Lit):
-        return ~Z[:, f.index] if f.negated else Z[:, f.index]
-    parts = [holds(c, Z) for c in f.children]
+        z = Z[:, (read or {}).get(f.index, f.index)]
+        return ~z if f.negated else z
+    parts = [holds(c, Z, read) for c in f.children]
     if isinstance(f, And):
         return np.all(parts, axis=0) if parts else np.ones(len(Z), bool)
     assert isinstance(f, Or)
     return np.any(parts, axis=0) if parts else np.zeros(len(Z), bool)
 
 
+def interactions_reading(exp, i):
+    """The rules that read literal i beside a literal of another output (interaction rules), by hand."""
+    L = exp.literals
+    return [k for k, r in enumerate(exp.rules) if i in {x.index for x in _lits(r.formula)}
+            and len({int(L.column[x.index]) for x in _lits(r.formula)}) > 1]
+
+
+def kept_interactions(exp, i):
+    """The interaction rules that keep a copy of literal i when it moves: those reading it where it is a band edge."""
+    from rudi_explain.audit.cards import edge_neighbours
+
+    return interactions_reading(exp, i) if edge_neighbours(exp, i) is not None else []
+
+
 def from_scratch(exp, i, value):
-    """Statistics evaluated afresh, literal i thresholded at value, rules scored by hand."""
+    """Statistics evaluated afresh, literal i thresholded at value, rules scored by hand.
+
+    SEMANTICS' what-if: moving a card's band edge moves the card alone; an interaction rule that reads
+    the same literal keeps it where it was (a copy, appended to the literal table)."""
     L = exp.literals
     V = L.values(exp.sequences)
     t = L.thresholds.copy()
     t[i] = value
     with np.errstate(invalid="ignore"):
         Z = V[:, L.column] > t
+        kept = kept_interactions(exp, i)
+        if kept:
+            Z = np.column_stack([Z, V[:, L.column[i]] > L.thresholds[i]])
     s = np.full(len(Z), exp.rules.intercept)
-    fires = [holds(rule.formula, Z) for rule in exp.rules]
+    fires = [holds(rule.formula, Z, {i: L.n_literals} if k in kept else None) for k, rule in enumerate(exp.rules)]
     # the order RuleSet.score adds weights in, so sums agree to the bit (fidelity reads ties): card by card
     # (each card's rules summed first), then each other rule, where the set says so; else rule by rule
     groups = exp.rules.groups() if hasattr(exp.rules, "groups") else [(-1, [k]) for k in range(len(exp.rules))]
@@ -112,7 +134,8 @@ def test_with_threshold_equals_a_fresh_computation(exp):
         assert w["fidelity_train_moved"] == pytest.approx(rx.metrics.fidelity(y[train], s[train]), abs=1e-6)
         assert w["fidelity_train"] == pytest.approx(exp.report()["fidelity_train"], abs=1e-6)
         assert w["n_changed"] == int((s != exp.student_scores.to_numpy()).sum())
-        using = [k for k, r in enumerate(exp.rules) if i in [x.index for x in _lits(r.formula)]]
+        using = [k for k, r in enumerate(exp.rules) if i in [x.index for x in _lits(r.formula)]
+                 and k not in kept_interactions(exp, i)]  # a moved band edge leaves its interaction rules
         assert [r["index"] for r in w["rules"]] == using
         for r in w["rules"]:
             k = r["index"]
@@ -162,7 +185,8 @@ def test_literal_by_name_or_statistic_output(exp, tmp_path):
         assert np.array_equal(exp.with_threshold(L.output_descriptions[c], value).literals.thresholds,
                               by_index.literals.thresholds)
     else:
-        with pytest.raises(ValueError, match="pass one by index or name"):
+        # a card's output names its band edges instead; either way the message says how to name one
+        with pytest.raises(ValueError, match="by index or name"):
             exp.with_threshold(L.output_descriptions[c], value)
     # a moved explanation saves and loads with its figures
     back = rx.load(by_index.save(tmp_path / "moved.rudi"))
