@@ -102,18 +102,19 @@ def _finer_edges(thr: np.ndarray, values: np.ndarray, kind: str, quantiles: int)
     v = np.sort(values[~np.isnan(values)])
     if kind == "binary" or quantiles < 2 or v.size < 2:
         return thr
+
+    def above(edges: np.ndarray) -> np.ndarray:
+        return v.size - np.searchsorted(v, edges, side="right")
+
     extra = [_round_threshold(v, float(x), v.size, kind, MOVE_TOLERANCE)
              for x in np.unique(np.quantile(v, np.arange(1, quantiles) / quantiles))]
     new = np.unique(np.asarray(extra, dtype=np.float64))
-    above = v.size - np.searchsorted(v, new, side="right")
-    new = new[~is_vacuous(above, v.size) & (new > DEFINED_THRESHOLD)]
-    edges = np.unique(np.concatenate([thr, new]))
-    # of edges that split the defined users alike, the lowest; the table's own stay whatever they split
-    above = v.size - np.searchsorted(v, edges, side="right")
-    keep = np.isin(edges, thr) | ~np.isin(above, above[np.isin(edges, thr)])
-    edges, above = edges[keep], above[keep]
-    _, first = np.unique(above[~np.isin(edges, thr)], return_index=True)
-    return np.unique(np.concatenate([thr, edges[~np.isin(edges, thr)][first]]))
+    new = np.setdiff1d(new[~is_vacuous(above(new), v.size) & (new > DEFINED_THRESHOLD)], thr)
+    # The table's own edges stay whatever they split; a new edge splitting the defined users as one of
+    # them does goes, and of new edges splitting them alike the lowest stays (``new`` is sorted).
+    new = new[~np.isin(above(new), above(thr))]
+    _, first = np.unique(above(new), return_index=True)
+    return np.unique(np.concatenate([thr, new[first]]))
 
 
 def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *, max_rules: int,
