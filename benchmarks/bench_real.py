@@ -375,6 +375,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="one small case of each kind, stability on 2 seeds")
     ap.add_argument("--users", type=int, default=1500, help="users per synthetic case")
     ap.add_argument("--seeds", type=int, default=2, help="payments and edits seeds")
+    ap.add_argument("--seeds-start", type=int, default=0,
+                    help="first payments and edits seed (fresh cases for a change checked on seeds 0..n-1)")
     ap.add_argument("--planted", type=int, default=6, help="planted scenarios (seeds 0..n-1)")
     ap.add_argument("--planted-start", type=int, default=0,
                     help="first planted seed (fresh cases for a change checked on seeds 0..n-1)")
@@ -401,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
                              ".venv-peers/bin/python benchmarks/bench_real.py") from None
     plan: list[tuple[str, int]] = [("wage", s) for s in range(1 if args.quick else 2)]
     plan += [("cdnow", s) for s in range(args.cdnow_start, args.cdnow_start + args.cdnow)]
-    plan += [(n, s) for n in ("payments", "edits") for s in range(args.seeds)]
+    plan += [(n, s) for n in ("payments", "edits") for s in range(args.seeds_start, args.seeds_start + args.seeds)]
     plan += [("planted", s) for s in range(args.planted_start, args.planted_start + args.planted)]
     if args.only:
         plan = [p for p in plan if p[0] in args.only.split(",")]
