@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 import rudi_explain as rx
-from rudi_explain.search.filters import drop_idle_filters, without_each_filter
+from rudi_explain.search.filters import ALIKE, drop_idle_filters, same_ranking, without_each_filter
 from rudi_explain.search.statistics_search import StatisticsSearch
 
 SEEDS = range(5)
@@ -56,6 +57,47 @@ def test_a_filter_the_target_does_not_need_is_dropped_in_most_seeds(seqs, chosen
 def test_a_filter_the_target_needs_stays_in_most_seeds(seqs, truth):
     got = [_after_drop(seqs, truth, truth, seed) for seed in SEEDS]
     assert sum(g == truth for g in got) >= 4, got
+
+
+@pytest.mark.parametrize("truth", [
+    "Select(*) | RetainBy(country=other) | Count",  # the number of events abroad: "the number of events" is another
+    "Select(amount) | RetainBy(channel=atm) | FilterBy(country=home) | Sum",  # foreign ATM cash, not all foreign spend
+])
+def test_a_weak_filter_whose_drop_makes_another_statistic_stays_in_most_seeds(seqs, truth):
+    # A small part of the target (payments seed 2 of bench_real: the planted share of foreign payments,
+    # picked as the number of events abroad, explained 0.005). Its filter cannot clear tolerance plus two
+    # standard errors on 600 users, but the form without it ranks the users otherwise: it may lose
+    # tolerance and no more (1 and 3 of these 10 seeds kept it when the noise went to every drop).
+    gambling = "Select(amount) | RetainBy(merchant_category=gambling) | Sum"
+    kept = 0
+    for seed in range(10):
+        y = _z(rx.Statistic.parse(gambling).evaluate(seqs)) + 0.1 * _z(rx.Statistic.parse(truth).evaluate(seqs)) \
+            + np.random.default_rng(seed).normal(0, 0.5, seqs.n_users)
+        order = np.random.default_rng(100 + seed).permutation(seqs.n_users)
+        got, _ = drop_idle_filters([rx.Statistic.parse(truth), rx.Statistic.parse(gambling)], seqs, y,
+                                   order[:600], order[600:1200])
+        kept += str(got[0]) == truth
+    assert kept >= 6
+
+
+def test_same_ranking_is_the_lowest_spearman_correlation_of_the_outputs(seqs):
+    def reference(a, b):  # scipy's, undefined values put below every value
+        a, b = (np.where(np.isnan(v), np.nanmin(v) - 1, v) for v in (a, b))
+        return min(spearmanr(a[:, k], b[:, k])[0] for k in range(a.shape[1]))
+
+    stats = ["Select(amount) | Sum", "Select(amount) | FilterBy(merchant_category=pharmacy) | Sum",
+             "Select(*) | Count", "Select(*) | RetainBy(country=other) | Count",
+             "Select(amount) | RetainBy(channel=atm) | Mean"]  # undefined without ATM payments
+    values = {t: np.asarray(rx.Statistic.parse(t).evaluate(seqs), dtype=float).reshape(seqs.n_users, -1) for t in stats}
+    for a in stats:
+        for b in stats:
+            assert same_ranking(values[a], values[b]) == pytest.approx(reference(values[a], values[b]), abs=1e-9)
+    assert same_ranking(values[stats[0]], values[stats[1]]) >= ALIKE  # "excluding pharmacy": the same to a reader
+    assert same_ranking(values[stats[2]], values[stats[3]]) < ALIKE  # "abroad": another statistic
+    share = np.asarray(rx.Statistic.parse("Select(country) | Mean").evaluate(seqs), dtype=float)
+    assert same_ranking(share, share) == pytest.approx(1.0)
+    assert same_ranking(share, values[stats[0]]) == 0.0  # different outputs
+    assert same_ranking(np.ones(seqs.n_users), values[stats[0]]) == 0.0  # constant
 
 
 def test_only_the_idle_one_of_two_filters_goes(seqs):
