@@ -35,13 +35,20 @@ import time
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
+PlaywrightError = pytest.importorskip("playwright.sync_api", reason="browser test packages are missing").Error
 
 from lab import KERNEL_IDLE, notebook7_own, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 
+#: The job's model takes 3 s: the widget says the time left once 3 s have passed, and on a quiet machine the
+#: 800 users' job alone was over by then (the Notebook 7 themes test failed 2 of 5 times run alone).
 SETUP = """\
+import time
 import rudi_explain as rx
 demo = rx.datasets.make_payments(800, random_state=0)
-exp = rx.explain(None, demo.events, scores=demo.risk, labels=demo.labels, background="thread",
+def slow_model(sequences):
+    time.sleep(3)
+    return demo.risk.reindex(sequences.users).to_numpy()
+exp = rx.explain(slow_model, demo.events, labels=demo.labels, background="thread",
                  n_stats=4, n_rules=8, n_simulations=60, student_params={"epochs": 60})
 exp.widget()"""
 
@@ -356,7 +363,15 @@ def _time_left(page, index: int, label: str, shots=None) -> None:
             samples.append(s)
             if s["eta"] is not None and first is None:
                 widget = cell.locator(".rx-root")
-                first = {"contrast": _contrasts(widget.locator(".rx-eta, .rx-message")), "fits": widget.evaluate(f"({OVERFLOW})")}
+                try:
+                    contrast = _contrasts(widget.locator(".rx-eta, .rx-message"))
+                except PlaywrightError as err:
+                    # The progress view redrew under the measurement (an element it read had left the page: no
+                    # computed colour; the suite's fresh-clone run at c31ffc4): measure at the next sample.
+                    if "reading 'map'" not in str(err):
+                        raise
+                    continue
+                first = {"contrast": contrast, "fits": widget.evaluate(f"({OVERFLOW})")}
                 if shots is not None:
                     shots(page, f"progress-{label}-time-left", top=cell)
                 continue
