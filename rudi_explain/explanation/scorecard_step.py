@@ -29,6 +29,7 @@ from rudi_explain.rules.scorecard_additive import Fit, WithPairRules, choose_sco
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
+from rudi_explain.rules.scorecard_idle import drop_idle_parts
 
 #: What :func:`prune_to_scorecard` returns: the pruning path, the scorecard, its rule form, and the choice of form.
 Step = tuple[PruningPath, Scorecard, RuleSet, ScorecardChoice]
@@ -104,9 +105,12 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
         fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
         scorecard = _scaled_scorecard(fitted, k)
+    fitted_table = scorecard.literals  # the pruning path's
+    # A part of an interaction rule the others imply on every training user reads as something the model needs.
+    scorecard = drop_idle_parts(scorecard, values, y)
     rules = scorecard.to_rules()
     table = rules.literal_table()
-    if table is not scorecard.literals:  # one table for all: the explanation's
+    if table is not fitted_table:  # one table for all: the explanation's
         pruning = dataclasses.replace(pruning, unpruned=_over(pruning.unpruned, table),
                                       rule_sets=[_over(rs, table) for rs in pruning.rule_sets])
         info = literal_info(table)
