@@ -21,6 +21,10 @@ One run of the benchmark environment's python, for each case:
 Printed: one line per case, then the share of cases in which explain() is at
 least as faithful as the best peer (ties within :data:`TIE`) and its cards +
 interaction rules (target: >= the best peer in 90% of cases, <= 10 units).
+Column ``se``: the standard error of explain()'s fidelity less the best peer's,
+by a paired bootstrap over the held-out users (:data:`BOOTSTRAP` resamples, the
+same users for both); the summary counts the cases behind or ahead by more than
+one of them.
 
 Stability (on by default; ``--skip stability`` leaves it out): for payments and
 each real data set, explain() with ``random_state`` 0, 1, 2 on the same users.
@@ -72,6 +76,8 @@ from rudi_explain.rules.scorecard_cards import UNDEFINED  # noqa: E402
 
 #: explain() counts as at least as faithful as a peer within this
 TIE = 0.002
+#: Resamples of the held-out users for the standard error of explain() against the best peer.
+BOOTSTRAP = 200
 #: the targets printed beside the figures
 TARGET_SHARE, TARGET_UNITS, TARGET_COMMON, TARGET_MOVE = 0.9, 10, 0.8, 0.2
 #: two bands on one card of two runs are matched by their users when the Jaccard index of their users is at least this
@@ -163,11 +169,16 @@ def run_case(case: Case, peers: bool = True) -> tuple[dict, rx.Explanation]:
 
         t0 = time.perf_counter()
         dfs, _ = dfs_features(case.events, case.categorical, case.numerical, ids, train_users=ids[~test])
+        predictions = {}
         for name, r in run_peers(dfs, y, test, peers=("figs", "rulefit")).items():
             row["peers"]["dfs+" + name], row["peer_rules"]["dfs+" + name] = r.fidelity_test, r.n_rules
+            predictions["dfs+" + name] = r.predictions
         hand = hand_aggregates(case.events, case.categorical, case.numerical, ids, train_users=ids[~test])
         r = run_peers(hand, y, test, peers=("rulefit",))["rulefit"]
         row["peers"]["hand+rulefit"], row["peer_rules"]["hand+rulefit"] = r.fidelity_test, r.n_rules
+        predictions["hand+rulefit"] = r.predictions
+        best = max(row["peers"], key=row["peers"].get)
+        row["se_best"] = paired_se(y[test], res.student_scores.to_numpy()[test], predictions[best])
         row["seconds_peers"] = time.perf_counter() - t0
     if "statistics" in inspect.signature(rx.explain).parameters:
         try:
@@ -177,6 +188,18 @@ def run_case(case: Case, peers: bool = True) -> tuple[dict, rx.Explanation]:
         except Exception as err:  # noqa: BLE001 - an optional column: report, go on
             row["given_error"] = f"{type(err).__name__}: {err}"[:200]
     return row, exp
+
+
+def paired_se(y: np.ndarray, ours: np.ndarray, theirs: np.ndarray, draws: int = BOOTSTRAP,
+              seed: int = 0) -> float:
+    """Standard error of fidelity(ours) - fidelity(theirs) on these held-out users: the standard deviation
+    of the difference over ``draws`` resamples of the users (the same resample for both)."""
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(draws):
+        idx = rng.integers(0, len(y), len(y))
+        diffs.append(fidelity(y[idx], ours[idx]) - fidelity(y[idx], theirs[idx]))
+    return float(np.std(diffs, ddof=1))
 
 
 # ------------------------------------------------------------------ stability
@@ -320,12 +343,13 @@ def line(r: dict) -> str:
     given = f" {r['given']:7.3f}" if "given" in r else ("   error" if "given_error" in r else "       -")
     best = max(r["peers"].values()) if r["peers"] else float("nan")
     mark = "ok" if r["explain"] >= best - TIE else "--"
+    se = f"{r['se_best']:6.3f}" if "se_best" in r else "     -"
     return (f"{r['case']:9} {r['seed']:4d} {r['users']:6d} {r['explain']:7.3f} {r['cards']:2d}+{r['interactions']:<2d} "
-            f"{peers}{given}  {mark} {r['seconds_explain']:5.0f}s {r.get('seconds_peers', 0):5.0f}s")
+            f"{peers}{given}  {mark} {se} {r['seconds_explain']:5.0f}s {r.get('seconds_peers', 0):5.0f}s")
 
 
 HEADER = (f"{'case':9} {'seed':>4} {'users':>6} {'explain':>7} {'c+i':5} " + " ".join(f"{p:>8}"[-8:] for p in
-          ("dfs+figs", "dfs+rf", "hand+rf")) + f" {'given':>7}  >=  {'explain':>6} {'peers':>6}")
+          ("dfs+figs", "dfs+rf", "hand+rf")) + f" {'given':>7}  >= {'se':>6} {'explain':>6} {'peers':>6}")
 
 
 def summary(rows: list[dict], stab: list[dict], detail: bool = False) -> list[str]:
@@ -337,6 +361,13 @@ def summary(rows: list[dict], stab: list[dict], detail: bool = False) -> list[st
         out.append(f"explain() >= the best peer (within {TIE}) in {sum(wins)} of {len(wins)} cases "
                    f"({np.mean(wins):.0%}; target >= {TARGET_SHARE:.0%}), with {units.min()}-{units.max()} cards + "
                    f"interaction rules (mean {units.mean():.1f}; target <= {TARGET_UNITS})")
+        gaps = [(r["explain"] - max(r["peers"].values())) / r["se_best"] for r in with_peers
+                if r.get("se_best", 0) > 0]
+        if gaps:
+            out.append(f"  explain() - the best peer, in standard errors of the difference (paired bootstrap over the "
+                       f"held-out users, {BOOTSTRAP} draws): behind by more than 1 in {sum(g < -1 for g in gaps)} of "
+                       f"{len(gaps)} cases, within 1 in {sum(abs(g) <= 1 for g in gaps)}, ahead by more than 1 in "
+                       f"{sum(g > 1 for g in gaps)}")
         for group in sorted({r["case"] for r in with_peers}):
             g = [r for r in with_peers if r["case"] == group]
             means = {p: np.mean([r["peers"][p] for r in g]) for p in PEER_COLUMNS}

@@ -79,6 +79,8 @@ class PeerResult:
     seconds: float
     features: list[str] = field(default_factory=list)
     n_rules: int = 0
+    #: Its scores of the held-out users (for paired comparisons: bench_real's standard errors).
+    predictions: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def dfs_features(events: pd.DataFrame, categorical: list[str], numerical: list[str], users: np.ndarray,
@@ -261,7 +263,7 @@ def run_peers(features: pd.DataFrame, scores: np.ndarray, is_test: np.ndarray, p
             pred = np.asarray(model.predict(data[is_test]), dtype=float).reshape(-1)
         seconds = time_now() - t0
         r = float(np.corrcoef(pred, scores[is_test])[0, 1]) if np.ptp(pred) > 0 else 0.0
-        out[name] = PeerResult(name, metrics.fidelity(scores[is_test], pred), r, seconds, used, n)
+        out[name] = PeerResult(name, metrics.fidelity(scores[is_test], pred), r, seconds, used, n, pred)
     return out
 
 
