@@ -46,6 +46,7 @@ def without_idle_parts(formula: Formula, Z: np.ndarray, outputs: np.ndarray, car
     fires = evaluate_formula(formula, Z).astype(bool)
     op = type(formula)
     parts = list(formula.children)
+    result: Formula = formula
     i = 0
     while i < len(parts) and len(parts) > 1:
         rest = parts[:i] + parts[i + 1:]
@@ -53,13 +54,10 @@ def without_idle_parts(formula: Formula, Z: np.ndarray, outputs: np.ndarray, car
         read = {int(outputs[lit.index]) for lit in formula_literals(trial)}
         alone = len(read) == 1 and read <= carded
         if read and not alone and np.array_equal(evaluate_formula(trial, Z).astype(bool), fires):
-            parts = rest
-            i = 0
+            parts, result, i = rest, trial, 0
         else:
             i += 1
-    if len(parts) == len(formula.children):
-        return formula
-    return simplify(op(tuple(parts)) if len(parts) > 1 else parts[0], info)
+    return result
 
 
 def drop_idle_parts(scorecard: Scorecard, values: np.ndarray, y: np.ndarray) -> Scorecard:

@@ -68,7 +68,7 @@ def same_ranking(a: np.ndarray, b: np.ndarray) -> float:
         return 0.0
     lowest = 1.0
     for k in range(a.shape[1]):
-        ra, rb = (rankdata(np.nan_to_num(v[:, k], nan=-np.inf, posinf=np.inf, neginf=-np.inf)) for v in (a, b))
+        ra, rb = (rankdata(np.where(np.isnan(v[:, k]), -np.inf, v[:, k])) for v in (a, b))
         if np.ptp(ra) == 0 or np.ptp(rb) == 0:
             return 0.0
         lowest = min(lowest, float(np.corrcoef(ra, rb)[0, 1]))
@@ -138,12 +138,12 @@ def drop_idle_filters(statistics: Sequence[Statistic], seqs: Sequences, y: np.nd
             cache[stat.key] = ColumnScreen.build([stat], seqs, set())
         return cache[stat.key]
 
-    values: dict[tuple, np.ndarray] = {}
+    held_values: dict[tuple, np.ndarray] = {}  # by key: the held-out users' values, what same_ranking reads
 
-    def raw(stat: Statistic) -> np.ndarray:
-        if stat.key not in values:
-            values[stat.key] = np.asarray(stat.evaluate(seqs), dtype=np.float64).reshape(n, -1)
-        return values[stat.key]
+    def held(stat: Statistic) -> np.ndarray:
+        if stat.key not in held_values:
+            held_values[stat.key] = np.asarray(stat.evaluate(seqs, users=held_rows), dtype=np.float64)
+        return held_values[stat.key]
 
     centred = y[held_rows] - y[held_rows].mean()
     variance = max(float(centred @ centred) / len(held_rows), 1e-300)
@@ -180,8 +180,8 @@ def drop_idle_filters(statistics: Sequence[Statistic], seqs: Sequences, y: np.nd
                 # ("excluding pharmacy"); a form that ranks the users otherwise is another statistic ("the number
                 # of events" for "the number of events abroad"): as in the search's simplify(), it may lose
                 # ``tolerance`` and no more.
-                alike = same_ranking(raw(stat)[held_rows], raw(simple)[held_rows]) >= ALIKE
-                if lost <= tolerance + (z * se if alike else 0.0):
+                # (the ranking is read only where it decides: between tolerance and tolerance + z se)
+                if lost <= tolerance or lost <= tolerance + z * se and same_ranking(held(stat), held(simple)) >= ALIKE:
                     passing.append((round(lost, 9), order, None if again else simple))
             if not passing:
                 break
