@@ -310,7 +310,11 @@ def _keyboard(page, good) -> None:
 
     # A redraw keeps the scroll offset of the events box (picking a feed redraws).
     wrap = good.locator(".rx-events-wrap")
-    assert wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40")  # the top user has dozens of events
+    # JupyterLab skips the layout of cells out of view (content-visibility: auto): bring the box into view,
+    # then wait for its layout (read at once, it was 0 high once in CI, under the parallel suite's load)
+    wrap.scroll_into_view_if_needed()
+    page.wait_for_function("e => e.scrollHeight > e.clientHeight + 40",  # the top user has dozens of events
+                           arg=wrap.element_handle(), timeout=10_000)
     wrap.evaluate("e => { e.scrollTop = 40; }")
     good.locator(".rx-feed-key").first.focus()
     page.keyboard.press("Enter")
