@@ -8,13 +8,16 @@ see it (two statistics); a reader takes the second part for something the model 
 
 :func:`drop_idle_parts` drops, one at a time, each part of an interaction rule whose removal
 leaves the rule firing for the same training users, so the scorecard's scores on them are
-unchanged. A rule left reading one statistic output becomes that output's card (two bands,
+unchanged: a top-level part, or one nested inside a part (``(a OR b) AND c`` where ``b`` adds no
+user to ``a``). A rule left reading one statistic output becomes that output's card (two bands,
 or a range), as :meth:`~rudi_explain.rules.scorecard.Scorecard.from_rules` reads any
 single-output rule; it is left an interaction where the output already has a card, whose bands
 it would otherwise change.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -34,29 +37,40 @@ from rudi_explain.rules.scorecard import Scorecard
 __all__ = ["drop_idle_parts", "without_idle_parts"]
 
 
+def _one_part_less(formula: Formula) -> Iterator[Formula]:
+    """``formula`` with one part of one of its conjunctions or disjunctions removed, at any depth: the
+    top-level parts first, in order, then those inside each part (a node left with one part is that part)."""
+    if not isinstance(formula, (And, Or)):
+        return
+    op, parts = type(formula), formula.children
+    for i in range(len(parts) if len(parts) > 1 else 0):
+        rest = parts[:i] + parts[i + 1:]
+        yield op(rest) if len(rest) > 1 else rest[0]
+    for i, part in enumerate(parts):
+        for smaller in _one_part_less(part):
+            yield op(parts[:i] + (smaller,) + parts[i + 1:])
+
+
 def without_idle_parts(formula: Formula, Z: np.ndarray, outputs: np.ndarray, carded: set[int],
                        info: LiteralInfo) -> Formula:
-    """``formula`` less each top-level part whose removal fires it for the same rows of ``Z``.
+    """``formula`` less each part, at any depth, whose removal fires it for the same rows of ``Z``.
 
-    Parts are tried in order, again after each removal; a removal that leaves the formula on one
-    output already in ``carded`` (the outputs with a card), or on none, is not made.
+    Parts are tried top-level first, in order (then those nested in each), again from the first after
+    each removal; a removal that leaves the formula on one output already in ``carded`` (the outputs
+    with a card), or on none, is not made.
     """
-    if not isinstance(formula, (And, Or)):
-        return formula
     fires = evaluate_formula(formula, Z).astype(bool)
-    op = type(formula)
-    parts = list(formula.children)
     result: Formula = formula
-    i = 0
-    while i < len(parts) and len(parts) > 1:
-        rest = parts[:i] + parts[i + 1:]
-        trial = simplify(op(tuple(rest)) if len(rest) > 1 else rest[0], info)
-        read = {int(outputs[lit.index]) for lit in formula_literals(trial)}
-        alone = len(read) == 1 and read <= carded
-        if read and not alone and np.array_equal(evaluate_formula(trial, Z).astype(bool), fires):
-            parts, result, i = rest, trial, 0
-        else:
-            i += 1
+    removed = True
+    while removed:
+        removed = False
+        for smaller in _one_part_less(result):
+            trial = simplify(smaller, info)
+            read = {int(outputs[lit.index]) for lit in formula_literals(trial)}
+            alone = len(read) == 1 and read <= carded
+            if read and not alone and np.array_equal(evaluate_formula(trial, Z).astype(bool), fires):
+                result, removed = trial, True
+                break
     return result
 
 
