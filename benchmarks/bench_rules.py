@@ -294,7 +294,7 @@ def planted_case(seed: int, n_users: int, n_distractors: int = 0, noise: float =
 PEERS_SCRIPT = """
 import sys, numpy as np
 from imodels import FIGSRegressor, RuleFitRegressor
-from rudi_explain.rules.literals import _data_kind, _round_threshold
+from rudi_explain.rules.literals import _data_kind, round_threshold
 d = np.load(sys.argv[1], allow_pickle=False)
 V = d["V_train"]
 out = {}
@@ -315,7 +315,7 @@ def round_node(node):
         col = V[:, j]
         columns[j] = (np.sort(col[~np.isnan(col)]), _data_kind(col, None))
     v, kind = columns[j]
-    node.threshold = _round_threshold(v, float(node.threshold), V.shape[0], kind, 0.005)
+    node.threshold = round_threshold(v, float(node.threshold), V.shape[0], kind, 0.005)
     round_node(node.left)
     round_node(node.right)
 for tree in models["FIGS"].trees_:

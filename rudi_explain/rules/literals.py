@@ -29,7 +29,7 @@ from rudi_explain.rules.formula import LiteralInfo, format_threshold
 from rudi_explain.statistics import Count, FilterBy, RetainBy, Statistic
 from rudi_explain.validation import check_whole
 
-__all__ = ["Literals", "VACUOUS_SHARE", "is_vacuous", "statistic_values"]
+__all__ = ["Literals", "VACUOUS_SHARE", "is_vacuous", "round_threshold", "statistic_values"]
 
 #: Percentiles of equation 10 (the paper's deciles).
 PERCENTILES = tuple(range(0, 101, 10))
@@ -730,7 +730,7 @@ def _binarize(
             t = np.array([0.0])  # a 0/1 output stays one literal
         else:
             t = np.unique(np.percentile(v, percentiles))
-        t = np.array([_round_threshold(v, x, n, kinds[j], move_tolerance) for x in t])
+        t = np.array([round_threshold(v, x, n, kinds[j], move_tolerance) for x in t])
         # users strictly above each threshold (NaN counts as not above)
         above = v.size - np.searchsorted(v, t, side="right")
         keep = ~is_vacuous(above, n)  # true (or false) for 99% of the training users or more: dropped
@@ -774,7 +774,7 @@ def _significant_digits(k: int) -> int:
     return 0 if k == 0 else len(str(abs(k)).rstrip("0"))
 
 
-def _round_threshold(v: np.ndarray, t: float, n: int, kind: str, tolerance: float) -> float:
+def round_threshold(v: np.ndarray, t: float, n: int, kind: str, tolerance: float) -> float:
     """The roundest threshold splitting the sorted values ``v`` (almost) as ``t`` does.
 
     ``x > r`` must leave the same users on each side as ``x > t``, or move at
@@ -782,8 +782,26 @@ def _round_threshold(v: np.ndarray, t: float, n: int, kind: str, tolerance: floa
     included in ``n``; they are never above). Among the numbers allowed, the
     one with the fewest significant digits wins, then the one moving the
     fewest users, then the one nearest ``t``. Counts get whole numbers and
-    shares whole percents where such a number is allowed. The result is the
-    float nearest a short decimal, so its shortest text is that decimal.
+    shares whole percents where such a number is allowed.
+
+    Parameters
+    ----------
+    v : ndarray of float, sorted ascending
+        The output's defined values on the training users.
+    t : float
+        The threshold to round.
+    n : int
+        The training users, undefined ones included (the tolerance is a share of them).
+    kind : {"value", "count", "share", "binary"}
+        What the output holds; a binary output's threshold is returned as it is.
+    tolerance : float
+        The share of the ``n`` users the rounded threshold may move across it.
+
+    Returns
+    -------
+    float
+        The float nearest a short decimal, so its shortest text is that decimal; ``t`` itself where no
+        rounder number is allowed, or where ``t`` is at or beyond the values' ends.
     """
     if kind == "binary":
         return float(t)
@@ -815,7 +833,7 @@ def _at_most_three_digits(r: float, v: np.ndarray) -> float:
 
 
 def _roundest_in(lo: float, hi: float, t: float, v: np.ndarray, c: int, min_exponent: int | None) -> float | None:
-    """The roundest decimal in ``[lo, hi)`` (see :func:`_round_threshold`), or None."""
+    """The roundest decimal in ``[lo, hi)`` (see :func:`round_threshold`), or None."""
     if lo <= 0.0 < hi:
         return 0.0
     top = int(np.floor(np.log10(max(abs(lo), abs(hi))))) + 1

@@ -34,7 +34,7 @@ from threadpoolctl import threadpool_limits
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
 from rudi_explain.rules.formula import And, Const, Formula, Lit, evaluate_formula, formula_literals
-from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold, is_vacuous
+from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, is_vacuous, round_threshold
 from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, complement_common, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import swap_path
@@ -174,10 +174,10 @@ class _Rounding:
         return self._sorted[c]
 
     def rounded(self, c: int, x: float, kind: str) -> float:
-        """``_round_threshold`` of ``x`` on output ``c``, computed once."""
+        """``round_threshold`` of ``x`` on output ``c``, computed once."""
         key = (c, x, kind)
         if key not in self._rounded:
-            self._rounded[key] = _round_threshold(self.sorted_values(c), x, self.n, kind, self.move_tolerance)
+            self._rounded[key] = round_threshold(self.sorted_values(c), x, self.n, kind, self.move_tolerance)
         return self._rounded[key]
 
     def global_quantiles(self, c: int, n_global: int) -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, _round_threshold, is_vacuous
+from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, is_vacuous, round_threshold
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
@@ -106,7 +106,7 @@ def _finer_edges(thr: np.ndarray, values: np.ndarray, kind: str, quantiles: int)
     def above(edges: np.ndarray) -> np.ndarray:
         return v.size - np.searchsorted(v, edges, side="right")
 
-    extra = [_round_threshold(v, float(x), v.size, kind, MOVE_TOLERANCE)
+    extra = [round_threshold(v, float(x), v.size, kind, MOVE_TOLERANCE)
              for x in np.unique(np.quantile(v, np.arange(1, quantiles) / quantiles))]
     new = np.unique(np.asarray(extra, dtype=np.float64))
     new = np.setdiff1d(new[~is_vacuous(above(new), v.size) & (new > DEFINED_THRESHOLD)], thr)

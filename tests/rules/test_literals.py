@@ -252,12 +252,12 @@ def test_rules_score_sequences_only_with_a_literal_table(payments):
 def test_thresholds_never_carry_more_than_three_significant_digits():
     # Dense values (an average hour over thousands of users): no 3-digit number
     # moves at most 0.5% of users, and SEMANTICS.md caps the digits at 3 anyway.
-    from rudi_explain.rules.literals import _round_threshold
+    from rudi_explain.rules.literals import round_threshold
 
     for seed in range(3):
         v = np.sort(np.random.default_rng(seed).normal(14, 2, 20000))
         for t in np.quantile(v, [0.1, 0.3, 0.5, 0.7, 0.9]):
-            r = _round_threshold(v, float(t), len(v), "value", 0.005)
+            r = round_threshold(v, float(t), len(v), "value", 0.005)
             assert float(f"{r:.3g}") == r, (t, r)
             assert abs(r - t) <= 0.05 * abs(t)
 

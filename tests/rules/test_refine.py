@@ -224,10 +224,10 @@ def test_post_processing_runs_on_one_blas_thread_and_rounds_each_threshold_once(
     lits = rx.Literals.from_values(V, names=["amount", "payments"], kinds=["value", "count"])
     rules = _grid_rules(lits, t)
     threads, rounded = [], []
-    original_prune, original_round = refine.prune_rules, refine._round_threshold
+    original_prune, original_round = refine.prune_rules, refine.round_threshold
     monkeypatch.setattr(refine, "prune_rules", lambda *a, **k: threads.extend(_blas_threads()) or
                         original_prune(*a, **k))
-    monkeypatch.setattr(refine, "_round_threshold", lambda v, x, *a: rounded.append((v.size, v[0], x, *a)) or
+    monkeypatch.setattr(refine, "round_threshold", lambda v, x, *a: rounded.append((v.size, v[0], x, *a)) or
                         original_round(v, x, *a))
     with threadpool_limits(limits=2, user_api="blas"):
         path = refine.prune_and_refine(rules, V, y, is_valid, max_rules=4)
