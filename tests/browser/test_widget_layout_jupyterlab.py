@@ -313,8 +313,14 @@ def _keyboard(page, good) -> None:
     # JupyterLab skips the layout of cells out of view (content-visibility: auto): bring the box into view,
     # then wait for its layout (read at once, it was 0 high once in CI, under the parallel suite's load)
     wrap.scroll_into_view_if_needed()
-    page.wait_for_function("e => e.scrollHeight > e.clientHeight + 40",  # the top user has dozens of events
-                           arg=wrap.element_handle(), timeout=10_000)
+    try:
+        page.wait_for_function("e => e.scrollHeight > e.clientHeight + 40",  # the top user has dozens of events
+                               arg=wrap.element_handle(), timeout=10_000)
+    except PlaywrightError:  # say what the box held, for the next time
+        sizes = wrap.evaluate("e => ({scrollHeight: e.scrollHeight, clientHeight: e.clientHeight, "
+                              "rows: e.querySelectorAll('tbody tr').length, top: e.getBoundingClientRect().top, "
+                              "viewport: window.innerHeight, user: e.closest('.rx-user').dataset.user})")
+        raise AssertionError(f"the events box does not overflow: {sizes}") from None
     wrap.evaluate("e => { e.scrollTop = 40; }")
     good.locator(".rx-feed-key").first.focus()
     page.keyboard.press("Enter")
