@@ -1,10 +1,12 @@
 """Which form of scorecard explain() kept, and on what evidence: one sentence where the scorecard is introduced.
 
 explain()'s post-processing weighs up to four forms of scorecard on validation
-users (:func:`rudi_explain.rules.scorecard_additive.choose_scorecard`): the
-student's own cards and interaction rules, every statistic as a card binned
-afresh, the same with the student's interaction rules, and every statistic as
-a card offered finer edges (quantiles of its values). A reader (an
+users (:func:`rudi_explain.rules.scorecard_additive.choose_scorecard`), the
+plainest first: every statistic as a card binned afresh, the same offered
+finer edges (quantiles of its values), every statistic as a card with the
+student's interaction rules, and the student's own cards and interaction
+rules; a form with interaction rules is kept only where it is more faithful by
+the tie. A reader (an
 auditor) must be able to tell which was kept and by how much (issue 26, "What
 the reader sees must be true"), so the choice travels with the explanation
 (:attr:`FittedState.scorecard_choice <rudi_explain.explanation.result.FittedState>`),

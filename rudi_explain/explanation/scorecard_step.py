@@ -121,14 +121,14 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
 
 def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
                    max_rules: int) -> tuple[Scorecard, ScorecardChoice]:
-    """The scorecard of the start point, or the additive one beside it where validation users say it is better.
+    """Every statistic as a card, or a form with interaction rules where validation users say it is better.
 
-    Candidates, in this order (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
-    without the validation users and scored on them; a later one must be more faithful by its ``TIE``): the
-    start point's own scorecard; every output as a card binned afresh; the same with the start point's
-    interaction rules; every output as a card offered finer edges. The chosen one is then fitted on all the
-    training users, and returned with the choice: its name, each candidate's validation fidelity, and the users
-    they were scored and fitted on.
+    Candidates, plainest first (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
+    without the validation users and scored on them; a later one must be more faithful by its ``TIE``): every
+    output as a card binned afresh; the same offered finer edges; every output as a card with the start point's
+    interaction rules; the start point's own scorecard (the student's, also the one kept where too few users
+    make a choice). The chosen one is then fitted on all the training users, and returned with the choice: its
+    name, each candidate's validation fidelity, and the users they were scored and fitted on.
     """
     candidates = scorecard_candidates(start, max_rules=max_rules, linear=LINEAR_CARDS, additive=ADDITIVE)
     valid = np.asarray(is_valid, dtype=bool)
@@ -137,7 +137,8 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     if len(candidates) == 1:
         scorecard, n_added = _fit_chosen(candidates["student"], values, y, is_valid)
         return scorecard, ScorecardChoice.weighed("student", {}, n_valid, n_fit, n_forms=1, n_added=n_added)
-    name, scores = choose_scorecard(candidates, values, y, is_valid)
+    # with too few users to weigh the forms, the student's own (a choice on a few dozen users is noise)
+    name, scores = choose_scorecard(candidates, values, y, is_valid, fallback="student")
     scorecard, n_added = _fit_chosen(candidates[name], values, y, is_valid)
     return scorecard, ScorecardChoice.weighed(name, scores, n_valid, n_fit, n_forms=len(candidates),
                                               n_added=n_added)

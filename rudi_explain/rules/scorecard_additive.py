@@ -207,29 +207,32 @@ class WithPairRules:
 
 def scorecard_candidates(start: RuleSet, *, max_rules: int, linear: bool = True,
                          additive: bool = True, pairs: bool = True) -> dict[str, Fit]:
-    """The candidate fits :func:`choose_scorecard` weighs, in the order it weighs them.
+    """The candidate fits :func:`choose_scorecard` weighs, in the order it weighs them: the plainest first.
 
-    The start point's own scorecard (the student's); with ``additive``, every output as a card binned afresh,
-    then the same with the start point's interaction rules, then every output as a card offered finer edges
-    (:data:`EDGE_QUANTILES`). With ``pairs``, each is a :class:`WithPairRules`:
-    the scorecard it chooses gets the pair rules found on its residual (CDNOW's count x amount), weighed
-    without them.
+    With ``additive``: every output as a card binned afresh, then the same offered finer edges
+    (:data:`EDGE_QUANTILES`), then every output as a card with the start point's interaction rules, then the
+    start point's own scorecard (the student's, ``"student"``); without, the student's alone. A form with
+    interaction rules is thus kept only where it is more faithful than the cards alone by the tie: the
+    explanation of a teacher that adds its statistics up reads as cards, not as interaction rules the
+    teacher does not have. With ``pairs``, each is a :class:`WithPairRules`: the scorecard it chooses gets the
+    pair rules found on its residual (CDNOW's count x amount), weighed without them.
     """
     student: Fit = partial(scorecard_within_budget, start, max_rules=max_rules, linear=linear)
-    fits = {"student": student}
+    fits: dict[str, Fit] = {}
     if additive:
         fits["additive"] = partial(additive_scorecard, start, max_rules=max_rules, linear=linear)
-        fits["additive with interactions"] = partial(additive_scorecard, start, max_rules=max_rules, linear=linear,
-                                                     interactions=True)
         fits["additive, finer edges"] = partial(additive_scorecard, start, max_rules=max_rules, linear=linear,
                                                 quantiles=EDGE_QUANTILES)
+        fits["additive with interactions"] = partial(additive_scorecard, start, max_rules=max_rules, linear=linear,
+                                                     interactions=True)
+    fits["student"] = student
     if not pairs:
         return fits
     return {name: WithPairRules(fit, max_rules, linear) for name, fit in fits.items()}
 
 
 def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.ndarray, is_valid: np.ndarray, *,
-                     tie: float = TIE) -> tuple[str, dict[str, float]]:
+                     tie: float = TIE, fallback: str | None = None) -> tuple[str, dict[str, float]]:
     """The candidate most faithful on the validation users, each fitted without them.
 
     Each candidate is fitted on the fitting users (those not ``is_valid``), a fixed
@@ -238,19 +241,32 @@ def choose_scorecard(candidates: Mapping[str, Fit], values: np.ndarray, y: np.nd
     :data:`~rudi_explain.rules.scorecard_fit.CHOICE_USERS` each). In the order given,
     a candidate replaces the best so far only if it is more faithful by more than ``tie``.
 
+    Parameters
+    ----------
+    candidates : mapping of str to Fit
+        The forms, in the order they are weighed.
+    values, y, is_valid
+        The training users' statistic outputs, teacher scores, and which of them validate.
+    tie : float, default=TIE
+        The validation fidelity a later candidate must gain over the best before it.
+    fallback : str, optional
+        The candidate kept where too few users make a choice (default: the first).
+
     Returns
     -------
     (str, dict)
         The chosen candidate's name, and every candidate's validation fidelity.
-        With fewer than :data:`MIN_USERS` validation or fitting users, the first candidate and no scores.
+        With fewer than :data:`MIN_USERS` validation or fitting users, ``fallback`` and no scores.
     """
     names = list(candidates)
     if not names:
         raise InputError("no candidate to choose from")
+    if fallback is not None and fallback not in candidates:
+        raise InputError(f"the fallback {fallback!r} is not a candidate ({', '.join(names)})")
     valid = np.asarray(is_valid, dtype=bool).reshape(-1)
     fit_rows, valid_rows = sample_rows(~valid), sample_rows(valid)
     if fit_rows.size < MIN_USERS or valid_rows.size < MIN_USERS:
-        return names[0], {}
+        return (names[0] if fallback is None else fallback), {}
     # a fixed draw, not the seed: given the same users, the same choice whatever random_state
     inner = np.zeros(fit_rows.size, dtype=bool)
     inner[np.random.default_rng(0).permutation(fit_rows.size)[:max(2, round(fit_rows.size * INNER_SHARE))]] = True

@@ -3,7 +3,7 @@
 import numpy as np
 
 from rudi_explain.metrics import fidelity
-from rudi_explain.rules.formula import And, Lit
+from rudi_explain.rules.formula import And, Lit, Or
 from rudi_explain.rules.literals import Literals, is_vacuous
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard_additive import (
@@ -98,7 +98,8 @@ def test_the_finer_edges_find_a_step_between_the_tables_thresholds_and_the_choic
         t = _step_teacher(fresh, rng)
         better += fidelity(t, finer.predict(fresh)) > fidelity(t, plain.predict(fresh)) + 0.005
         candidates = scorecard_candidates(rules, max_rules=10)
-        assert list(candidates)[-1] == "additive, finer edges"
+        # the plainest first: cards alone, then with the student's interaction rules, the student's last
+        assert list(candidates) == ["additive", "additive, finer edges", "additive with interactions", "student"]
         name, scores = choose_scorecard(candidates, V, y, is_valid)
         assert list(scores) == list(candidates)
         chose += name == "additive, finer edges"
@@ -193,3 +194,48 @@ def test_the_choice_is_the_same_for_the_same_users():
     assert choose_scorecard(_candidates(rules), V, y, is_valid) == first
     # too few validation users to choose on: the first candidate
     assert choose_scorecard(_candidates(rules), V, y, np.arange(len(y)) < 5) == ("student", {})
+
+
+def _interacting_teacher(V, rng):
+    """High where outputs 0 and 1 are both high or both low: a crossing no sum of cards can rank."""
+    high = np.nan_to_num(V[:, 1], nan=0.0) > 15
+    return np.where(high == (V[:, 0] > 50), 1.5, 0.0) + V[:, 0] / 100 + rng.normal(0, 0.2, len(V))
+
+
+def _interacting_case(seed, n=2000):
+    """The student's rules hold the crossing: (output 0 above its median AND output 1 above 15) OR neither."""
+    rng, V, lits, _, _, is_valid = _case(seed, n=n)
+    mid = int(np.argmin(np.abs(np.where(lits.column == 0, lits.thresholds, np.inf) - 50)))
+    at15 = int(np.argmin(np.abs(np.where(lits.column == 1, lits.thresholds, np.inf) - 15)))
+    both = Or((And((Lit(mid), Lit(at15))), And((Lit(mid, True), Lit(at15, True)))))
+    rules = RuleSet.from_formulas([both], [1.5], literals=lits)
+    return V, _interacting_teacher(V, rng), rules, is_valid
+
+
+def test_interaction_rules_are_kept_only_where_they_earn_the_tie():
+    plain = {"additive", "additive, finer edges"}
+    additive_kept = interacting_kept = 0
+    for seed in SEEDS:
+        _, V, _, y, rules, is_valid = _case(seed)
+        name, scores = choose_scorecard(scorecard_candidates(rules, max_rules=10), V, y, is_valid, fallback="student")
+        additive_kept += name in plain  # a teacher that adds its statistics up reads as cards
+        V, y, rules, is_valid = _interacting_case(seed)
+        name, scores = choose_scorecard(scorecard_candidates(rules, max_rules=10), V, y, is_valid, fallback="student")
+        interacting_kept += name not in plain
+        assert max(scores[n] for n in scores if n not in plain) > max(scores[n] for n in plain) + 0.006 or \
+            name in plain  # kept only past the tie
+    assert additive_kept >= 0.8 * len(SEEDS)
+    assert interacting_kept >= 0.8 * len(SEEDS)
+
+
+def test_too_few_users_keep_the_fallback_and_an_unknown_fallback_is_refused():
+    import pytest
+
+    from rudi_explain.exceptions import InputError
+
+    _, V, _, y, rules, is_valid = _case(0, n=300)  # about 60 validation users: no choice
+    candidates = scorecard_candidates(rules, max_rules=10)
+    assert choose_scorecard(candidates, V, y, is_valid, fallback="student") == ("student", {})
+    assert choose_scorecard(candidates, V, y, is_valid) == ("additive", {})
+    with pytest.raises(InputError, match="'cards' is not a candidate"):
+        choose_scorecard(candidates, V, y, is_valid, fallback="cards")
