@@ -179,9 +179,9 @@ def drop_idle_filters(statistics: Sequence[Statistic], seqs: Sequences, y: np.nd
                 # The benefit of the held-out users' noise goes to a form that is nearly the statistic as chosen
                 # ("excluding pharmacy"); a form that ranks the users otherwise is another statistic ("the number
                 # of events" for "the number of events abroad"): as in the search's simplify(), it may lose
-                # ``tolerance`` and no more.
-                # (the ranking is read only where it decides: between tolerance and tolerance + z se)
-                if lost <= tolerance or lost <= tolerance + z * se and same_ranking(held(stat), held(simple)) >= ALIKE:
+                # ``tolerance`` and no more. The ranking is read only where it decides.
+                if lost <= tolerance or (lost <= tolerance + z * se
+                                         and same_ranking(held(stat), held(simple)) >= ALIKE):
                     passing.append((round(lost, 9), order, None if again else simple))
             if not passing:
                 break
