@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import inspect
-import sys
-import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -34,6 +31,7 @@ from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
 from rudi_explain.explanation.scorecard_step import prune_to_scorecard
 from rudi_explain.explanation.search_stage import check_given, find_statistics, held_out_users
+from rudi_explain.explanation.torch_import import needs_torch, torch_importer
 from rudi_explain.rules.literals import Literals, statistic_values
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.sql.spark import as_table, is_table_source, within_sample
@@ -172,23 +170,6 @@ def _check_enough_data(n: int, n_train: int, y_train: np.ndarray) -> None:
                          "rather than rounded or thresholded ones), or more users of the rarer scores")
 
 
-def _torch_importer(config: ExplainConfig) -> Callable[[], None]:
-    """A call that imports PyTorch in a thread of its own, once, when the student will need it.
-    The import (1.6 s) cannot be interrupted: in the student stage it would hold a cancel that long. The search
-    starts it past its catalog: beside the catalog's two threads it slowed the first search in a process by about
-    a second, and that early pace told the time left twice too long.
-    """
-    needed = "torch" not in sys.modules and (config.student == "gsnln" or isinstance(config.student, GSNLN))
-    started = threading.Event()
-
-    def start() -> None:
-        if needed and not started.is_set():
-            started.set()
-            threading.Thread(target=importlib.import_module, args=("torch",), name="rudi-explain: import torch",
-                             daemon=True).start()
-    return start
-
-
 def _raise_on_cancel(job: Job) -> Callable[[], bool]:
     """A ``should_stop`` that raises at a cancel: the stage stops at its next check, skipping what follows it."""
     def should_stop() -> bool:
@@ -222,7 +203,8 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds = job.seconds
 
     t = time.perf_counter()
-    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n)
+    # the time left counts PyTorch's import where the job will make it (1.3-1.6 s on the reference machine)
+    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n, torch_import=needs_torch(p))
     teacher = inputs.teacher
     if teacher is None:
         y = given_scores(inputs.scores, seqs, in_users_order=p.in_users_order)
@@ -237,7 +219,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds["teacher"] = time.perf_counter() - t
     job.emit("teacher", 1, 1, f"teacher scores for {n:,} users")
     job.check_cancel()
-    import_torch = _torch_importer(p)
+    import_torch = torch_importer(p)
 
     train_idx = np.flatnonzero(~is_test)
     train = seqs.subset(train_idx)

@@ -134,11 +134,15 @@ class StatisticsSearch:
         training users; :mod:`rudi_explain.search.catalog`), deepen the best, and
         leave MCTS-SG only what that cannot explain. None: yes with the
         readable grammar, no with the paper's (its algorithm as published).
-    screen_size : int, default=4000
-        Users the catalog is evaluated on: half choose, half check.
+    screen_size : int, default=2000
+        Users the catalog is evaluated on: half choose, half check. 2,000
+        (4,000 until round 18) takes a third or more off the search from
+        5,000 users on with the same held-out fidelity on payments and edits,
+        and on six planted cases at most 0.002 lower, two higher
+        (benchmarks/README, issue 27); at 1,500 they began to lose.
     screen_columns : int or None, default=50000
-        At most this many catalog outputs are held for choosing (36 kB each
-        at 4,000 users: 1.8 GB). A catalog with more (six columns of 30
+        At most this many catalog outputs are held for choosing (18 kB each
+        at 2,000 users: 0.9 GB). A catalog with more (six columns of 30
         categories give 140,000: every category's share under every other's
         filter) keeps those that explain the most of the target alone on the
         choosing users (``catalog_columns_``, ``catalog_outputs_``). None: no limit.
@@ -209,7 +213,7 @@ class StatisticsSearch:
                  method: str = "mcts", reward: str = "split", exploration: float = 1 / math.sqrt(2),
                  commit: str = "mean", n_contenders: int = 50, contender_batch: int = 1024,
                  polish_rounds: int = 2, n_polished: int = 2, random_state: int | None = 0,
-                 grammar: str = "readable", catalog: bool | None = None, screen_size: int = 4000,
+                 grammar: str = "readable", catalog: bool | None = None, screen_size: int = 2000,
                  min_gain: float = 0.002, beam: int = 3, screen_columns: int | None = 50_000,
                  given_statistics: Sequence[Statistic | str] = (), drop_idle_filters: bool = True,
                  n_jobs: int | None = None) -> None:

@@ -31,13 +31,14 @@ def _gains(first: float, fall: float, n_stats: int = 20) -> list[float]:
 
 def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first_gain: float = 0.5,
              fall: float = PACE.fall, n_stats: int = 20, select_factor: float = 1.0,
-             later_factor: float = 1.0) -> list[tuple[str, int, int, dict, float]]:
+             later_factor: float = 1.0, torch_import: bool = False) -> list[tuple[str, int, int, dict, float]]:
     """A job's events as ``(stage, step, total, numbers, elapsed)``: each stage costs what :data:`PACE` says
     on a machine ``speed`` times slower than the reference, the selection ``select_factor`` and the later
-    stages ``later_factor`` times more."""
+    stages ``later_factor`` times more; with ``torch_import`` the job says it imports PyTorch, which then
+    holds the search up for what the constants say from the catalog's end."""
     p = PACE
     t, out = 0.0, []
-    out.append(("teacher", 0, 1, {"users": users}, t))
+    out.append(("teacher", 0, 1, {"users": users, "torch_import": torch_import}, t))
     out.append(("teacher", 1, 1, {}, t))
     sample = min(p.sample_users, users * 0.8)
     per_catalog_stat = p.catalog_unit * p.work_per_statistic * sample * speed  # the search reports no work
@@ -52,6 +53,8 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
     found: list[str] = []
     gains = _gains(first_gain, fall, n_stats)
     out.append(("search", 0, n_stats, {**base, "phase": "select"}, t))
+    if torch_import:  # the import starts at the search's first event past the catalog
+        t += p.torch_import * speed
     for k, gain in enumerate(gains):
         for i in range(1, 4):  # the selection's own events between two statistics kept
             out.append(("search", k, n_stats, {**base, "phase": "select", "found": found}, t + per_stat * i / 4))
@@ -106,7 +109,8 @@ def test_a_job_that_costs_what_the_constants_say_is_told_its_end(job):
     events = simulate(**job)
     end = events[-1][-1]
     told = [(e, s) for e, s in estimates(events) if s is not None]
-    assert told[0][0] < 0.1 * end  # from the catalog's first pace on
+    paced = next(e for stage, _, _, numbers, e in events if numbers.get("phase") == "catalog" and numbers["phase_done"])
+    assert told[0][0] == paced  # from the catalog's first pace on
     for e, s in told:
         # within issue 27's bound from the first estimate on: before a statistic is kept the search after
         # the catalog is told as one ratio to it (search_per_catalog), which its parts match only on average
@@ -115,6 +119,22 @@ def test_a_job_that_costs_what_the_constants_say_is_told_its_end(job):
     for e, s in told:
         if e >= kept:  # then by the parts: the gains' fall tells up to one statistic too many (at 100k, 1 in 4)
             assert abs(e + s - end) <= 0.2 * end, (job, e, s, end)
+
+
+@pytest.mark.parametrize("job", JOBS[:4])
+def test_a_job_that_imports_pytorch_is_told_the_import(job):
+    events = simulate(**job, torch_import=True)
+    end = events[-1][-1]
+    assert end - simulate(**job)[-1][-1] == pytest.approx(PACE.torch_import * job["speed"])
+    told = [(e, s) for e, s in estimates(events) if s is not None]
+    for e, s in told:
+        assert abs(e + s - end) <= 0.3 * end, (job, e, s, end)
+    # the same events without the job's word on the import: told short by the import, from the catalog's pace
+    unsaid = [(stage, step, total, {k: v for k, v in numbers.items() if k != "torch_import"}, e)
+              for stage, step, total, numbers, e in events]
+    first = next((e, s) for e, s in estimates(unsaid) if s is not None)
+    assert told[0][0] == first[0]
+    assert told[0][1] - first[1] == pytest.approx(PACE.torch_import * job["speed"])
 
 
 @pytest.mark.parametrize("job", JOBS[:4])
@@ -145,7 +165,15 @@ def test_a_machine_slower_or_faster_is_measured_on_the_catalog():
         end = events[-1][-1]
         told[speed] = next(e + s for e, s in estimates(events) if e >= 0.2 * end and s is not None) / end
     assert all(abs(share - told[1.0]) <= 0.05 for share in told.values()), told
-    assert abs(told[1.0] - 1) <= 0.35, told
+    # That job keeps 2 statistics where a typical search keeps PACE.typical_stats, which the estimate assumes
+    # before the selection has run: it is told long (35% at the 2,000-user sample). A job keeping the typical
+    # number, on any machine, is told its end within 15%.
+    for speed in (0.25, 1.0, 16.0):
+        events = simulate(speed=speed, users=5000, first_gain=TYPICAL_FIRST)
+        end = events[-1][-1]
+        share = next(e + s for e, s in estimates(events) if e >= 0.2 * end and s is not None) / end
+        assert abs(share - 1) <= 0.15, (speed, share)
+    assert abs(told[1.0] - 1) <= 0.4, told
 
 
 def test_none_while_it_cannot_tell_and_zero_once_ended():
