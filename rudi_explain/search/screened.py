@@ -269,7 +269,7 @@ def fit_screened(search: Any) -> None:
         gains = rounded_gains(cols, residual)
         out: list[tuple[float, int]] = []
         stats = {cols.owners[pick][0]}
-        for i in sorted(range(len(cols)), key=lambda i: (-gains[i], i)):
+        for i in np.lexsort((np.arange(len(cols)), -gains)).tolist():  # by gain, then place: a stable order
             if len(out) == search.beam - 1 or gains[i] < search.min_gain:
                 break
             stat = cols.owners[i][0]
@@ -284,8 +284,8 @@ def fit_screened(search: Any) -> None:
         least ``floor``, one value or one per column): (gain, index), or None."""
         gains = rounded_gains(cols, residual)
         floor = np.broadcast_to(np.round(floor, 6), gains.shape)
-        ok = [i for i in range(len(cols))
-              if gains[i] >= floor[i] and (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
+        ok = [i for i in np.flatnonzero(gains >= floor).tolist()
+              if (str(cols.owners[i][0]), cols.owners[i][1]) not in taken]
         if not ok:
             return None
         top = max(gains[i] for i in ok)

@@ -56,7 +56,7 @@ class Statistic:
     2
     """
 
-    __slots__ = ("operators", "_key", "_hash")
+    __slots__ = ("operators", "_key", "_hash", "_text")
 
     def __init__(self, operators: Iterable[Operator]) -> None:
         ops = tuple(operators)
@@ -77,6 +77,7 @@ class Statistic:
         self.operators: tuple[Operator, ...] = ops
         self._key: tuple | None = None
         self._hash = hash(ops)
+        self._text: str | None = None  # the text form, made once: the search compares statistics by it
 
     # -------------------------------------------------------------- text form
     @classmethod
@@ -85,7 +86,9 @@ class Statistic:
         return cls(parse_operators(text))
 
     def __str__(self) -> str:
-        return " | ".join(op.to_text() for op in self.operators)
+        if self._text is None:
+            self._text = " | ".join(op.to_text() for op in self.operators)
+        return self._text
 
     def __repr__(self) -> str:
         return f"Statistic.parse({str(self)!r})"
