@@ -50,6 +50,7 @@ print(events[0].stage, events[0].step, events[0].numbers["torch_import"], "torch
 """
 
 
+@pytest.mark.slow  # a fresh process each: 3-6 s
 @pytest.mark.parametrize("imported", [True, False])
 def test_the_first_event_says_whether_the_job_imports_it(imported):
     done = subprocess.run([sys.executable, "-c", FIRST_EVENT, "1" if imported else "0"], capture_output=True,
