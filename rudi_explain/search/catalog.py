@@ -642,6 +642,7 @@ class ColumnScreen:
     @classmethod
     def join(cls, screens: list[ColumnScreen], n: int) -> ColumnScreen:
         """The columns of several screens side by side."""
+        screens = [sc for sc in screens if len(sc)]  # an empty one adds nothing, and copying the rest costs
         if not screens:
             return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
         if len(screens) == 1:
