@@ -641,8 +641,8 @@ class ColumnScreen:
 
     @classmethod
     def join(cls, screens: list[ColumnScreen], n: int) -> ColumnScreen:
-        """The columns of several screens side by side."""
-        screens = [sc for sc in screens if len(sc)]  # an empty one adds nothing, and copying the rest costs
+        """The columns of several screens side by side (an empty one adds nothing: the others are not copied)."""
+        screens = [sc for sc in screens if len(sc)]
         if not screens:
             return cls([], np.zeros((n, 0), np.uint8), np.zeros((n, 0, 2), np.float32))
         if len(screens) == 1:
@@ -765,9 +765,8 @@ def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int)
 
 
 def _concatenate(blocks: list[ColumnScreen], n: int) -> ColumnScreen:
-    """One screen of ``blocks``, emptying the list as it copies: the peak is the result and
-    one block, not twice the catalog. One block is the screen as it is (a deepening candidate's
-    block, built for it alone: nothing else holds its arrays)."""
+    """One screen of ``blocks``, emptying the list as it copies: the peak is the result and one block, not twice
+    the catalog. One block is the screen as it is (a deepening candidate's, built for it alone: no one else's)."""
     if len(blocks) == 1 and blocks[0].bins.flags.c_contiguous and blocks[0].values.flags.c_contiguous:
         return blocks.pop()
     m = sum(len(b) for b in blocks)

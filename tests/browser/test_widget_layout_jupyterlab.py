@@ -313,14 +313,16 @@ def _keyboard(page, good) -> None:
     # JupyterLab skips the layout of cells out of view (content-visibility: auto): bring the box into view,
     # then wait for its layout (read at once, it was 0 high once in CI, under the parallel suite's load)
     wrap.scroll_into_view_if_needed()
-    try:
-        page.wait_for_function("e => e.scrollHeight > e.clientHeight + 40",  # the top user has dozens of events
-                               arg=wrap.element_handle(), timeout=10_000)
-    except PlaywrightError:  # say what the box held, for the next time
-        sizes = wrap.evaluate("e => ({scrollHeight: e.scrollHeight, clientHeight: e.clientHeight, "
-                              "rows: e.querySelectorAll('tbody tr').length, top: e.getBoundingClientRect().top, "
-                              "viewport: window.innerHeight, user: e.closest('.rx-user').dataset.user})")
-        raise AssertionError(f"the events box does not overflow: {sizes}") from None
+    # Polled through the locator, not a handle: a redraw still under way replaces the box, and a handle to the
+    # old one stayed 0 high (a CI failure whose report then read the new box overflowing, 1321 px in 358).
+    deadline = time.monotonic() + 10
+    while not wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40"):  # the top user has dozens of events
+        if time.monotonic() > deadline:  # say what the box held, for the next time
+            sizes = wrap.evaluate("e => ({scrollHeight: e.scrollHeight, clientHeight: e.clientHeight, "
+                                  "rows: e.querySelectorAll('tbody tr').length, top: e.getBoundingClientRect().top, "
+                                  "viewport: window.innerHeight, user: e.closest('.rx-user').dataset.user})")
+            raise AssertionError(f"the events box does not overflow: {sizes}")
+        page.wait_for_timeout(100)
     wrap.evaluate("e => { e.scrollTop = 40; }")
     good.locator(".rx-feed-key").first.focus()
     page.keyboard.press("Enter")
