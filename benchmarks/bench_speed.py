@@ -52,7 +52,6 @@ import rudi_explain.rules.refine as refine_module  # noqa: E402
 RX_IMPORT_SECONDS = time.perf_counter() - _started
 
 ROOT = Path(__file__).resolve().parent.parent
-TORCH_IMPORT_SECONDS = 0.0  # set by main(), before the first run
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 
 #: The post-processing steps, by the module and function that runs each: those
@@ -194,8 +193,9 @@ def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
         return json.loads(paths[2].read_text())
 
 
-def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None, estimates: list) -> dict:
-    """Print one run's figures; return them."""
+def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None, estimates: list,
+           imports: float = 0.0) -> dict:
+    """Print one run's figures; return them. ``imports``: explain()'s import seconds, rudi_explain's and PyTorch's."""
     seconds = dict(exp.result.seconds)
     total = seconds.get("total", wall)
     steps = dict(steps)
@@ -228,7 +228,7 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
               f"FIGS {peer['figs_seconds']:.1f} s), held-out fidelity {peer['fidelity_test']:.4f}")
         print(f"  explain() / (DFS + FIGS) = {total / peer_total:.2f}x; fidelity {fid:.4f} against "
               f"{peer['fidelity_test']:.4f} ({fid - peer['fidelity_test']:+.4f})")
-        ours, theirs = RX_IMPORT_SECONDS + TORCH_IMPORT_SECONDS, peer["import_seconds"]
+        ours, theirs = imports, peer["import_seconds"]
         print(f"  with the imports on both sides (a first call in a fresh process): {total + ours:.1f} s "
               f"(imports {ours:.1f} s) against {peer_total + theirs:.1f} s (featuretools, imodels "
               f"{theirs:.1f} s) = {(total + ours) / (peer_total + theirs):.2f}x")
@@ -252,10 +252,9 @@ def main(argv: list[str] | None = None) -> dict:
     # timed and printed, and a ratio with them counted on both sides (a first call in a fresh process).
     started = time.perf_counter()
     import torch  # noqa: F401
-    global TORCH_IMPORT_SECONDS
-    TORCH_IMPORT_SECONDS = time.perf_counter() - started
+    torch_seconds = time.perf_counter() - started
     print(f"imports, not in the figures below: rudi_explain {RX_IMPORT_SECONDS:.2f} s, "
-          f"torch {TORCH_IMPORT_SECONDS:.2f} s")
+          f"torch {torch_seconds:.2f} s")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; peers: "
           f"{'skipped' if args.no_peers else PEERS_PYTHON if PEERS_PYTHON.exists() else 'no .venv-peers'}")
     makers = {"payments": rx.datasets.make_payments, "edits": rx.datasets.make_edits}
@@ -272,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict:
             profiler.disable()
         peer = run_peer(data, exp) if with_peer else None
         title = f"{name}, {n:,} users"
-        results[title] = report(title, exp, steps, wall, peer, estimates)
+        results[title] = report(title, exp, steps, wall, peer, estimates, RX_IMPORT_SECONDS + torch_seconds)
         if profiler is not None:
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.top)
         del exp, data

@@ -384,10 +384,10 @@ class TimeLeft:
 
     def _held_up(self, start: float, end: float) -> float:
         """Seconds from ``start`` to ``end`` (since the job began) that PyTorch's import held the search up."""
-        if not self.torch_import or self.catalog_start is None or self.catalog_seconds is None:
-            return 0.0
+        if self.catalog_start is None or self.catalog_seconds is None:
+            return 0.0  # the import starts at the catalog's end
         begun = self.catalog_start + self.catalog_seconds
-        return max(min(end, begun + self.pace.torch_import * self.speed) - max(start, begun), 0.0)
+        return max(self._import_left(max(start - begun, 0.0)) - self._import_left(max(end - begun, 0.0)), 0.0)
 
     def _import_left(self, since_catalog: float) -> float:
         """What is left of PyTorch's import (started at the catalog's end) ``since_catalog`` seconds after it."""

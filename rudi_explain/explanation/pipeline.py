@@ -203,7 +203,9 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds = job.seconds
 
     t = time.perf_counter()
-    # the time left counts PyTorch's import where the job will make it (1.3-1.6 s on the reference machine)
+    # the time left counts PyTorch's import where the job will make it (1.3-1.7 s on the reference machine):
+    # told and decided at once, before a teacher could import it
+    import_torch = torch_importer(p)
     job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n, torch_import=needs_torch(p))
     teacher = inputs.teacher
     if teacher is None:
@@ -219,7 +221,6 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     seconds["teacher"] = time.perf_counter() - t
     job.emit("teacher", 1, 1, f"teacher scores for {n:,} users")
     job.check_cancel()
-    import_torch = torch_importer(p)
 
     train_idx = np.flatnonzero(~is_test)
     train = seqs.subset(train_idx)
