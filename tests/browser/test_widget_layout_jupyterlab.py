@@ -239,6 +239,15 @@ def _focused(page) -> str | None:
     return page.evaluate("() => document.activeElement && document.activeElement.dataset.key || null")
 
 
+def _overflows(wrap) -> bool:
+    """Whether the events box, brought into view, overflows; False while a redraw replaces it."""
+    try:
+        wrap.scroll_into_view_if_needed(timeout=2_000)
+        return bool(wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40", timeout=2_000))
+    except PlaywrightError:  # detached by a redraw under way: the next try reads the new box
+        return False
+
+
 def _keyboard(page, good) -> None:
     """Space and Enter on rule cards, the WAI-ARIA tabs (arrows, Home, End, one tab in the Tab order, the
     tabpanel), focus kept through redraws, feed markers told apart by letter, scroll kept through a redraw."""
@@ -312,11 +321,11 @@ def _keyboard(page, good) -> None:
     wrap = good.locator(".rx-events-wrap")
     # JupyterLab skips the layout of cells out of view (content-visibility: auto): bring the box into view,
     # then wait for its layout (read at once, it was 0 high once in CI, under the parallel suite's load)
-    wrap.scroll_into_view_if_needed()
-    # Polled through the locator, not a handle: a redraw still under way replaces the box, and a handle to the
-    # old one stayed 0 high (a CI failure whose report then read the new box overflowing, 1321 px in 358).
+    # Brought into view and read through the locator, again until it holds: a redraw still under way replaces
+    # the box (a handle to the old one stayed 0 high while the new one overflowed, 1321 px in 358; scrolling the
+    # old one failed as detached from the page)
     deadline = time.monotonic() + 10
-    while not wrap.evaluate("e => e.scrollHeight > e.clientHeight + 40"):  # the top user has dozens of events
+    while not _overflows(wrap):  # the top user has dozens of events
         if time.monotonic() > deadline:  # say what the box held, for the next time
             sizes = wrap.evaluate("e => ({scrollHeight: e.scrollHeight, clientHeight: e.clientHeight, "
                                   "rows: e.querySelectorAll('tbody tr').length, top: e.getBoundingClientRect().top, "
