@@ -96,6 +96,9 @@ def batch_reward(values: np.ndarray, target: np.ndarray, form: str = "split",
     """
     if form not in REWARDS:
         raise InputError(f"reward form must be one of {REWARDS}, got {form!r}")
+    if form == "split" and isinstance(values, np.ndarray) and values.size == len(values):
+        # one column, the search's usual case, without building a design matrix (a quarter of the time)
+        return _split_reward_one(values.reshape(-1).astype(np.float64, copy=False), target, rng)
     X, defined, _ = design_matrix(values)
     X, y = X[defined], target[defined]
     n = len(y)
@@ -122,6 +125,32 @@ def batch_reward(values: np.ndarray, target: np.ndarray, form: str = "split",
     r = abs(_pearson(fit.predict(X), y))
     adjusted = 1.0 - (1.0 - r * r) * (n - 1) / (n - fit.rank - 1)
     return coverage * float(np.sqrt(adjusted)) if adjusted > 0 else 0.0
+
+
+def _split_reward_one(x: np.ndarray, target: np.ndarray, rng: np.random.Generator | None) -> float:
+    """:func:`batch_reward`'s 'split' form of one column: the same draws and the same score.
+
+    The fit on one half predicts ``intercept + beta * (x - mean) / scale``, an increasing (beta > 0) or
+    decreasing function of ``x``, so its correlation on the other half is that of ``x``, signed by beta.
+    """
+    defined = np.isfinite(x)
+    x, y = x[defined], target[defined]
+    n = len(y)
+    if n < 8 or np.ptp(y) == 0:
+        return 0.0
+    order = (rng or np.random.default_rng(0)).permutation(n)
+    a, b = order[: n // 2], order[n // 2:]
+    xa = x[a]
+    centred = xa - xa.mean()
+    scale = np.sqrt(centred @ centred)
+    if not scale > 1e-12 * max(1.0, float(np.abs(xa).max(initial=0.0))):
+        return 0.0  # a constant column: the fit has rank 0
+    ya = y[a]
+    slope = centred @ (ya - ya.mean())
+    if slope == 0.0:
+        return 0.0  # a constant prediction
+    r = _pearson(x[b], y[b])
+    return float(np.sqrt(n / len(defined))) * max(r if slope > 0 else -r, 0.0)
 
 
 def multiple_correlation(values: np.ndarray | Sequence[np.ndarray], target: np.ndarray, *,

@@ -13,7 +13,8 @@ residual (:meth:`ColumnScreen.gains`) 1.21-1.54x with one BLAS thread, as the se
 would have produced it, so the outcome does not depend on the number of workers, bit for bit.
 A cancel check comes before each chunk of 50 statistics starts, and none starts after a stop.
 
-MCTS-SG's refinement uses the same workers (:meth:`StatisticsSearch._refine
+MCTS-SG's refinement uses the same workers where its batch of users is long (100,000 events or
+more; shorter ones are scored faster in the calling thread, :meth:`StatisticsSearch._refine
 <rudi_explain.search.statistics_search.StatisticsSearch>`): a polishing round's edits are scored
 side by side (each reward draws its halves from its own generator seeded 0, so the scores do not
 depend on one another), with a progress event before every 64 once those before are scored; the

@@ -222,13 +222,22 @@ def test_the_search_refuses_a_bad_n_jobs_naming_it(bad):
 def test_polish_and_contender_scores_equal_a_plain_loop_and_one_worker(monkeypatch):
     # The paper's loop with the readable grammar: every statistic ends in _refine (contenders
     # scored on one batch with shared halves, then polishing rounds). Each scoring on the workers
-    # is checked against a plain loop over the candidates, and the whole search against one worker.
+    # is checked against a plain loop over the candidates evaluated on the whole layout's users,
+    # and the whole search against one worker. Batches this small are scored in the calling
+    # thread unless the threshold says otherwise: 0 here, so that 2 and 3 workers score them.
+    monkeypatch.setattr(search_module, "_THREADED_EVENTS", 0)
     recorded = {"polish": 0, "shared": 0}
     scores_of, shared = StatisticsSearch._scores_of, StatisticsSearch._shared_halves_scores
 
-    def checked_scores_of(self, stats, score, stat, current):
-        out = scores_of(self, stats, score, stat, current)
+    def checked_scores_of(self, stats, score, stat, current, batch):
+        out = scores_of(self, stats, score, stat, current, batch)
         assert out == [score(s) for s in stats]
+        # and equal to each candidate evaluated on those users of the whole layout
+        place = {user: i for i, user in enumerate(self._seqs.users)}
+        users = np.array([place[user] for user in batch.users])
+        target, form = score.keywords["target"], score.keywords["form"]
+        assert out == [batch_reward(s.evaluate(self._seqs, users=users), target, form, np.random.default_rng(0))
+                       for s in stats]
         recorded["polish"] += len(stats)
         return out
 
@@ -258,8 +267,10 @@ def test_polish_and_contender_scores_equal_a_plain_loop_and_one_worker(monkeypat
 def test_a_cancel_while_polishing_scores_nothing_more(monkeypatch):
     # Counted, not timed: a progress event comes before every few edits a polishing round scores
     # (64; 8 here, so that a round holds several), once those before it are scored; after a stop
-    # there, no statistic is evaluated, with 2 workers as with one.
+    # there, no statistic is evaluated, with 2 workers as with one (the threshold 0: workers score
+    # even these small batches).
     monkeypatch.setattr(search_module, "_POLISH_CHECK", 8)
+    monkeypatch.setattr(search_module, "_THREADED_EVENTS", 0)
     seqs, target = _data("payments", 1, n_users=300)
     evaluations = []  # one entry per evaluation (list.append is atomic across threads)
     evaluate = rx.Statistic.evaluate
