@@ -67,3 +67,44 @@ def test_corrected_rewards_do_not_reward_width():
     X = rng.normal(size=(128, 8))
     y = X[:, 0] * 2 + rng.normal(size=128)
     assert all(batch_reward(X, y, form, rng) > 0.7 for form in ("paper", "adjusted", "split"))
+
+
+def test_split_reward_of_one_column_equals_the_fit_on_a_design_matrix():
+    # A one-column statistic takes a shortcut (the fit's prediction is monotone in the column); the
+    # reference is the general path, a fit with intercept on one half scored on the other, as
+    # sklearn fits it. The same generator draws, the same score, or both 0 where the covariance
+    # on the fitting half is 0 to rounding (then the fit's sign is rounding noise).
+    rng = np.random.default_rng(5)
+    compared = 0
+    for case in range(3000):
+        n = int(rng.integers(1, 200))
+        x = rng.normal(size=n) * 10 ** rng.uniform(-4, 4)
+        kind = case % 4
+        if kind == 1:
+            x[rng.random(n) < 0.5] = np.nan
+        elif kind == 2:
+            x = rng.integers(0, 2, n).astype(float)
+        elif kind == 3:
+            x = np.round(x)
+        y = rng.normal(size=n) + rng.normal() * np.nan_to_num(x)
+        draws_a, draws_b = np.random.default_rng(case), np.random.default_rng(case)
+        got = batch_reward(x.reshape(-1, 1) if case % 2 else x, y, "split", draws_a)
+        defined = np.isfinite(x)
+        xd, yd = x[defined], y[defined]
+        if len(yd) < 8 or np.ptp(yd) == 0:
+            assert got == 0.0
+            continue
+        order = draws_b.permutation(len(yd))
+        a, b = order[: len(yd) // 2], order[len(yd) // 2:]
+        assert draws_a.random() == draws_b.random()  # the same draws taken
+        if np.ptp(xd[a]) == 0:
+            assert got == 0.0
+            continue
+        fitted = LinearRegression().fit(xd[a, None], yd[a])
+        if abs(fitted.coef_[0]) * np.std(xd[a]) < 1e-9 * np.std(yd[a]):
+            continue  # no slope to rounding: either answer is noise
+        predicted = fitted.predict(xd[b, None])
+        r = np.corrcoef(predicted, yd[b])[0, 1] if np.ptp(xd[b]) > 0 else 0.0
+        assert got == pytest.approx(np.sqrt(defined.mean()) * max(r, 0.0), abs=1e-9)
+        compared += 1
+    assert compared > 1500
