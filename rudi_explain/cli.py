@@ -19,6 +19,7 @@ import pandas as pd
 import rudi_explain as rx
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.summary import choice_text
+from rudi_explain.rules.ruleset import LinearTerm
 from rudi_explain.sql.statistics import DIALECTS
 from rudi_explain.sql.warehouse import DEFAULT_SAMPLE_USERS, EventTable
 from rudi_explain.statistics import Schema
@@ -196,12 +197,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _print_planted(exp, demo, seqs) -> None:
-    """Which of the demo's planted statistics the rules name: the same statistic, or one
-    whose values match it (|r| >= 0.95 over all users)."""
+    """Which of the demo's planted statistics the rules name (a linear card's term included): the same
+    statistic, or one whose values match it (|r| >= 0.95 over all users)."""
     lits = exp.literals
     position = {name: i for i, name in enumerate(lits.names)}
     used = {int(lits.output_statistic[lits.column[position[name]]])
             for rule in exp.rules for name in rule.literals if name in position}
+    used |= {int(lits.output_statistic[term.column]) for term in exp.rules.rules if isinstance(term, LinearTerm)}
     stats = [exp.statistics[i] for i in sorted(used)]
     lines, named = [], 0
     for planted in demo.planted:

@@ -28,7 +28,7 @@ from typing import Any
 
 from rudi_explain.rules.scorecard_additive import MIN_USERS, TIE
 
-__all__ = ["ScorecardChoice", "choice_from_meta", "FORMS", "STATUSES", "EDITS"]
+__all__ = ["ScorecardChoice", "choice_from_meta", "FORMS", "STATUSES", "EDITS", "IDLE_TIE"]
 
 #: How the sentence names each form (the names :func:`~rudi_explain.rules.scorecard_additive.scorecard_candidates`
 #: gives); a form not listed is named as it is.
@@ -42,6 +42,9 @@ FORMS: Mapping[str, str] = MappingProxyType({
 #: users, the student's cards kept unweighed; ``one form``: only the student's cards were offered;
 #: ``unknown``: a file saved before the choice was recorded.
 STATUSES = ("chosen", "too few users", "one form", "unknown")
+#: The validation fidelity a card or interaction rule must add to the kept scorecard to stay: explain()'s
+#: post-processing leaves out the others (:func:`rudi_explain.explanation.scorecard_step.prune_to_scorecard`).
+IDLE_TIE = 5e-4
 #: ``another point``: the rules are another point of the fidelity curve; ``moved``: a threshold was moved.
 EDITS = ("", "another point", "moved")
 
@@ -73,6 +76,11 @@ class ScorecardChoice:
     n_added : int
         Interaction rules found for the kept form's cards after the choice (pairs of statistics, on what the
         cards leave unexplained): on the scorecard shown, not in the validation fidelities.
+    dropped_cards, dropped_rules : tuple of str
+        The cards (their statistic outputs) and interaction rules (their text) then left out, each because
+        the validation users found the scorecard refitted without it at most ``idle_tie`` less faithful.
+    idle_tie : float
+        That margin.
     """
 
     status: str
@@ -84,6 +92,9 @@ class ScorecardChoice:
     tie: float = TIE
     edit: str = ""
     n_added: int = 0
+    dropped_cards: tuple[str, ...] = ()
+    dropped_rules: tuple[str, ...] = ()
+    idle_tie: float = IDLE_TIE
     # the rules this choice describes, and the moves made by then (not saved: bound when a FittedState is built)
     rules: Any = field(default=None, compare=False, repr=False)
     n_moved: int = field(default=0, compare=False, repr=False)
@@ -94,6 +105,8 @@ class ScorecardChoice:
         if self.edit not in EDITS:
             raise ValueError(f"edit must be one of {EDITS}, got {self.edit!r}")
         object.__setattr__(self, "fidelity", MappingProxyType({str(k): float(v) for k, v in self.fidelity.items()}))
+        object.__setattr__(self, "dropped_cards", tuple(str(d) for d in self.dropped_cards))
+        object.__setattr__(self, "dropped_rules", tuple(str(d) for d in self.dropped_rules))
         if self.status == "chosen" and self.chosen not in self.fidelity:
             raise ValueError(f"the chosen form {self.chosen!r} has no validation fidelity")
 
@@ -104,7 +117,8 @@ class ScorecardChoice:
 
     @classmethod
     def weighed(cls, chosen: str, fidelity: Mapping[str, float], n_valid: int, n_fit: int, *,
-                n_forms: int = 3, n_added: int = 0) -> ScorecardChoice:
+                n_forms: int = 3, n_added: int = 0, dropped: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+                ) -> ScorecardChoice:
         """What :func:`~rudi_explain.rules.scorecard_additive.choose_scorecard` returned, as a choice.
 
         Parameters
@@ -119,12 +133,12 @@ class ScorecardChoice:
             How many forms were offered (1: only the student's).
         n_added : int, default=0
             Interaction rules added to the kept form's cards after the choice.
+        dropped : (tuple of str, tuple of str), default=((), ())
+            The cards and the interaction rules then left out.
         """
-        if n_forms == 1:
-            return cls("one form", chosen, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
-        if not fidelity:
-            return cls("too few users", chosen, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
-        return cls("chosen", chosen, fidelity, n_valid=n_valid, n_fit=n_fit, n_added=n_added)
+        status = "one form" if n_forms == 1 else "too few users" if not fidelity else "chosen"
+        return cls(status, chosen, fidelity if status == "chosen" else {}, n_valid=n_valid, n_fit=n_fit,
+                   n_added=n_added, dropped_cards=dropped[0], dropped_rules=dropped[1])
 
     def bound_to(self, rules: Any, n_moved: int) -> ScorecardChoice:
         """This choice as it describes ``rules``: marked as an edit when they are not the rules it was made for.
@@ -159,6 +173,16 @@ class ScorecardChoice:
             rules = "interaction rule was" if self.n_added == 1 else "interaction rules were"
             own = (f"{own[:-1]}; then {self.n_added} {rules} found for its cards and added "
                    f"({'not in these figures' if self.status == 'chosen' else 'pairs of statistics'}).")
+        if (self.dropped_cards or self.dropped_rules) and self.status != "unknown":
+            gone = [f"{len(self.dropped_cards)} card{'s' * (len(self.dropped_cards) != 1)} "
+                    f"({_join(list(self.dropped_cards))})"] if self.dropped_cards else []
+            if self.dropped_rules:
+                n = len(self.dropped_rules)
+                gone.append(f"{n} interaction rule{'s' * (n != 1)} ({_join(list(self.dropped_rules))})")
+            one = len(self.dropped_cards) + len(self.dropped_rules) == 1
+            was, each = ("was", "it") if one else ("were", "each")
+            own = (f"{own[:-1]}; then {_join(gone)} {was} left out, the validation users finding the scorecard "
+                   f"at most {self.idle_tie:g} less faithful without {each}.")
         if self.edit == "moved":
             return f"Before a threshold was moved (what-if): {own[0].lower()}{own[1:]}"
         return own
@@ -193,7 +217,8 @@ class ScorecardChoice:
         """A JSON-ready dict (the bound rules are not in it); :meth:`from_dict` reads it back."""
         return {"status": self.status, "chosen": self.chosen, "fidelity": dict(self.fidelity),
                 "n_valid": self.n_valid, "n_fit": self.n_fit, "min_users": self.min_users, "tie": self.tie,
-                "edit": self.edit, "n_added": self.n_added}
+                "edit": self.edit, "n_added": self.n_added, "dropped_cards": list(self.dropped_cards),
+                "dropped_rules": list(self.dropped_rules), "idle_tie": self.idle_tie}
 
     @classmethod
     def from_dict(cls, d: Any) -> ScorecardChoice:
@@ -216,11 +241,19 @@ class ScorecardChoice:
         n_added = d.get("n_added", 0)
         if not isinstance(n_added, int) or isinstance(n_added, bool) or n_added < 0:
             raise ValueError("'n_added' is not a whole number")
+        for key in ("dropped_cards", "dropped_rules"):
+            texts = d.get(key, [])  # files saved before units were left out have none
+            if not isinstance(texts, list) or not all(isinstance(x, str) for x in texts):
+                raise ValueError(f"{key!r} is not a list of texts")
+        idle_tie = d.get("idle_tie", IDLE_TIE)
+        if not isinstance(idle_tie, (int, float)) or isinstance(idle_tie, bool) or not 0.0 <= idle_tie <= 1.0:
+            raise ValueError("'idle_tie' is not a number from 0 to 1")
         for name, f in d["fidelity"].items():
             if not isinstance(f, (int, float)) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
                 raise ValueError(f"the fidelity of {name!r} is not a number from 0 to 1")
         return cls(d["status"], d["chosen"], d["fidelity"], d["n_valid"], d["n_fit"], d["min_users"],
-                   float(d["tie"]), d["edit"], n_added)
+                   float(d["tie"]), d["edit"], n_added, tuple(d.get("dropped_cards", [])),
+                   tuple(d.get("dropped_rules", [])), float(idle_tie))
 
 
 def choice_from_meta(meta: Mapping[str, Any]) -> ScorecardChoice | None:

@@ -44,7 +44,7 @@ from rudi_explain.rules.scorecard_fit import DEFINED_THRESHOLD, MAX_BANDS, sampl
 from rudi_explain.rules.scorecard_pairs import add_pair_rules
 
 __all__ = ["additive_scorecard", "all_output_cards", "choose_scorecard", "scorecard_candidates", "WithPairRules",
-           "EDGE_QUANTILES", "INNER_SHARE", "MIN_USERS", "TIE"]
+           "fit_options", "EDGE_QUANTILES", "INNER_SHARE", "MIN_USERS", "TIE"]
 
 #: Share of the fitting users that choose a candidate's forms (monotone, linear, extra edges) when
 #: :func:`choose_scorecard` fits it on the fitting users only.
@@ -161,7 +161,7 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     if interactions:
         common = complement_common(rules, table.transform_values(V))
         kept = list(Scorecard.from_rules(common, V, t).interactions)
-    options = _fit_options(linear, max_bands)
+    options = fit_options(linear, max_bands)
     card = Scorecard(all_output_cards(table, V, quantiles), kept, float(t.mean()), table).refit(
         V, t, is_valid=valid, **options)
     room = max_rules + SLACK
@@ -175,7 +175,7 @@ def additive_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     return within_budget(card, V, t, valid, max_rules, options)
 
 
-def _fit_options(linear: bool, max_bands: int = MAX_BANDS) -> dict[str, Any]:
+def fit_options(linear: bool, max_bands: int = MAX_BANDS) -> dict[str, Any]:
     """How an additive scorecard's cards are refitted (:meth:`Scorecard.refit`): monotone where the teacher is,
     linear where allowed, extra edges chosen on validation users."""
     return {"max_bands": max_bands, "monotone": True, "linear": linear, "split": True}
@@ -202,7 +202,7 @@ class WithPairRules:
         """``card`` (what :attr:`fit` gave on these users) with the pair rules found on its residual."""
         return add_pair_rules(card, np.asarray(values, dtype=np.float64),
                               np.asarray(y, dtype=np.float64).reshape(-1), np.asarray(is_valid, dtype=bool).reshape(-1),
-                              max_rules=self.max_rules, options=_fit_options(self.linear))
+                              max_rules=self.max_rules, options=fit_options(self.linear))
 
 
 def scorecard_candidates(start: RuleSet, *, max_rules: int, linear: bool = True,

@@ -26,7 +26,7 @@ from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
 from rudi_explain.rules.scorecard_fit import MAX_BANDS, refit, sample_rows
 
-__all__ = ["scorecard_within_budget", "within_budget", "is_additive"]
+__all__ = ["scorecard_within_budget", "within_budget", "without_idle_units", "is_additive"]
 
 
 def is_additive(rules: object) -> bool:
@@ -103,12 +103,59 @@ def within_budget(card: Scorecard, V: np.ndarray, t: np.ndarray, valid: np.ndarr
     options : dict
         ``max_bands``, ``monotone``, ``linear``, ``split``.
     """
-    fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
-    check = valid if valid.any() else fit
-    # which unit goes is a choice: made on samples of the fitting and checking users (all of them when few)
-    fit_rows, check_rows = sample_rows(fit), sample_rows(check)
-    V_fit, t_fit, V_check, t_check = V[fit_rows], t[fit_rows], V[check_rows], t[check_rows]
+    judge = _Judge(V, t, valid, options)
     while len(card) > max_rules:
+        k, _ = judge.weakest(card)
+        if k is None:  # one unit left: the budget is at least 1
+            break
+        card = _without(card, k).refit(V, t, is_valid=valid, **options)
+    return card
+
+
+def without_idle_units(card: Scorecard, V: np.ndarray, t: np.ndarray, valid: np.ndarray, options: dict[str, Any],
+                       tie: float) -> tuple[Scorecard, list[str], list[str]]:
+    """``card`` less the units that do not earn their place, and what went: the cards' names, the rules' texts.
+
+    While more than one unit is left, the unit whose removal costs least on the validation users goes
+    if the scorecard refitted without it is at most ``tie`` less faithful there than with it (both
+    fitted on the fitting users), and the rest is refitted on all the users given. A card whose points
+    move no user's score by more than rounding is one such unit: shown, it reads as something the
+    model uses.
+    """
+    judge = _Judge(V, t, valid, options)
+    cards: list[str] = []
+    rules: list[str] = []
+    while len(card) > 1:
+        k, fid = judge.weakest(card)
+        if k is None or fid < judge.fidelity(card) - tie:
+            break
+        if k < len(card.cards):
+            cards.append(card.cards[k].name)
+        else:
+            rules.append(card.interactions[k - len(card.cards)].text)
+        card = _without(card, k).refit(V, t, is_valid=valid, **options)
+    return card, cards, rules
+
+
+class _Judge:
+    """Units weighed as :func:`within_budget` weighs them: refitted on a sample of the fitting users,
+    scored on a sample of the validation users (the fitting users judge where there are none)."""
+
+    def __init__(self, V: np.ndarray, t: np.ndarray, valid: np.ndarray, options: dict[str, Any]) -> None:
+        fit = ~valid if valid.any() and (~valid).any() else np.ones(t.size, dtype=bool)
+        check = valid if valid.any() else fit
+        # which unit goes is a choice: made on samples of the fitting and checking users (all of them when few)
+        fit_rows, check_rows = sample_rows(fit), sample_rows(check)
+        self.V_fit, self.t_fit, self.V_check, self.t_check = V[fit_rows], t[fit_rows], V[check_rows], t[check_rows]
+        self.options = options
+
+    def fidelity(self, card: Scorecard) -> float:
+        """``card`` refitted on the fitting users, its fidelity on the validation users."""
+        return _fidelity(_refitted_points(card, self.V_fit, self.t_fit, self.options), self.V_check, self.t_check)
+
+    def weakest(self, card: Scorecard) -> tuple[int | None, float]:
+        """The unit whose removal costs least (its index, cards first; None where one unit is left), and the
+        fidelity without it."""
         best, best_fid = None, -np.inf
         # Each unit left out in turn, refitted on the fitting users, scored on the validation users. Last
         # first, so that on a tie the unit read last goes: the weakest interaction rule, or the card that
@@ -117,13 +164,10 @@ def within_budget(card: Scorecard, V: np.ndarray, t: np.ndarray, valid: np.ndarr
             trial = _without(card, k)
             if len(trial) == 0:
                 continue
-            f = _fidelity(_refitted_points(trial, V_fit, t_fit, options), V_check, t_check)
+            f = self.fidelity(trial)
             if f > best_fid:
-                best, best_fid = trial, f
-        if best is None:  # one unit left: the budget is at least 1
-            break
-        card = best.refit(V, t, is_valid=valid, **options)
-    return card
+                best, best_fid = k, f
+        return best, best_fid
 
 
 def _without(card: Scorecard, k: int) -> Scorecard:

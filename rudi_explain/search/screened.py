@@ -79,8 +79,11 @@ def simplest_spelling(stat: Statistic, schema: Any, grammar: str = "readable") -
     Statistic
         With the same key (so the same values on every user).
     """
+    text = " | ".join(stat.key)
+    if text == str(stat):
+        return stat  # already its key's spelling (most of the catalog): nothing to parse
     try:
-        plain = Statistic.parse(" | ".join(stat.key))
+        plain = Statistic.parse(text)
     except (ValueError, TypeError, KeyError):
         return stat
     if plain.key != stat.key or complexity(plain)[:2] >= complexity(stat)[:2]:

@@ -20,8 +20,9 @@ from tiny import tiny_payments
 
 import rudi_explain as rx
 from rudi_explain.explanation import scorecard_step
-from rudi_explain.explanation.scorecard_choice import FORMS, ScorecardChoice, choice_from_meta
-from rudi_explain.rules.scorecard_additive import INNER_SHARE, MIN_USERS, TIE
+from rudi_explain.explanation.scorecard_choice import FORMS, IDLE_TIE, ScorecardChoice, choice_from_meta
+from rudi_explain.rules.scorecard_additive import INNER_SHARE, MIN_USERS, TIE, fit_options
+from rudi_explain.rules.scorecard_budget import without_idle_units
 
 FIGURE = re.compile(r"(\d\.\d{3})")
 
@@ -35,8 +36,10 @@ def _pairs_fidelity(t: np.ndarray, s: np.ndarray) -> float:
 
 
 def _figures(text: str) -> list[float]:
-    """The forms' figures, in order (a close form's note, ", at most 0.006 better", is not one)."""
-    return [float(x) for x in FIGURE.findall(re.sub(r", at most \d\.\d{3} better", "", text))]
+    """The forms' figures, in order (a close form's note, ", at most 0.006 better", and the margin units
+    were left out by, "at most 0.0005 less faithful", are not ones)."""
+    text = re.sub(r", at most \d\.\d{3} better", "", text)
+    return [float(x) for x in FIGURE.findall(re.sub(r"at most [\d.]+ less faithful", "", text))]
 
 
 # ------------------------------------------------------------------ the sentence
@@ -69,6 +72,25 @@ def test_rules_added_after_the_choice_are_said_apart_from_its_figures():
     assert ScorecardChoice.from_dict(c.to_dict()) == c
     old = {k: v for k, v in c.to_dict().items() if k != "n_added"}  # saved before rules were added: none
     assert ScorecardChoice.from_dict(old).n_added == 0
+
+
+def test_units_left_out_after_the_choice_are_named():
+    c = ScorecardChoice.weighed("additive", {"student": 0.8612, "additive": 0.87449}, 800, 3200, n_added=1,
+                                dropped=(("share of events with country = us", "share of <b>"), ("a AND b",)))
+    assert c.text() == ("Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the "
+                        "student's cards (0.861); then 1 interaction rule was found for its cards and added (not "
+                        "in these figures); then 2 cards (share of events with country = us and share of <b>) and "
+                        "1 interaction rule (a AND b) were left out, the validation users finding the scorecard at "
+                        "most 0.0005 less faithful without each.")
+    one = ScorecardChoice.weighed("student", {}, 500, 2000, n_forms=1, dropped=(("x",), ()))
+    assert one.text().endswith("weighed; then 1 card (x) was left out, the validation users finding the scorecard "
+                               "at most 0.0005 less faithful without it.")
+    assert ScorecardChoice.from_dict(c.to_dict()) == c
+    old = {k: v for k, v in c.to_dict().items() if not k.startswith("dropped")}  # saved before: none left out
+    assert ScorecardChoice.from_dict(old).dropped_cards == () == ScorecardChoice.from_dict(old).dropped_rules
+    for damage in ({"dropped_cards": "x"}, {"dropped_rules": [1]}, {"idle_tie": "0.001"}, {"idle_tie": -1}):
+        with pytest.raises(ValueError, match="dropped|idle_tie"):
+            ScorecardChoice.from_dict({**c.to_dict(), **damage})
 
 
 def test_too_few_users_one_form_and_unknown():
@@ -207,11 +229,18 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     assert text.index(FORMS[kept]) < text.index("(fidelity")
     assert _figures(text) == [round(ref[k], 3) for k in order]
     # the scorecard shown is the kept form fitted on all the training users, with the rules it adds once chosen
-    # (if any: said apart from the figures)
+    # (if any: said apart from the figures), less the units the validation users do not miss (named)
     final = seen["candidates"][kept](V, y, valid)
     own = getattr(seen["candidates"][kept], "fit", seen["candidates"][kept])(V, y, valid)
     assert choice.n_added == len(final.interactions) - len(own.interactions)
     assert (f"then {choice.n_added} interaction rule" in text) == (choice.n_added > 0)
+    assert len(exp.scorecard) + len(choice.dropped_cards) + len(choice.dropped_rules) == len(final)
+    for gone in choice.dropped_cards + choice.dropped_rules:
+        assert gone in text
+    assert ("left out" in text) == bool(choice.dropped_cards or choice.dropped_rules)
+    # (which units go, and that each kept one is missed, is tests/rules/test_scorecard_budget.py's)
+    final, cards, rules = without_idle_units(final, V, y, valid, fit_options(True), tie=IDLE_TIE)
+    assert (tuple(cards), tuple(rules)) == (choice.dropped_cards, choice.dropped_rules)
     train = ~exp.is_test
     np.testing.assert_allclose(exp.scorecard.predict(exp.result.values[train]), final.predict(V), atol=1e-9)
     # print(exp), the widget's and the report's scorecard view say it; save/load keeps it
