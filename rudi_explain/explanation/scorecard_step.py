@@ -4,8 +4,10 @@
 (thresholds moved, rules pruned and swapped on validation users) and turns its
 default point into the explanation's model,
 :func:`rudi_explain.rules.scorecard_budget.scorecard_within_budget`: cards and
-interaction rules refitted jointly, ``max_rules`` of them at most, in the form validation users chose
-(:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`, which the explanation shows).
+interaction rules refitted jointly, ``max_rules`` of them at most, in the form validation users chose,
+less the cards and interaction rules those users do not miss
+(:func:`~rudi_explain.rules.scorecard_budget.without_idle_units`; the choice,
+:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`, which the explanation shows, names them).
 """
 
 from __future__ import annotations

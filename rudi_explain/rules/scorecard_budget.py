@@ -9,6 +9,8 @@ refits. A statistic output used alone is one card however many bands it
 has: one unit of the budget. An interaction rule that fires for 90% of the
 training users or more is read as its complement
 (:func:`~rudi_explain.rules.pruning.complement_common`: the same scores).
+:func:`without_idle_units` goes on dropping, within the budget, while a unit's
+removal costs the validation users at most a tie.
 """
 
 from __future__ import annotations
@@ -125,15 +127,19 @@ def without_idle_units(card: Scorecard, V: np.ndarray, t: np.ndarray, valid: np.
     judge = _Judge(V, t, valid, options)
     cards: list[str] = []
     rules: list[str] = []
+    current = judge.fidelity(card)
     while len(card) > 1:
         k, fid = judge.weakest(card)
-        if k is None or fid < judge.fidelity(card) - tie:
+        if k is None or fid < current - tie:
             break
         if k < len(card.cards):
             cards.append(card.cards[k].name)
         else:
             rules.append(card.interactions[k - len(card.cards)].text)
-        card = _without(card, k).refit(V, t, is_valid=valid, **options)
+        # the judge refits every trial's points itself: the whole refit (forms chosen afresh) once, at the end
+        card, current = _without(card, k), fid
+    if cards or rules:
+        card = card.refit(V, t, is_valid=valid, **options)
     return card, cards, rules
 
 
