@@ -57,11 +57,12 @@ PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 #: The post-processing steps, by the module and function that runs each: those
 #: :func:`rudi_explain.rules.refine.prune_and_refine` calls, then the scorecard step's
 #: (:mod:`rudi_explain.explanation.scorecard_step`): the pruning point it starts from (each one tried is
-#: brought within budget), and the scorecard of that point refitted within the budget.
+#: brought within budget), the choice among the scorecard's forms (each fitted without the validation users),
+#: and the units those users do not miss left out. The chosen form's fit on all the training users is in the rest.
 STEPS = {(refine_module, "_refine"): "refine thresholds", (refine_module, "prune_rules"): "prune",
          (refine_module, "refine_default"): "refine default", (refine_module, "swap_path"): "swap",
-         (scorecard_step_module, "_start"): "scorecard start", (scorecard_step_module, "scorecard_within_budget"):
-         "scorecard fit"}
+         (scorecard_step_module, "_start"): "scorecard start", (scorecard_step_module, "choose_scorecard"):
+         "scorecard choice", (scorecard_step_module, "without_idle_units"): "idle units"}
 
 PEER_SCRIPT = r"""
 import json, sys, time
