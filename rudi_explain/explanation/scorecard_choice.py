@@ -174,11 +174,12 @@ class ScorecardChoice:
             own = (f"{own[:-1]}; then {self.n_added} {rules} found for its cards and added "
                    f"({'not in these figures' if self.status == 'chosen' else 'pairs of statistics'}).")
         if (self.dropped_cards or self.dropped_rules) and self.status != "unknown":
+            # the cards by name (a statistic output each); the rules, often long, counted (their texts are saved)
             gone = [f"{len(self.dropped_cards)} card{'s' * (len(self.dropped_cards) != 1)} "
                     f"({_join(list(self.dropped_cards))})"] if self.dropped_cards else []
             if self.dropped_rules:
                 n = len(self.dropped_rules)
-                gone.append(f"{n} interaction rule{'s' * (n != 1)} ({_join(list(self.dropped_rules))})")
+                gone.append(f"{n} interaction rule{'s' * (n != 1)}")
             one = len(self.dropped_cards) + len(self.dropped_rules) == 1
             was, each = ("was", "it") if one else ("were", "each")
             own = (f"{own[:-1]}; then {_join(gone)} {was} left out, the validation users finding the scorecard "

@@ -80,8 +80,8 @@ def test_units_left_out_after_the_choice_are_named():
     assert c.text() == ("Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the "
                         "student's cards (0.861); then 1 interaction rule was found for its cards and added (not "
                         "in these figures); then 2 cards (share of events with country = us and share of <b>) and "
-                        "1 interaction rule (a AND b) were left out, the validation users finding the scorecard at "
-                        "most 0.0005 less faithful without each.")
+                        "1 interaction rule were left out, the validation users finding the scorecard at most "
+                        "0.0005 less faithful without each.")
     one = ScorecardChoice.weighed("student", {}, 500, 2000, n_forms=1, dropped=(("x",), ()))
     assert one.text().endswith("weighed; then 1 card (x) was left out, the validation users finding the scorecard "
                                "at most 0.0005 less faithful without it.")
@@ -235,7 +235,7 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     assert choice.n_added == len(final.interactions) - len(own.interactions)
     assert (f"then {choice.n_added} interaction rule" in text) == (choice.n_added > 0)
     assert len(exp.scorecard) + len(choice.dropped_cards) + len(choice.dropped_rules) == len(final)
-    for gone in choice.dropped_cards + choice.dropped_rules:
+    for gone in choice.dropped_cards:  # the cards named; the rules counted
         assert gone in text
     assert ("left out" in text) == bool(choice.dropped_cards or choice.dropped_rules)
     # (which units go, and that each kept one is missed, is tests/rules/test_scorecard_budget.py's)
