@@ -47,6 +47,11 @@ def design_matrix(values: np.ndarray | Sequence[np.ndarray], means: np.ndarray |
     return X, defined, means
 
 
+def _varies(scale: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Whether each column whose centred norm is ``scale`` varies, beyond rounding, among the values ``X``."""
+    return np.asarray(scale > 1e-12 * max(1.0, float(np.abs(X).max(initial=0.0))))
+
+
 class _LeastSquares:
     """A least-squares fit with intercept on standardized columns; constant columns dropped."""
 
@@ -54,7 +59,7 @@ class _LeastSquares:
         self.mean = X.mean(axis=0)
         centred = X - self.mean
         self.scale = np.sqrt((centred * centred).sum(axis=0))
-        self.keep = self.scale > 1e-12 * max(1.0, float(np.abs(X).max(initial=0.0)))
+        self.keep = _varies(self.scale, X)
         self.intercept = float(y.mean())
         self.rank = 0
         self.beta = np.zeros(int(self.keep.sum()))
@@ -143,7 +148,7 @@ def _split_reward_one(x: np.ndarray, target: np.ndarray, rng: np.random.Generato
     xa = x[a]
     centred = xa - xa.mean()
     scale = np.sqrt(centred @ centred)
-    if not scale > 1e-12 * max(1.0, float(np.abs(xa).max(initial=0.0))):
+    if not _varies(scale, xa):  # (a 0-d answer for one column)
         return 0.0  # a constant column: the fit has rank 0
     ya = y[a]
     slope = centred @ (ya - ya.mean())

@@ -242,10 +242,12 @@ class ScorecardChoice:
         n_added = d.get("n_added", 0)
         if not isinstance(n_added, int) or isinstance(n_added, bool) or n_added < 0:
             raise ValueError("'n_added' is not a whole number")
+        dropped = []
         for key in ("dropped_cards", "dropped_rules"):
             texts = d.get(key, [])  # files saved before units were left out have none
             if not isinstance(texts, list) or not all(isinstance(x, str) for x in texts):
                 raise ValueError(f"{key!r} is not a list of texts")
+            dropped.append(tuple(texts))
         idle_tie = d.get("idle_tie", IDLE_TIE)
         if not isinstance(idle_tie, (int, float)) or isinstance(idle_tie, bool) or not 0.0 <= idle_tie <= 1.0:
             raise ValueError("'idle_tie' is not a number from 0 to 1")
@@ -253,8 +255,7 @@ class ScorecardChoice:
             if not isinstance(f, (int, float)) or isinstance(f, bool) or not 0.0 <= f <= 1.0:
                 raise ValueError(f"the fidelity of {name!r} is not a number from 0 to 1")
         return cls(d["status"], d["chosen"], d["fidelity"], d["n_valid"], d["n_fit"], d["min_users"],
-                   float(d["tie"]), d["edit"], n_added, tuple(d.get("dropped_cards", [])),
-                   tuple(d.get("dropped_rules", [])), float(idle_tie))
+                   float(d["tie"]), d["edit"], n_added, dropped[0], dropped[1], float(idle_tie))
 
 
 def choice_from_meta(meta: Mapping[str, Any]) -> ScorecardChoice | None:

@@ -79,8 +79,8 @@ def _on_batch(seqs: Sequences, users: np.ndarray) -> tuple[Sequences, FrameCache
 
     Many statistics scored on one batch (the contenders, a polishing round's edits) then gather its
     events once, and those that share row operators apply them once: the same values as evaluating
-    each on ``users`` of ``seqs`` (the same events of each user, in order), in a third to a fifth of
-    the time on payments' polishing rounds.
+    each on ``users`` of ``seqs`` (the same events of each user, in order), in a half to a fifth of
+    the time on a polishing round of payments (79 edits: 0.076 s, against 0.014-0.039 s).
     """
     batch = seqs[users]
     return batch, FrameCache(batch)
