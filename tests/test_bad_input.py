@@ -232,7 +232,8 @@ def test_report_warns_when_scores_are_mostly_tied():
 
 
 def test_scores_of_any_size_give_the_same_rules_in_their_own_units():
-    from rudi_explain.explanation.pipeline import _in_teacher_units, _standardize
+    from rudi_explain.explanation.pipeline import _standardize
+    from rudi_explain.explanation.student_stage import in_teacher_units as _in_teacher_units
 
     demo = payments(150)
     y = demo.risk.to_numpy()

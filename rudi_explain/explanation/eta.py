@@ -224,6 +224,7 @@ class TimeLeft:
         self.student_seconds: float | None = None
         self.later: float | None = None  # predicted seconds of literals, student and post-processing
         self.torch_import = False  # whether the job imports PyTorch (from the catalog's end on)
+        self.mcts_beside = False  # whether MCTS-SG's tree grows in another process, off the job's clock
 
     def update(self, stage: str, step: int, total: int, numbers: dict[str, Any], elapsed: float,
                cpu: float | None = None) -> float | None:
@@ -255,6 +256,8 @@ class TimeLeft:
             self.users = int(numbers["users"])
         if "torch_import" in numbers:
             self.torch_import = bool(numbers["torch_import"])
+        if "mcts_beside" in numbers:
+            self.mcts_beside = bool(numbers["mcts_beside"])
         if self.catalog_seconds is not None:  # past the catalog: the rest's CPU per wall second as seen
             self._set_serial(elapsed)
             self.speed = self.catalog_speed * self.serial
@@ -406,6 +409,8 @@ class TimeLeft:
         p = self.pace
         per_stat = self._per_statistic(catalog)
         mcts = p.mcts_per_statistic * catalog / max(self.n_catalog, 1)
+        beside = mcts if self.mcts_beside else 0.0  # the tree's seconds, spent off the job's clock
+        mcts -= beside
         if self.mcts_end is not None:  # MCTS-SG ran: what is left is the revision and the filters
             return max(p.finish * per_stat * max(self.n_found, 1) - (elapsed - self.mcts_end), 0.0)
         if self.mcts_start is not None:
@@ -415,7 +420,7 @@ class TimeLeft:
         if self.n_found == self.select_found:
             # Nothing kept yet: the whole as one ratio to the catalog (over recorded runs it varied less
             # than its parts), the share of it n_stats allows by the parts.
-            whole = p.search_per_catalog * catalog * self._heavy()
+            whole = max(p.search_per_catalog * catalog * self._heavy() - beside, 0.0)
             return max(whole * parts / max(self._parts(per_stat, mcts, 1 << 30, min_gain), 1e-12) - since, 0.0)
         return max(parts - since, 0.0)
 

@@ -9,8 +9,6 @@ searches statistics on the training users (stage 1), builds literals and trains 
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import inspect
 import time
 from collections.abc import Callable
@@ -19,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from rudi_explain.data.alignment import name_users, per_user_values
 from rudi_explain.data.sequences import Sequences
@@ -29,59 +26,13 @@ from rudi_explain.explanation.console import TerminalBar, in_kernel, interactive
 from rudi_explain.explanation.explanation import Explanation
 from rudi_explain.explanation.job import Job, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
-from rudi_explain.explanation.scorecard_step import prune_to_scorecard
-from rudi_explain.explanation.search_stage import check_given, find_statistics, held_out_users
+from rudi_explain.explanation.search_stage import check_given, find_statistics, held_out_users, mcts_beside
+from rudi_explain.explanation.student_stage import check_student, fit_rules, raise_on_cancel
 from rudi_explain.explanation.torch_import import needs_torch, torch_importer
-from rudi_explain.rules.literals import Literals, statistic_values
-from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.sql.spark import as_table, is_table_source, within_sample
-from rudi_explain.students import GSNLN, BayesianRuleList, CARTRules, HKLRuleEnsemble, LassoLiterals, SumOfTrees
 from rudi_explain.teachers.adapters import Teacher, as_teacher, given_scores
 
 __all__ = ["explain", "fit", "STUDENTS"]
-
-
-# ------------------------------------------------------------------ the student
-def _fresh_copy(estimator: Any) -> Any:
-    """An unfitted copy of an estimator given to ``explain(student=...)``: the caller's object is never fitted."""
-    try:
-        return clone(estimator)
-    except (TypeError, ValueError, RuntimeError, AttributeError):
-        # Not a scikit-learn estimator (no get_params, or a constructor that changes its
-        # parameters): a deep copy is fitted instead, still never the caller's object.
-        return copy.deepcopy(estimator)
-
-
-def _student(name_or_estimator: Any, n_rules: int, random_state: int | None, params: dict) -> Any:
-    """A student instance: a name from :data:`STUDENTS`, or an unfitted copy of the estimator given."""
-    if not isinstance(name_or_estimator, str):
-        return _fresh_copy(name_or_estimator)
-    builders = {
-        "gsnln": lambda: GSNLN(n_rules=n_rules, random_state=random_state, **params),
-        "trees": lambda: SumOfTrees(n_rules=n_rules, random_state=random_state, **params),
-        # A rule list's length comes from its prior, not from n_rules.
-        "brl": lambda: BayesianRuleList(random_state=random_state, **params),
-        "hkl": lambda: HKLRuleEnsemble(n_rules=n_rules, random_state=random_state, **params),
-        "cart": lambda: CARTRules(n_rules=n_rules, random_state=random_state, **params),
-        "lasso": lambda: LassoLiterals(n_rules=n_rules, **params),
-    }
-    if name_or_estimator not in builders:
-        raise InputError(f"student must be one of {list(STUDENTS)} or an estimator, got {name_or_estimator!r}")
-    return builders[name_or_estimator]()
-
-
-def _check_student(config: ExplainConfig) -> None:
-    """Build the student and check its settings now: a bad one must not fail only after the search."""
-    params = dict(config.student_params or {})
-    try:
-        built = _student(config.student, config.n_rules, config.random_state, params)
-        check = getattr(built, "_check_params", None)
-        if isinstance(config.student, str) and callable(check):
-            if not any(p.default is inspect.Parameter.empty for p in inspect.signature(check).parameters.values()):
-                check()
-    except (TypeError, ValueError) as err:
-        raise InputError(f"student_params {params!r} do not suit the {config.student!r} student: {err}") \
-            from None
 
 
 # ------------------------------------------------------------------ units
@@ -122,18 +73,6 @@ def _standardize(y: np.ndarray) -> tuple[np.ndarray, float, float]:
     return (ys - mean) / sd, scale * sd, scale * mean
 
 
-def _in_teacher_units(rules: RuleSet, a: float, b: float) -> RuleSet:
-    """Rules trained on ``z`` rewritten to score ``a * z + b``, in the teacher's units.
-
-    Only a plain :class:`RuleSet` is rewritten: a rule list's scores are
-    probabilities of its own target, not a sum of weights.
-    """
-    if (a == 1.0 and b == 0.0) or type(rules) is not RuleSet:
-        return rules
-    scaled = [dataclasses.replace(r, weight=r.weight * a) for r in rules.rules]
-    return RuleSet(scaled, b + a * rules.intercept, rules.literals if rules.literals is not None else rules.info)
-
-
 def _labels_array(labels: Any, seqs: Sequences, in_users_order: bool = False) -> np.ndarray | None:
     """The 0/1 labels in ``seqs.users`` order, or None; an error naming users with other values."""
     if labels is None:
@@ -170,14 +109,6 @@ def _check_enough_data(n: int, n_train: int, y_train: np.ndarray) -> None:
                          "rather than rounded or thresholded ones), or more users of the rarer scores")
 
 
-def _raise_on_cancel(job: Job) -> Callable[[], bool]:
-    """A ``should_stop`` that raises at a cancel: the stage stops at its next check, skipping what follows it."""
-    def should_stop() -> bool:
-        job.check_cancel()
-        return False
-    return should_stop
-
-
 # ------------------------------------------------------------------ the stages
 def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> FittedState:
     """Run the stages in order (teacher, search, literals, student, evaluate) and return what they computed.
@@ -206,7 +137,8 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     # the time left counts PyTorch's import where the job will make it (1.3-1.7 s on the reference machine):
     # told and decided at once, before a teacher could import it
     import_torch = torch_importer(p)
-    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n, torch_import=needs_torch(p))
+    job.emit("teacher", 0, 1, f"querying the teacher for {n:,} users", users=n, torch_import=needs_torch(p),
+             mcts_beside=mcts_beside(p))
     teacher = inputs.teacher
     if teacher is None:
         y = given_scores(inputs.scores, seqs, in_users_order=p.in_users_order)
@@ -214,7 +146,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     else:
         stop: dict[str, Any] = {}
         if "should_stop" in inspect.signature(teacher.score).parameters:  # asked between batches of users
-            stop["should_stop"] = _raise_on_cancel(job)
+            stop["should_stop"] = raise_on_cancel(job)
         y = teacher.score(seqs, **stop)
         teacher_kind = teacher.kind
     score_unit = _score_unit(teacher, y)
@@ -228,79 +160,24 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
     y_train = z[train_idx]
     _check_enough_data(n, train_idx.size, y[train_idx])
 
-    statistics = find_statistics(train, y_train, config, job, after_catalog=import_torch)
-    import_torch()  # no search, or one without a catalog
-
-    t = time.perf_counter()
-    job.emit("literals", 0, 1, f"round thresholds at {p.n_quantiles} quantiles of the training users")
-    stop_here = _raise_on_cancel(job)
-    # Each user's values once: the training users' (whose sorted frames the search made) give the thresholds,
-    # the held-out users' are evaluated as a batch. Over all users, each sorting statistic sorted every event
-    # again (5 s of 6 at 100,000 users, issue 27); the values are the same (vocabularies and reference time
-    # are shared).
-    train_values = statistic_values(train, statistics, should_stop=stop_here)
-    literals = Literals.fit(train, statistics, n_quantiles=p.n_quantiles, should_stop=stop_here,
-                            values=train_values)
-    values = np.empty((n, train_values.shape[1]), dtype=np.float64)
-    values[train_idx] = train_values
-    test_idx = np.flatnonzero(is_test)
-    if test_idx.size:
-        values[test_idx] = statistic_values(seqs, statistics, test_idx, should_stop=stop_here)
-    literal_matrix = literals.transform_values(values)
-    seconds["literals"] = time.perf_counter() - t
-    job.emit("literals", 1, 1, f"{literals.n_literals} literals")
-    job.check_cancel()
-
-    t = time.perf_counter()
-    student = _student(p.student, p.n_rules, p.random_state, dict(p.student_params or {}))
-    epochs = getattr(student, "epochs", 0)
-
-    def on_epoch(event: Any) -> bool:
-        job.emit("student", event.epoch, event.epochs, f"epoch {event.epoch}/{event.epochs}: "
-                 f"loss {event.loss:.4f}, fidelity {event.fidelity:.3f}",
-                 epoch=event.epoch, loss=event.loss, fidelity=event.fidelity)
-        return not job.stopping()
-
-    job.emit("student", 0, max(epochs, 1), f"training {type(student).__name__}")
-    X_train = literal_matrix[train_idx]
-    # a rule list (first match wins) is not a sum of rules: nothing to prune, no users to hold back
-    prune = p.prune and p.student != "brl"
-    # Pruning chooses on validation users: a split of the training users the student does not see.
-    is_valid = np.zeros(train_idx.size, dtype=bool)
-    if prune:
-        n_valid = max(2, int(round(train_idx.size * p.validation_size)))
-        is_valid[rng.permutation(train_idx.size)[:n_valid]] = True
-    fit_kwargs: dict[str, Any] = {"progress": on_epoch}
-    if "should_stop" in inspect.signature(student.fit).parameters:
-        # asked per mini-batch, solve or a few hundred sampling steps: a cancel within a second. GS-NLN keeps
-        # what it learned when stopped (the check below then raises); the other students raise at once.
-        fit_kwargs["should_stop"] = job.stopping if isinstance(student, GSNLN) else _raise_on_cancel(job)
-    student.fit(X_train[~is_valid], y_train[~is_valid], **fit_kwargs)
-    job.check_cancel()
-    unpruned_rules = _in_teacher_units(student.rules(literals), a, b)
-    rules = unpruned_rules
-    pruning = scorecard = choice = None
-    seconds["student"] = time.perf_counter() - t
-    if prune and type(unpruned_rules) is RuleSet and not unpruned_rules.linear:
-        t = time.perf_counter()
-        job.emit("evaluate", 0, 1, "moving thresholds, pruning and merging rules on validation users")
-        # the pruned rules become the scorecard (SEMANTICS.md): the model; the rules are its rule form
-        pruning, scorecard, rules, choice = prune_to_scorecard(unpruned_rules, values[train_idx], y[train_idx],
-                                                               is_valid, p, should_stop=_raise_on_cancel(job))
-        job.check_cancel()
-        unpruned_rules = pruning.unpruned
-        literals = rules.literal_table()  # the refined table, extended by the scorecard's band edges
-        seconds["pruning"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    job.emit("evaluate", 0, 1, "fidelity and AUC on held-out users")
-    state = FittedState.from_values(
-        seqs, statistics, literals, rules, values, y, is_test, labels=labels, student=student,
-        unpruned_rules=unpruned_rules, pruning=pruning, teacher_kind=teacher_kind, score_unit=score_unit,
-        scorecard=scorecard, scorecard_choice=choice)
-    seconds["evaluate"] = time.perf_counter() - t
-    seconds["total"] = job.elapsed
-    return dataclasses.replace(state, seconds=seconds)
+    # MCTS-SG's tree grows beside the later stages (a forked process, where two cores are free); in the
+    # rare job whose checking users keep its statistic, the search and the stages run again without it.
+    rng_state = rng.bit_generator.state
+    for beside in (True, False):
+        statistics, search = find_statistics(train, y_train, config, job, after_catalog=import_torch, beside=beside)
+        import_torch()  # no search, or one without a catalog
+        try:
+            state = fit_rules(seqs, train, statistics, y, z, (a, b), is_test, rng, config, job, labels=labels,
+                              teacher_kind=teacher_kind, score_unit=score_unit)
+            if search is None or search.mcts_refused():
+                return state
+        finally:
+            if search is not None:
+                search.close_beside()
+        rng.bit_generator.state = rng_state
+        job.emit("search", 0, p.n_stats, "MCTS-SG's statistic was kept: the search runs again with it in this "
+                 "process", rerun=True)
+    raise AssertionError("unreachable: a search without beside stands")
 
 
 # ------------------------------------------------------------------ explain()
@@ -465,7 +342,7 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
         _labels_array(labels, seqs, config.in_users_order)  # fail now, not in the background
     if scores is not None:
         given_scores(scores, seqs, in_users_order=config.in_users_order)  # likewise
-    _check_student(config)  # fail now, not after the search
+    check_student(config)  # fail now, not after the search
     check_given(seqs, config)  # likewise, and before the teacher is asked
     inputs = JobInputs(teacher, scores, labels)
     if not (progress is None or isinstance(progress, bool) or callable(progress)):

@@ -16,11 +16,13 @@ from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.job import Job
+from rudi_explain.search.beside import can_fork
 from rudi_explain.search.given import check_statistics
+from rudi_explain.search.parallel import resolve_n_jobs
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
 from rudi_explain.statistics import Statistic
 
-__all__ = ["held_out_users", "check_given", "find_statistics"]
+__all__ = ["held_out_users", "check_given", "find_statistics", "mcts_beside"]
 
 
 def _no_statistic_error(n_train: int, min_gain: float) -> InputError:
@@ -54,8 +56,25 @@ def check_given(seqs: Sequences, config: ExplainConfig) -> None:
     check_statistics(config.given_statistics, seqs, np.flatnonzero(~is_test))
 
 
+def mcts_beside(config: ExplainConfig) -> bool:
+    """Whether the job's search grows MCTS-SG's tree beside the later stages (told to the time left).
+
+    So it does with the catalog (the readable grammar), on Linux and two workers or more
+    (:func:`~rudi_explain.search.beside.can_fork`); the tree then runs once, in another process.
+    """
+    params = dict(config.search_params or {})
+    catalog = params.get("catalog")
+    with_catalog = catalog if catalog is not None else params.get("grammar", config.grammar) == "readable"
+    try:
+        workers = resolve_n_jobs(params.get("n_jobs"))
+    except (TypeError, ValueError):  # a bad n_jobs: the search says so, in words
+        return False
+    return bool(config.search and params.get("method", "mcts") == "mcts" and with_catalog and can_fork(workers))
+
+
 def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
-            given: tuple[Statistic, ...], after_catalog: Callable[[], None]) -> list[Statistic]:
+            given: tuple[Statistic, ...], after_catalog: Callable[[], None],
+            beside: bool) -> StatisticsSearch:
     """Stage 1: the statistics search on the training users, the given statistics among its candidates;
     ``after_catalog`` is called at its first event past the catalog."""
     p = config
@@ -74,20 +93,24 @@ def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: J
     search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
                               batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
                               **{"given_statistics": given, **(p.search_params or {})})
-    statistics = search.fit(train, y_train, progress=on_search).statistics_
+    statistics = search.fit(train, y_train, progress=on_search, beside=beside).statistics_
     job.found = list(statistics)
     if not statistics:
+        search.close_beside()
         job.check_cancel()  # stopped before the first statistic: a cancel, not bad data
         raise _no_statistic_error(train.n_users, search.min_gain)
-    return statistics
+    return search
 
 
 def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
-                    after_catalog: Callable[[], None] = lambda: None) -> list[Statistic]:
-    """The statistics of the explanation: searched beside the given ones, or only those given.
+                    after_catalog: Callable[[], None] = lambda: None, beside: bool = False
+                    ) -> tuple[list[Statistic], StatisticsSearch | None]:
+    """The statistics of the explanation, searched beside the given ones or only those given, and the search.
 
     ``after_catalog`` is called once the search is past its catalog (at every later event: it
     must be cheap and idempotent). Records the search's seconds in ``job.seconds["search"]`` and emits the stage's end.
+    With ``beside``, MCTS-SG's tree may still be growing in another process when this returns: the caller
+    asks ``search.mcts_refused()`` whether the statistics stand (:meth:`StatisticsSearch.fit`), and closes it.
     """
     p = config
     K = p.n_stats
@@ -102,10 +125,16 @@ def find_statistics(train: Sequences, y_train: np.ndarray, config: ExplainConfig
                  found=[str(st) for st in statistics])
         job.check_cancel()
     else:
-        statistics = _search(train, y_train, config, job, given, after_catalog)
+        search = _search(train, y_train, config, job, given, after_catalog, beside)
+        statistics = search.statistics_
         job.seconds["search"] = time.perf_counter() - t
         n_given = sum(st in given for st in statistics)
-        job.emit("search", K, K, f"{len(statistics)} statistics found" +
-                 (f" ({n_given} of them given)" if given else ""), given=n_given)
-        job.check_cancel()
-    return statistics
+        try:
+            job.emit("search", K, K, f"{len(statistics)} statistics found" +
+                     (f" ({n_given} of them given)" if given else ""), given=n_given)
+            job.check_cancel()
+        except BaseException:
+            search.close_beside()
+            raise
+        return list(statistics), search
+    return statistics, None

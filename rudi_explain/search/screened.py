@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.correlation import batch_reward
+from rudi_explain.search.beside import Beside, can_fork
 from rudi_explain.search.catalog import (
     ColumnScreen,
     StepModel,
@@ -27,6 +28,7 @@ from rudi_explain.search.catalog import (
     simpler_forms,
 )
 from rudi_explain.search.filters import held_users, replace_idle_filters
+from rudi_explain.search.parallel import resolve_n_jobs
 from rudi_explain.search.progress import catalog_work
 from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
 from rudi_explain.statistics import Statistic
@@ -461,6 +463,53 @@ def fit_screened(search: Any) -> None:
             split.discard(key)
         return None
 
+    def mcts_verdict(k: int, residual: np.ndarray) -> tuple[ColumnScreen, float] | None:
+        """MCTS-SG's statistic against the residual, as a column, and the checking users' R^2 with it;
+        None where it finds none or the checking users refuse it (as they refuse a short one: by
+        ``min_gain``, on a small sample the runner-up rule with no runners-up)."""
+        target = search._residual()
+        mcts_start = time.perf_counter()
+        search._phase = ("mcts", 0, 0)
+        found_deep = search._mcts_one(k, target)
+        search._phase = ("select", 0, 0)
+        search.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
+        if found_deep is None:
+            return None
+        cols = screen_of([found_deep[0]])
+        best = best_of(cols, residual)
+        if best is None:
+            return None
+        column = scalar(cols.take(best[1]))
+        after = check_r2(ColumnScreen.join([chosen, column], len(users)))
+        return (column, after) if after - check_r2(chosen) >= search.min_gain else None
+
+    def mcts_pick(k: int, residual: np.ndarray) -> tuple[ColumnScreen, float] | None:
+        """:func:`mcts_verdict`, in this thread or beside the job.
+
+        Beside (``search.beside``, two cores, Linux): a forked child finds the statistic and the
+        checking users' verdict while this process goes on as if it were refused (in every case
+        measured, 22 trees on 49 cases of bench_real.py, it was); the job asks for the verdict at its
+        end (:meth:`StatisticsSearch.mcts_refused`) and starts again in this thread where it was kept.
+        In this thread, a refused statistic leaves the screens' cache as it found it, so the rest of
+        the search reads the same spellings either way.
+        """
+        if search.beside and can_fork(resolve_n_jobs(search.n_jobs)):
+            def in_child() -> dict[str, Any]:
+                search.n_jobs, search._progress = 1, None  # no pool or progress callback inherited
+                seconds, tree_seconds = search.stage_seconds_["mcts"], search.tree_seconds_
+                verdict = mcts_verdict(k, residual)
+                return {"kept": verdict is not None, "seconds": search.stage_seconds_["mcts"] - seconds,
+                        "tree_seconds": search.tree_seconds_ - tree_seconds}
+            search._mcts_beside = Beside(in_child)
+            return None
+        kept_cache, kept_gains = dict(cache), list(last_gains)
+        verdict = mcts_verdict(k, residual)
+        if verdict is None:
+            cache.clear()
+            cache.update(kept_cache)
+            last_gains[:] = kept_gains
+        return verdict
+
     mcts_left = True
     for revision in range(2):
         # Forward selection; then each kept statistic is revised once against what the
@@ -493,19 +542,10 @@ def fit_screened(search: Any) -> None:
                 candidate = min(near, key=lambda cg: (preference(cg[0].owners[0][0]), -cg[1]))
             elif mcts_left:
                 # Nothing short is left: MCTS-SG against the residual, deeper statistics included.
-                target = search._residual()
-                mcts_start = time.perf_counter()
-                search._phase = ("mcts", 0, 0)
-                found_deep = search._mcts_one(k, target)
-                search._phase = ("select", 0, 0)
-                search.stage_seconds_["mcts"] += time.perf_counter() - mcts_start
                 mcts_left = False  # one try: a second would search the same residual
-                if found_deep is not None:
-                    stat = found_deep[0]
-                    cols = screen_of([stat])
-                    best = best_of(cols, residual)
-                    if best is not None:
-                        candidate = (scalar(cols.take(best[1])), best[0])
+                deep = mcts_pick(k, residual)
+                if deep is not None:
+                    candidate = deep
             before = check_r2(chosen)
             if candidate is not None:
                 column = candidate[0]

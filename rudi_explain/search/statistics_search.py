@@ -36,6 +36,7 @@ from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.search.baselines import flat_selection
+from rudi_explain.search.beside import Beside
 from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
@@ -294,8 +295,8 @@ class StatisticsSearch:
         return y
 
     # ------------------------------------------------------------------ fit
-    def fit(self, seqs: Sequences, target, progress: Callable[[SearchProgress], bool | None] | None = None
-            ) -> StatisticsSearch:
+    def fit(self, seqs: Sequences, target, progress: Callable[[SearchProgress], bool | None] | None = None,
+            *, beside: bool = False) -> StatisticsSearch:
         """Search the statistics.
 
         Parameters
@@ -306,6 +307,13 @@ class StatisticsSearch:
         progress : callable, optional
             Receives :class:`SearchProgress` events; returning ``False``
             cancels the search with :class:`SearchCancelled`.
+        beside : bool, default=False
+            With the catalog, on Linux and two workers or more: MCTS-SG's tree (run once, when the
+            catalog has nothing left) grows in a forked process while the search goes on as if the
+            checking users refused its statistic; :meth:`mcts_refused` then says whether they did
+            (the result stands) or not (fit again without ``beside``). The caller may do further
+            work first: the tree runs beside it. Without it, the tree runs in this thread; the
+            statistics are the same either way.
         """
         y = self._check(seqs, target)
         self._seqs, self._schema, self._y = seqs, Schema.of(seqs), y
@@ -323,29 +331,60 @@ class StatisticsSearch:
         self.partial_r_: list[float] = []
         self.n_evaluations_ = 0
         self.tree_seconds_ = 0.0
+        self.stage_seconds_: dict[str, float] = {}  # with the catalog: its stages (search.screened)
         self._values: list[np.ndarray] = []
         self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
         self.dropped_filters_: list[tuple[Statistic, Statistic | None]] = []
         use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
+        self.beside = beside
+        self._mcts_beside: Beside | None = None  # the tree's process, with fit(..., beside=True)
         # One BLAS thread: the search's products are small, and a second thread waking for each
         # costs more than it saves (twice the time on 2 busy cores); the same results either way.
-        with threadpool_limits(limits=1, user_api="blas"):
-            if not (self.method == "mcts" and use_catalog):
-                # No selection to compete in: the given statistics first, the search for what they leave.
-                for stat in self._given:
-                    self._accept(stat, float("nan"), self._y)
-            if self.method == "mcts" and use_catalog:
-                self._fit_screened()
-            elif self.method == "mcts":
-                self._fit_mcts()
-            elif self.method == "random":
-                self._fit_random()
-            else:
-                self._fit_flat_selection()
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                if not (self.method == "mcts" and use_catalog):
+                    # No selection to compete in: the given statistics first, the search for what they leave.
+                    for stat in self._given:
+                        self._accept(stat, float("nan"), self._y)
+                if self.method == "mcts" and use_catalog:
+                    self._fit_screened()
+                elif self.method == "mcts":
+                    self._fit_mcts()
+                elif self.method == "random":
+                    self._fit_random()
+                else:
+                    self._fit_flat_selection()
+        except BaseException:
+            self.close_beside()
+            raise
         given = {st.key for st in self._given}
         self.given_ = [st for st in self.statistics_ if st.key in given]
         self.seconds_ = time.perf_counter() - self._start
         return self
+
+    def mcts_refused(self) -> bool:
+        """Whether the statistics stand, once MCTS-SG's tree run beside (``fit(..., beside=True)``) has ended.
+
+        True where no tree ran beside, or the checking users refused its statistic (the search went on
+        as if they had); False where they kept it, or its process failed: fit again without ``beside``.
+        Waits for the tree, and adds its seconds to ``stage_seconds_['mcts']`` and ``tree_seconds_``
+        (spent beside the search: not part of ``seconds_``). Asked once: later calls return True.
+        """
+        pending, self._mcts_beside = getattr(self, "_mcts_beside", None), None
+        if pending is None:
+            return True
+        verdict = pending.result()
+        if not isinstance(verdict, dict):
+            return False
+        self.stage_seconds_["mcts"] += float(verdict["seconds"])
+        self.tree_seconds_ += float(verdict["tree_seconds"])
+        return not verdict["kept"]
+
+    def close_beside(self) -> None:
+        """Stop MCTS-SG's tree run beside, if it still runs (a cancel, an error after the search)."""
+        pending, self._mcts_beside = getattr(self, "_mcts_beside", None), None
+        if pending is not None:
+            pending.close()
 
     def _report(self, k: int, step: int, simulation: int, pipeline: str, best: str, best_reward: float) -> None:
         if self._progress is None:

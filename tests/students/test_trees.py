@@ -199,7 +199,8 @@ def test_unfitted_and_mismatched():
 
 
 def test_explain_knows_the_trees_student():
-    from rudi_explain.explanation.pipeline import STUDENTS, _student
+    from rudi_explain.explanation.pipeline import STUDENTS
+    from rudi_explain.explanation.student_stage import student_for as _student
 
     assert "trees" in STUDENTS
     s = _student("trees", 12, 3, {"max_depth": 2})
