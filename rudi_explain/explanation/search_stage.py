@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rudi_explain.beside import can_fork
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.job import Job
-from rudi_explain.search.beside import can_fork
 from rudi_explain.search.given import check_statistics
 from rudi_explain.search.parallel import resolve_n_jobs
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
@@ -60,7 +60,7 @@ def mcts_beside(config: ExplainConfig) -> bool:
     """Whether the job's search grows MCTS-SG's tree beside the later stages (told to the time left).
 
     So it does with the catalog (the readable grammar), on Linux and two workers or more
-    (:func:`~rudi_explain.search.beside.can_fork`); the tree then runs once, in another process.
+    (:func:`~rudi_explain.beside.can_fork`); the tree then runs once, in another process.
     """
     params = dict(config.search_params or {})
     catalog = params.get("catalog")

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from rudi_explain.beside import Beside, can_fork
 from rudi_explain.correlation import batch_reward
-from rudi_explain.search.beside import Beside, can_fork
 from rudi_explain.search.catalog import (
     ColumnScreen,
     StepModel,

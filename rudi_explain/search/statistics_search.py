@@ -31,12 +31,12 @@ from typing import cast
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from rudi_explain.beside import Beside
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.search.baselines import flat_selection
-from rudi_explain.search.beside import Beside
 from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node

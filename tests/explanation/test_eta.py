@@ -31,14 +31,16 @@ def _gains(first: float, fall: float, n_stats: int = 20) -> list[float]:
 
 def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first_gain: float = 0.5,
              fall: float = PACE.fall, n_stats: int = 20, select_factor: float = 1.0,
-             later_factor: float = 1.0, torch_import: bool = False) -> list[tuple[str, int, int, dict, float]]:
+             later_factor: float = 1.0, torch_import: bool = False,
+             mcts_beside: bool = False) -> list[tuple[str, int, int, dict, float]]:
     """A job's events as ``(stage, step, total, numbers, elapsed)``: each stage costs what :data:`PACE` says
     on a machine ``speed`` times slower than the reference, the selection ``select_factor`` and the later
     stages ``later_factor`` times more; with ``torch_import`` the job says it imports PyTorch, which then
-    holds the search up for what the constants say from the catalog's end."""
+    holds the search up for what the constants say from the catalog's end; with ``mcts_beside`` the job says
+    MCTS-SG's tree grows in another process, and it costs the job nothing."""
     p = PACE
     t, out = 0.0, []
-    out.append(("teacher", 0, 1, {"users": users, "torch_import": torch_import}, t))
+    out.append(("teacher", 0, 1, {"users": users, "torch_import": torch_import, "mcts_beside": mcts_beside}, t))
     out.append(("teacher", 1, 1, {}, t))
     sample = min(p.sample_users, users * 0.8)
     per_catalog_stat = p.catalog_unit * p.work_per_statistic * sample * speed  # the search reports no work
@@ -63,6 +65,7 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
         out.append(("search", k + 1, n_stats, {**base, "phase": "select", "found": found, "reward": gain}, t))
     if len(found) < n_stats:
         t += per_stat  # the step whose candidate fails the check
+    if len(found) < n_stats and not mcts_beside:
         mcts = p.mcts_per_statistic * catalog / n_catalog
         for i in range(10):
             out.append(("search", len(found), n_stats, {**base, "phase": "mcts", "found": found}, t + i * mcts / 10))
@@ -119,6 +122,24 @@ def test_a_job_that_costs_what_the_constants_say_is_told_its_end(job):
     for e, s in told:
         if e >= kept:  # then by the parts: the gains' fall tells up to one statistic too many (at 100k, 1 in 4)
             assert abs(e + s - end) <= 0.2 * end, (job, e, s, end)
+
+
+@pytest.mark.parametrize("job", JOBS[:4])
+def test_a_job_whose_tree_grows_beside_is_told_its_earlier_end(job):
+    events = simulate(**job, mcts_beside=True)
+    end = events[-1][-1]
+    assert end < simulate(**job)[-1][-1]
+    told = [(e, s) for e, s in estimates(events) if s is not None]
+    for e, s in told:
+        assert abs(e + s - end) <= 0.3 * end, (job, e, s, end)
+    kept = next(e for stage, _, _, numbers, e in events if stage == "search" and numbers.get("found"))
+    assert all(abs(e + s - end) <= 0.2 * end for e, s in told if e >= kept), job
+    # the same events without the job's word: told the tree's seconds too, from the catalog's pace on
+    unsaid = [(stage, step, total, {k: v for k, v in numbers.items() if k != "mcts_beside"}, e)
+              for stage, step, total, numbers, e in events]
+    for (e, s), (_, s_unsaid) in zip(estimates(events), estimates(unsaid)):
+        if s is not None and e < kept:
+            assert s < s_unsaid, (job, e)
 
 
 @pytest.mark.parametrize("job", JOBS[:4])

@@ -1,4 +1,4 @@
-"""MCTS-SG's tree grown in a forked process beside the job (rudi_explain.search.beside): the same
+"""MCTS-SG's tree grown in a forked process beside the job (rudi_explain.beside): the same
 statistics and rules as in the calling thread, the job run again where the checking users keep the
 tree's statistic, and no process left behind by a cancel or an error."""
 
@@ -10,9 +10,9 @@ import time
 import pytest
 
 import rudi_explain as rx
+from rudi_explain import beside as beside_module
+from rudi_explain.beside import Beside
 from rudi_explain.explanation import ExplanationCancelled
-from rudi_explain.search import beside as beside_module
-from rudi_explain.search.beside import Beside, can_fork
 from rudi_explain.search.statistics_search import StatisticsSearch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tree runs beside only on Linux")
@@ -37,48 +37,6 @@ def children(monkeypatch):
         made.append((self, self._pid))
     monkeypatch.setattr(Beside, "__init__", record)
     return made
-
-
-# ------------------------------------------------------------------ the process
-def test_the_childs_value_comes_back_and_its_changes_stay_there():
-    state = {"n": 1}
-
-    def work():
-        state["n"] = 99  # the child's copy
-        return {"n": state["n"], "values": [1.5, 2.5]}
-    job = Beside(work)
-    assert job.result() == {"n": 99, "values": [1.5, 2.5]}
-    assert state == {"n": 1}
-    assert job.result() == {"n": 99, "values": [1.5, 2.5]}  # read once, kept
-
-
-def test_a_failing_child_gives_none_and_prints_nothing(capfd):
-    def work():
-        print("from the child")
-        raise RuntimeError("boom")
-    assert Beside(work).result() is None
-    assert Beside(lambda: object()).result() is None  # not JSON
-    out, err = capfd.readouterr()
-    assert "from the child" not in out + err and "boom" not in out + err
-
-
-def test_close_stops_a_running_child_at_once_and_reaps_it():
-    job = Beside(lambda: time.sleep(60))
-    pid = job._pid
-    assert not job.ready()
-    started = time.perf_counter()
-    job.close()
-    assert time.perf_counter() - started < 1.0
-    assert _gone(pid)
-    job.close()  # idempotent
-
-
-def test_the_switch_and_one_worker_keep_the_work_in_this_process(monkeypatch):
-    assert not can_fork(1)
-    monkeypatch.setenv(beside_module.ENV_SWITCH, "0")
-    assert not can_fork(2)
-    monkeypatch.setenv(beside_module.ENV_SWITCH, "1")
-    assert can_fork(2)
 
 
 # ------------------------------------------------------------------ the search
@@ -200,3 +158,20 @@ def test_an_error_in_the_search_after_the_fork_stops_the_tree(children, monkeypa
         StatisticsSearch(random_state=0, n_jobs=2).fit(seqs, target, beside=True)
     assert len(children) == 1, "no tree ran beside: nothing to test"
     assert children[0][0]._done and _gone(children[0][1])
+
+
+def test_the_job_tells_the_time_left_whether_the_tree_grows_beside(monkeypatch):
+    from dataclasses import replace
+
+    from rudi_explain.explanation.config import DEFAULTS
+    from rudi_explain.explanation.search_stage import mcts_beside
+    monkeypatch.setenv(beside_module.ENV_SWITCH, "1")
+    two = replace(DEFAULTS, search_params={"n_jobs": 2})
+    assert mcts_beside(two)
+    assert not mcts_beside(replace(DEFAULTS, search_params={"n_jobs": 1}))
+    assert not mcts_beside(replace(two, search=False, statistics=["Select(*) | Count"]))
+    assert not mcts_beside(replace(two, grammar="paper"))  # no catalog: the paper's loop, every tree here
+    assert not mcts_beside(replace(two, search_params={"n_jobs": 2, "method": "random"}))
+    assert not mcts_beside(replace(DEFAULTS, search_params={"n_jobs": "two"}))  # the search names it later
+    monkeypatch.setenv(beside_module.ENV_SWITCH, "0")
+    assert not mcts_beside(two)

@@ -31,9 +31,13 @@ __all__ = ["can_fork", "Beside"]
 ENV_SWITCH = "RUDI_EXPLAIN_FORK"
 
 
+#: True in a child: its work stays in it (a child of a child would only share the same two cores).
+_in_child = False
+
+
 def can_fork(n_jobs: int) -> bool:
-    """Whether work may go to a forked process: Linux, two workers or more, and not switched off."""
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and n_jobs >= 2
+    """Whether work may go to a forked process: Linux, two workers or more, not in a child, not switched off."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and n_jobs >= 2 and not _in_child
             and os.environ.get(ENV_SWITCH, "1") != "0")
 
 
@@ -106,6 +110,8 @@ class Beside:
 
 
 def _run_child(fn: Callable[[], Any], write: int) -> None:
+    global _in_child
+    _in_child = True
     code = 1
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
