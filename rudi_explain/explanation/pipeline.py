@@ -262,7 +262,11 @@ def explain(model: Any, data: pd.DataFrame | Sequences, *, user: str = DEFAULTS.
     test_size : float, default=0.2
         Share of users held out for the figures.
     n_simulations, batch_size : int
-        MCTS-SG settings; ``search_params`` passes others (``reward``, ...).
+        MCTS-SG settings; ``search_params`` passes others (``reward``, ``n_jobs``, ...). With two
+        workers (the default on two cores or more, Linux), MCTS-SG's tree grows in a forked process
+        while the later stages run, and the job runs again in one process in the rare case that its
+        statistic is kept: the same rules either way (``search_params={"n_jobs": 1}`` or the
+        environment variable ``RUDI_EXPLAIN_FORK=0`` keep it in one).
     grammar : {'readable', 'paper'}, default='readable'
         The statistics the search may propose (SEMANTICS.md): readable ones,
         the short catalog first; or the paper's full grammar and algorithm.

@@ -202,6 +202,8 @@ class StatisticsSearch:
     n_jobs : int or None, default=None
         Threads of the catalog and of candidate scoring (None: the cores, at most
         2; :mod:`rudi_explain.search.parallel`); any number gives the same result.
+        With 2 or more, ``fit(..., beside=True)`` (as ``explain()`` calls it) grows
+        MCTS-SG's tree in a forked process (:mod:`rudi_explain.beside`).
 
     Attributes
     ----------
