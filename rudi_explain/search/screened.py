@@ -500,8 +500,11 @@ def fit_screened(search: Any) -> None:
                 verdict = mcts_verdict(k, residual)
                 return {"kept": verdict is not None, "seconds": search.stage_seconds_["mcts"] - seconds,
                         "tree_seconds": search.tree_seconds_ - tree_seconds}
-            search._mcts_beside = Beside(in_child)
-            return None
+            try:
+                search._mcts_beside = Beside(in_child)
+                return None
+            except OSError:  # no fork here (a sandbox, memory committed strictly): the tree in this thread
+                pass
         kept_cache, kept_gains = dict(cache), list(last_gains)
         verdict = mcts_verdict(k, residual)
         if verdict is None:

@@ -175,3 +175,16 @@ def test_the_job_tells_the_time_left_whether_the_tree_grows_beside(monkeypatch):
     assert not mcts_beside(replace(DEFAULTS, search_params={"n_jobs": "two"}))  # the search names it later
     monkeypatch.setenv(beside_module.ENV_SWITCH, "0")
     assert not mcts_beside(two)
+
+
+@pytest.mark.slow
+def test_where_fork_fails_the_tree_grows_in_this_thread(children, monkeypatch):
+    def no_fork():
+        raise OSError(12, "Cannot allocate memory")
+    seqs, target = _payments(1)
+    reference = StatisticsSearch(random_state=1, n_jobs=2).fit(seqs, target, beside=False)
+    monkeypatch.setattr(os, "fork", no_fork)
+    search = StatisticsSearch(random_state=1, n_jobs=2).fit(seqs, target, beside=True)
+    assert search.mcts_refused()
+    assert [str(s) for s in search.statistics_] == [str(s) for s in reference.statistics_]
+    assert search.stage_seconds_["mcts"] > 0  # grown here
