@@ -810,7 +810,8 @@ function scorecardView(results) {
   const inter = sc.interactions || [];
   return h("section", { class: "rx-scorecard" },
     h("p", { class: "rx-sc-headline" }, h("code", { class: "rx-code" }, sc.headline)),
-    sc.choice ? h("p", { class: "rx-help rx-sc-choice" }, sc.choice) : null,
+    // its sentences, each whole (a text past 500 characters is shortened in the payload)
+    (sc.choice && sc.choice.length) ? h("p", { class: "rx-help rx-sc-choice" }, [].concat(sc.choice).join(" ")) : null,
     h("p", { class: "rx-help" }, "One card per statistic: every user is in exactly one band of each card and gets its points ",
       "(centred: the users' mean on a card is 0, so + adds more than the statistic does on average). ",
       "Users: the share of training users in the band; teacher: their mean teacher score. print(exp.scorecard) gives the same text."),

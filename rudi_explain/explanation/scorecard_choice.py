@@ -160,19 +160,24 @@ class ScorecardChoice:
     # -- text -----------------------------------------------------------------
 
     def text(self) -> str:
-        """One plain sentence: the form kept, on how many validation users, each form's fidelity (3 decimals).
+        """Plain sentences: the form kept, on how many validation users, each form's fidelity (3 decimals); then
+        the interaction rules added and the units left out, where any (:meth:`sentences`, joined).
 
         e.g. "Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the student's
         cards (0.861) and every statistic as a card with the student's interaction rules (0.870)."
         """
+        return " ".join(self.sentences())
+
+    def sentences(self) -> list[str]:
+        """:meth:`text` as its sentences, each shown whole (a view shortens a text past 500 characters)."""
         if self.edit == "another point":
-            return ("Another point of the fidelity curve, read off the pruned rules as they are: not the scorecard "
-                    "explain() chose.")
-        own = self._own_text()
+            return ["Another point of the fidelity curve, read off the pruned rules as they are: not the scorecard "
+                    "explain() chose."]
+        out = [self._own_text()]
         if self.n_added and self.status != "unknown":
             rules = "interaction rule was" if self.n_added == 1 else "interaction rules were"
-            own = (f"{own[:-1]}; then {self.n_added} {rules} found for its cards and added "
-                   f"({'not in these figures' if self.status == 'chosen' else 'pairs of statistics'}).")
+            out.append(f"Then {self.n_added} {rules} found for its cards and added "
+                       f"({'not in these figures' if self.status == 'chosen' else 'pairs of statistics'}).")
         if (self.dropped_cards or self.dropped_rules) and self.status != "unknown":
             # the cards by name (a statistic output each); the rules, often long, counted (their texts are saved)
             gone = [f"{len(self.dropped_cards)} card{'s' * (len(self.dropped_cards) != 1)} "
@@ -182,11 +187,11 @@ class ScorecardChoice:
                 gone.append(f"{n} interaction rule{'s' * (n != 1)}")
             one = len(self.dropped_cards) + len(self.dropped_rules) == 1
             was, each = ("was", "it") if one else ("were", "each")
-            own = (f"{own[:-1]}; then {_join(gone)} {was} left out, the validation users finding the scorecard "
-                   f"at most {self.idle_tie:g} less faithful without {each}.")
+            out.append(f"Then {_join(gone)} {was} left out, the validation users finding the scorecard at most "
+                       f"{self.idle_tie:g} less faithful without {each}.")
         if self.edit == "moved":
-            return f"Before a threshold was moved (what-if): {own[0].lower()}{own[1:]}"
-        return own
+            out[0] = f"Before a threshold was moved (what-if): {out[0][0].lower()}{out[0][1:]}"
+        return out
 
     def _own_text(self) -> str:
         if self.status == "unknown":

@@ -97,10 +97,10 @@ def scorecard_state(exp: Explanation) -> dict | None:
     each with its ``band`` (-1 for undefined) and raw points ``value`` for the
     chart. ``interactions`` hold each rule's text, weight (raw and as the text
     form writes it) and the share of users it fires for. ``choice`` is the
-    sentence saying which form of scorecard explain() kept and on what
-    evidence (:class:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice`),
-    "" where none was weighed. None where the explanation has no scorecard (a
-    rule list).
+    sentences saying which form of scorecard explain() kept and on what
+    evidence (:meth:`~rudi_explain.explanation.scorecard_choice.ScorecardChoice.sentences`:
+    each shortened on its own, so none is cut below 500 characters), [] where none was
+    weighed. None where the explanation has no scorecard (a rule list).
     """
     sc = getattr(exp, "scorecard", None)
     if sc is None:
@@ -112,7 +112,7 @@ def scorecard_state(exp: Explanation) -> dict | None:
     choice = getattr(exp.result, "scorecard_choice", None)
     return {
         "headline": sc.text().partition("\n")[0],
-        "choice": "" if choice is None else choice.text(),
+        "choice": [] if choice is None else choice.sentences(),
         "base": _num(sc.base),
         "base_text": base_text,
         "cards": [_card_state(exp, k, c) for k, c in enumerate(sc.cards)],

@@ -193,7 +193,7 @@ def _scorecard_html(exp: Explanation) -> str:
         return ""
     parts = [f"<p><b>Scorecard</b>: <code>{escape(shorten_words(sc['headline']))}</code></p>"]
     if sc.get("choice"):  # which form of scorecard explain() kept, and on what evidence
-        parts.append(f"<p class='rudi-explain-choice'>{escape(sc['choice'])}</p>")
+        parts.append(f"<p class='rudi-explain-choice'>{escape(' '.join(sc['choice']))}</p>")
     for card in sc["cards"]:
         rows = "".join("<tr>" + _TD.format("left", escape(shorten_words(r["label"])))
                        + "".join(_TD.format("right", escape(r[k])) for k in ("points", "users", "teacher")) + "</tr>"

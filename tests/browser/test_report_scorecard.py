@@ -118,13 +118,16 @@ def test_the_scorecard_says_which_form_was_kept(chromium, tmp_path):
         page.locator("#rx-app[data-ready='1'] .rx-scorecard").wait_for(timeout=15_000)
         choice = page.locator(".rx-sc-choice")
         assert choice.count() == 1
-        if len(sentence) <= TEXT_LIMIT:
+        sentences = exp.result.scorecard_choice.sentences()
+        assert " ".join(sentences) == sentence
+        if all(len(s) <= TEXT_LIMIT for s in sentences):  # each sentence whole, however long they are together
             assert choice.inner_text() == sentence
-        else:  # shortened as every long text of the payload is; a click opens it whole
+        else:  # a sentence past the limit is shortened as every long text of the payload is; a click opens it
+            long = next(s for s in sentences if len(s) > TEXT_LIMIT)
             link = choice.locator(".rx-full")
-            assert link.inner_text() == shorten_words(sentence)
+            assert link.inner_text() == shorten_words(long)
             link.click()
-            assert choice.locator(".rx-full-value").text_content() == sentence
+            assert choice.locator(".rx-full-value").text_content() == long
         # after the headline, before the first card (DOCUMENT_POSITION_FOLLOWING = 4)
         assert page.evaluate("""() => {
             const [h, c, card] = ['.rx-sc-headline', '.rx-sc-choice', '.rx-sc-card'].map(s => document.querySelector(s));

@@ -64,10 +64,11 @@ def test_a_form_weighed_later_that_scored_higher_by_at_most_the_tie_is_marked():
 def test_rules_added_after_the_choice_are_said_apart_from_its_figures():
     c = ScorecardChoice.weighed("additive", {"student": 0.8612, "additive": 0.87449}, 800, 3200, n_added=2)
     assert c.text() == ("Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the "
-                        "student's cards (0.861); then 2 interaction rules were found for its cards and added (not "
+                        "student's cards (0.861). Then 2 interaction rules were found for its cards and added (not "
                         "in these figures).")
+    assert c.sentences() == [c.text().partition(". ")[0] + ".", c.text().partition(". ")[2]]
     one = ScorecardChoice.weighed("student", {}, 54, 216, n_added=1).text()
-    assert one.endswith("a choice needs; then 1 interaction rule was found for its cards and added (pairs of "
+    assert one.endswith("a choice needs. Then 1 interaction rule was found for its cards and added (pairs of "
                         "statistics).")
     assert ScorecardChoice.from_dict(c.to_dict()) == c
     old = {k: v for k, v in c.to_dict().items() if k != "n_added"}  # saved before rules were added: none
@@ -78,12 +79,13 @@ def test_units_left_out_after_the_choice_are_named():
     c = ScorecardChoice.weighed("additive", {"student": 0.8612, "additive": 0.87449}, 800, 3200, n_added=1,
                                 dropped=(("share of events with country = us", "share of <b>"), ("a AND b",)))
     assert c.text() == ("Chosen on 800 validation users: every statistic as a card (fidelity 0.874) over the "
-                        "student's cards (0.861); then 1 interaction rule was found for its cards and added (not "
-                        "in these figures); then 2 cards (share of events with country = us and share of <b>) and "
+                        "student's cards (0.861). Then 1 interaction rule was found for its cards and added (not "
+                        "in these figures). Then 2 cards (share of events with country = us and share of <b>) and "
                         "1 interaction rule were left out, the validation users finding the scorecard at most "
                         "0.0005 less faithful without each.")
     one = ScorecardChoice.weighed("student", {}, 500, 2000, n_forms=1, dropped=(("x",), ()))
-    assert one.text().endswith("weighed; then 1 card (x) was left out, the validation users finding the scorecard "
+    assert len(c.sentences()) == 3 and " ".join(c.sentences()) == c.text()
+    assert one.text().endswith("weighed. Then 1 card (x) was left out, the validation users finding the scorecard "
                                "at most 0.0005 less faithful without it.")
     assert ScorecardChoice.from_dict(c.to_dict()) == c
     old = {k: v for k, v in c.to_dict().items() if not k.startswith("dropped")}  # saved before: none left out
@@ -233,7 +235,7 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     final = seen["candidates"][kept](V, y, valid)
     own = getattr(seen["candidates"][kept], "fit", seen["candidates"][kept])(V, y, valid)
     assert choice.n_added == len(final.interactions) - len(own.interactions)
-    assert (f"then {choice.n_added} interaction rule" in text) == (choice.n_added > 0)
+    assert (f"Then {choice.n_added} interaction rule" in text) == (choice.n_added > 0)
     assert len(exp.scorecard) + len(choice.dropped_cards) + len(choice.dropped_rules) == len(final)
     for gone in choice.dropped_cards:  # the cards named; the rules counted
         assert gone in text
@@ -246,7 +248,8 @@ def test_the_sentence_agrees_with_each_form_refitted_on_the_same_users(monkeypat
     # print(exp), the widget's and the report's scorecard view say it; save/load keeps it
     assert text in str(exp)
     from rudi_explain.views.scorecard_view import scorecard_state
-    assert scorecard_state(exp)["choice"] == text
+    assert scorecard_state(exp)["choice"] == exp.result.scorecard_choice.sentences()
+    assert " ".join(scorecard_state(exp)["choice"]) == text
     path = exp.save(tmp_path / "e.rudi")
     assert rx.load(path).result.scorecard_choice.text() == text
     old = rewrite(path, tmp_path / "old.rudi", meta=lambda m: m.pop("scorecard_choice"))

@@ -459,11 +459,12 @@ def test_the_choice_of_scorecard_is_said_and_escaped_in_the_static_copy_and_the_
     text = choice.text()
     assert PROBE in text and "0.812" in text and "(fidelity 0.900)" in text
     state = sv.scorecard_state(shown)
-    assert state["choice"] == text and sv.scorecard_state(exp)["choice"] == ""
+    assert state["choice"] == choice.sentences() and " ".join(state["choice"]) == text
+    assert sv.scorecard_state(exp)["choice"] == []
     page = static_html(shown)
     assert PROBE not in page and html.escape(text) in page
     assert page.index(html.escape(text)) > page.index("<b>Scorecard</b>")  # where the scorecard is introduced
     report = report_html(shown, n_users=2)
     assert PROBE not in report and "<img" not in report
     blob = re.search(r'<script type="application/json" id="rx-state">(.*?)</script>', report, re.S)
-    assert blob and json.loads(blob.group(1))["results"]["scorecard"]["choice"] == text
+    assert blob and json.loads(blob.group(1))["results"]["scorecard"]["choice"] == [text]
