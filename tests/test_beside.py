@@ -1,24 +1,16 @@
 """Work beside the job in a forked process (rudi_explain.beside): the child's JSON value back, its
 changes kept from this process, its output silenced, a stop at once."""
 
-import os
 import sys
 import time
 
 import pytest
+from forks import gone
 
 from rudi_explain import beside as beside_module
 from rudi_explain.beside import Beside, can_fork
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="work goes beside only on Linux")
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def test_the_childs_value_comes_back_and_its_changes_stay_there():
@@ -50,7 +42,7 @@ def test_close_stops_a_running_child_at_once_and_reaps_it():
     started = time.perf_counter()
     job.close()
     assert time.perf_counter() - started < 1.0
-    assert _gone(pid)
+    assert gone(pid)
     job.close()  # idempotent
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from forks import gone, record_children
 
 import rudi_explain as rx
 from rudi_explain import beside as beside_module
@@ -18,25 +19,10 @@ from rudi_explain.search.statistics_search import StatisticsSearch
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tree runs beside only on Linux")
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 @pytest.fixture
 def children(monkeypatch):
     """Every Beside made, with its child's pid."""
-    made: list[tuple[Beside, int]] = []
-    init = Beside.__init__
-
-    def record(self, fn):
-        init(self, fn)
-        made.append((self, self._pid))
-    monkeypatch.setattr(Beside, "__init__", record)
-    return made
+    return record_children(monkeypatch)
 
 
 # ------------------------------------------------------------------ the search
@@ -62,7 +48,7 @@ def test_a_search_with_its_tree_beside_finds_what_one_in_this_thread_finds(child
                 forked += len(children) > before
         assert found[False] == found[True], seed
     assert forked >= 2, forked
-    assert all(_gone(pid) for _, pid in children)
+    assert all(gone(pid) for _, pid in children)
 
 
 @pytest.mark.slow
@@ -87,7 +73,7 @@ def test_the_tree_runs_beside_in_most_jobs_and_changes_nothing(children, monkeyp
                 assert len(children) == before
         assert out["0"] == out["1"], (kind, seed)
     assert ran >= len(cases) // 2, ran
-    assert all(_gone(pid) for _, pid in children)
+    assert all(gone(pid) for _, pid in children)
 
 
 @pytest.mark.slow
@@ -140,7 +126,7 @@ def test_a_cancel_after_the_search_stops_the_tree_at_once(children, monkeypatch)
     with pytest.raises(ExplanationCancelled):
         e.wait(timeout=60)
     assert time.perf_counter() - started < 5
-    assert _gone(children[0][1])
+    assert gone(children[0][1])
 
 
 def test_an_error_in_the_search_after_the_fork_stops_the_tree(children, monkeypatch):
@@ -157,7 +143,7 @@ def test_an_error_in_the_search_after_the_fork_stops_the_tree(children, monkeypa
     with pytest.raises(RuntimeError, match="after the fork"):
         StatisticsSearch(random_state=0, n_jobs=2).fit(seqs, target, beside=True)
     assert len(children) == 1, "no tree ran beside: nothing to test"
-    assert children[0][0]._done and _gone(children[0][1])
+    assert children[0][0]._done and gone(children[0][1])
 
 
 def test_the_job_tells_the_time_left_whether_the_tree_grows_beside(monkeypatch):
