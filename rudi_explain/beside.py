@@ -31,6 +31,8 @@ __all__ = ["can_fork", "Beside"]
 ENV_SWITCH = "RUDI_EXPLAIN_FORK"
 
 
+#: Seconds between two cancel checks while :meth:`Beside.result` waits.
+POLL = 0.1
 #: True in a child: its work stays in it (a child of a child would only share the same two cores).
 _in_child = False
 
@@ -74,11 +76,28 @@ class Beside:
             return True
         return bool(select.select([self._read], [], [], 0)[0])
 
-    def result(self) -> Any:
-        """The child's return value, once it has finished; ``None`` where it failed."""
+    def result(self, should_stop: Callable[[], Any] | None = None) -> Any:
+        """The child's return value, once it has finished; ``None`` where it failed.
+
+        ``should_stop`` is called every :data:`POLL` seconds while the child runs (a cancel check: it may
+        raise, and the child is then stopped; a true value stops it too, and the result is ``None``).
+        """
         if not self._done:
             chunks = []
-            while chunk := os.read(self._read, 1 << 16):
+            while True:
+                if should_stop is not None and not select.select([self._read], [], [], POLL)[0]:
+                    try:
+                        stop = should_stop()
+                    except BaseException:
+                        self.close()
+                        raise
+                    if stop:
+                        self.close()
+                        return None
+                    continue
+                chunk = os.read(self._read, 1 << 16)
+                if not chunk:
+                    break
                 chunks.append(chunk)
             self._finish()
             try:

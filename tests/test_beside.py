@@ -59,3 +59,23 @@ def test_a_child_forks_no_further(monkeypatch):
     monkeypatch.setenv(beside_module.ENV_SWITCH, "1")
     assert can_fork(2)
     assert Beside(lambda: can_fork(2)).result() is False
+
+
+def test_a_wait_honours_a_cancel_check_within_a_poll():
+    job = Beside(lambda: time.sleep(60))
+    pid = job._pid
+    calls = []
+
+    def cancel():
+        calls.append(time.perf_counter())
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        job.result(should_stop=cancel)
+    assert time.perf_counter() - started < 3 * beside_module.POLL + 0.5
+    assert gone(pid)
+    job = Beside(lambda: time.sleep(60))
+    pid = job._pid
+    assert job.result(should_stop=lambda: True) is None and gone(pid)
+    assert Beside(lambda: 7).result(should_stop=lambda: False) == 7  # checked only while it runs

@@ -169,7 +169,7 @@ def fit(seqs: Sequences, config: ExplainConfig, inputs: JobInputs, job: Job) -> 
         try:
             state = fit_rules(seqs, train, statistics, y, z, (a, b), is_test, rng, config, job, labels=labels,
                               teacher_kind=teacher_kind, score_unit=score_unit)
-            if search is None or search.mcts_refused():
+            if search is None or search.mcts_refused(should_stop=job.check_cancel):
                 return state
         finally:
             if search is not None:

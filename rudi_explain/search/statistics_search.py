@@ -364,18 +364,19 @@ class StatisticsSearch:
         self.seconds_ = time.perf_counter() - self._start
         return self
 
-    def mcts_refused(self) -> bool:
+    def mcts_refused(self, should_stop: Callable[[], object] | None = None) -> bool:
         """Whether the statistics stand, once MCTS-SG's tree run beside (``fit(..., beside=True)``) has ended.
 
         True where no tree ran beside, or the checking users refused its statistic (the search went on
         as if they had); False where they kept it, or its process failed: fit again without ``beside``.
-        Waits for the tree, and adds its seconds to ``stage_seconds_['mcts']`` and ``tree_seconds_``
+        Waits for the tree, calling ``should_stop`` every 0.1 s meanwhile (a cancel check that may raise:
+        the tree is then stopped), and adds its seconds to ``stage_seconds_['mcts']`` and ``tree_seconds_``
         (spent beside the search: not part of ``seconds_``). Asked once: later calls return True.
         """
         pending, self._mcts_beside = getattr(self, "_mcts_beside", None), None
         if pending is None:
             return True
-        verdict = pending.result()
+        verdict = pending.result(should_stop)
         if not isinstance(verdict, dict):
             return False
         self.stage_seconds_["mcts"] += float(verdict["seconds"])

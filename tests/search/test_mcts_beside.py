@@ -174,3 +174,28 @@ def test_where_fork_fails_the_tree_grows_in_this_thread(children, monkeypatch):
     assert search.mcts_refused()
     assert [str(s) for s in search.statistics_] == [str(s) for s in reference.statistics_]
     assert search.stage_seconds_["mcts"] > 0  # grown here
+
+
+@pytest.mark.slow
+def test_a_cancel_while_the_job_waits_for_the_tree_stops_both_at_once(children, monkeypatch):
+    def slow_tree(self, k, target):
+        time.sleep(60)
+    monkeypatch.setattr(StatisticsSearch, "_mcts_one", slow_tree)
+    waiting = threading.Event()
+
+    def progress(event):
+        if event.stage == "evaluate" and event.message.startswith("fidelity and AUC"):
+            waiting.set()  # the job's last stage: then it asks for the tree's verdict
+
+    demo = rx.datasets.make_payments(1200, random_state=0)
+    e = rx.explain(None, demo.events, scores=demo.risk, background="thread", progress=progress,
+                   search_params={"n_jobs": 2})
+    assert waiting.wait(300), "the job never reached its end"
+    time.sleep(0.5)  # waiting for the tree, which sleeps a minute
+    assert len(children) == 1 and not children[0][0].ready(), "no tree running beside: nothing to test"
+    started = time.perf_counter()
+    e.cancel()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=60)
+    assert time.perf_counter() - started < 2
+    assert gone(children[0][1])
