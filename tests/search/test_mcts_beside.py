@@ -87,8 +87,8 @@ def test_a_kept_statistic_runs_the_job_again_in_this_process(children, monkeypat
     monkeypatch.setenv(beside_module.ENV_SWITCH, "1")
     result = Beside.result
 
-    def kept(self):
-        value = result(self)
+    def kept(self, should_stop=None):
+        value = result(self, should_stop)
         return {**value, "kept": True}
     monkeypatch.setattr(Beside, "result", kept)
     events = []
