@@ -20,7 +20,6 @@ import os
 import select
 import signal
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +67,6 @@ class Beside:
         self._read = read
         self._value: Any = None
         self._done = False
-        self.started = time.perf_counter()
 
     def ready(self) -> bool:
         """Whether the child has finished (its result can be read without waiting)."""

@@ -12,13 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rudi_explain.beside import can_fork
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.job import Job
 from rudi_explain.search.given import check_statistics
-from rudi_explain.search.parallel import resolve_n_jobs
 from rudi_explain.search.statistics_search import SearchProgress, StatisticsSearch
 from rudi_explain.statistics import Statistic
 
@@ -57,24 +55,24 @@ def check_given(seqs: Sequences, config: ExplainConfig) -> None:
 
 
 def mcts_beside(config: ExplainConfig) -> bool:
-    """Whether the job's search grows MCTS-SG's tree beside the later stages (told to the time left).
-
-    So it does with the catalog (the readable grammar), on Linux and two workers or more
-    (:func:`~rudi_explain.beside.can_fork`); the tree then runs once, in another process.
-    """
-    params = dict(config.search_params or {})
-    catalog = params.get("catalog")
-    with_catalog = catalog if catalog is not None else params.get("grammar", config.grammar) == "readable"
+    """Whether the job's search grows MCTS-SG's tree beside the later stages (told to the time left):
+    :meth:`StatisticsSearch.tree_goes_beside` of the search the job makes."""
     try:
-        workers = resolve_n_jobs(params.get("n_jobs"))
-    except (TypeError, ValueError):  # a bad n_jobs: the search says so, in words
+        return bool(config.search) and _new_search(config, given=()).tree_goes_beside()
+    except (TypeError, ValueError):  # a bad search parameter: the search says so, in words
         return False
-    return bool(config.search and params.get("method", "mcts") == "mcts" and with_catalog and can_fork(workers))
+
+
+def _new_search(config: ExplainConfig, given: tuple[Statistic, ...]) -> StatisticsSearch:
+    """The job's search, unfitted: its settings and ``search_params``, with the statistics ``given``."""
+    p = config
+    return StatisticsSearch(n_stats=p.n_stats, max_depth=p.max_depth, n_simulations=p.n_simulations,
+                            batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
+                            **{"given_statistics": given, **(p.search_params or {})})
 
 
 def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: Job,
-            given: tuple[Statistic, ...], after_catalog: Callable[[], None],
-            beside: bool) -> StatisticsSearch:
+            given: tuple[Statistic, ...], after_catalog: Callable[[], None], beside: bool) -> StatisticsSearch:
     """Stage 1: the statistics search on the training users, the given statistics among its candidates;
     ``after_catalog`` is called at its first event past the catalog."""
     p = config
@@ -90,9 +88,7 @@ def _search(train: Sequences, y_train: np.ndarray, config: ExplainConfig, job: J
                  phase_work_done=event.phase_work_done, phase_work_total=event.phase_work_total)
         return not job.stopping()
 
-    search = StatisticsSearch(n_stats=K, max_depth=p.max_depth, n_simulations=p.n_simulations,
-                              batch_size=p.batch_size, random_state=p.random_state, grammar=p.grammar,
-                              **{"given_statistics": given, **(p.search_params or {})})
+    search = _new_search(config, given)
     statistics = search.fit(train, y_train, progress=on_search, beside=beside).statistics_
     job.found = list(statistics)
     if not statistics:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rudi_explain.beside import Beside, can_fork
+from rudi_explain.beside import Beside
 from rudi_explain.correlation import batch_reward
 from rudi_explain.search.catalog import (
     ColumnScreen,
@@ -28,7 +28,6 @@ from rudi_explain.search.catalog import (
     simpler_forms,
 )
 from rudi_explain.search.filters import held_users, replace_idle_filters
-from rudi_explain.search.parallel import resolve_n_jobs
 from rudi_explain.search.progress import catalog_work
 from rudi_explain.search.selection import in_form, interaction_candidates, median_strata
 from rudi_explain.statistics import Statistic
@@ -493,7 +492,7 @@ def fit_screened(search: Any) -> None:
         In this thread, a refused statistic leaves the screens' cache as it found it, so the rest of
         the search reads the same spellings either way.
         """
-        if search.beside and can_fork(resolve_n_jobs(search.n_jobs)):
+        if search.beside and search.tree_goes_beside():
             def in_child() -> dict[str, Any]:
                 search.n_jobs, search._progress = 1, None  # no pool or progress callback inherited
                 seconds, tree_seconds = search.stage_seconds_["mcts"], search.tree_seconds_

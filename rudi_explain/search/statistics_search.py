@@ -31,7 +31,7 @@ from typing import cast
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rudi_explain.beside import Beside
+from rudi_explain.beside import Beside, can_fork
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
 from rudi_explain.data.alignment import per_user_values
 from rudi_explain.data.sequences import Sequences
@@ -41,7 +41,7 @@ from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
 from rudi_explain.search.paper_edits import paper_neighbours
-from rudi_explain.search.parallel import Workers
+from rudi_explain.search.parallel import Workers, resolve_n_jobs
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.search.screened import fit_screened
 from rudi_explain.statistics import (
@@ -337,7 +337,7 @@ class StatisticsSearch:
         self._values: list[np.ndarray] = []
         self.screened_ = self.catalog_outputs_ = self.catalog_columns_ = 0
         self.dropped_filters_: list[tuple[Statistic, Statistic | None]] = []
-        use_catalog = self.catalog if self.catalog is not None else self.grammar == "readable"
+        use_catalog = self._uses_catalog()
         self.beside = beside
         self._mcts_beside: Beside | None = None  # the tree's process, with fit(..., beside=True)
         # One BLAS thread: the search's products are small, and a second thread waking for each
@@ -363,6 +363,20 @@ class StatisticsSearch:
         self.given_ = [st for st in self.statistics_ if st.key in given]
         self.seconds_ = time.perf_counter() - self._start
         return self
+
+    def _uses_catalog(self) -> bool:
+        return bool(self.catalog if self.catalog is not None else self.grammar == "readable")
+
+    def tree_goes_beside(self) -> bool:
+        """Whether ``fit(..., beside=True)`` grows MCTS-SG's tree in a forked process: with the catalog (the
+        readable grammar, method 'mcts'), on Linux and two workers or more (:func:`~rudi_explain.beside.can_fork`).
+
+        Raises
+        ------
+        InputError, InputTypeError
+            ``n_jobs`` is not a whole number of at least 1.
+        """
+        return self.method == "mcts" and self._uses_catalog() and can_fork(resolve_n_jobs(self.n_jobs))
 
     def mcts_refused(self, should_stop: Callable[[], object] | None = None) -> bool:
         """Whether the statistics stand, once MCTS-SG's tree run beside (``fit(..., beside=True)``) has ended.
