@@ -26,7 +26,7 @@ from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.figures import Figures, fidelity_by, fidelity_curve, report, slice_groups
 from rudi_explain.explanation.job import Job, JobControls, JobInputs, JobProgress
 from rudi_explain.explanation.result import FittedState
-from rudi_explain.explanation.summary import full_text, settings_text, size_text, summary_line
+from rudi_explain.explanation.summary import done_text, full_text, settings_text, summary_line
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import PruningPath
 from rudi_explain.rules.ruleset import RuleSet
@@ -242,9 +242,7 @@ class Explanation(JobControls):
     def _finish(self, result: FittedState) -> str:
         """Keep the job's result; the line its 'done' event says."""
         self._result = result
-        r = self.report()
-        return (f"{size_text(result)}, fidelity {r['fidelity_test']:.3f} on {r['n_test']:,} held-out users"
-                f" in {r['seconds']['total']:.1f} s")
+        return done_text(result)
 
     # ------------------------------------------------------------ figures
     def report(self) -> dict:

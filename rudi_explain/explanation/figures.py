@@ -18,8 +18,8 @@ from rudi_explain.exceptions import InputError, InputTypeError
 from rudi_explain.explanation.config import DEFAULTS
 from rudi_explain.explanation.result import FittedState
 
-__all__ = ["report", "fidelity_curve", "fidelity_by", "user_categories", "slice_groups", "Figures", "FIDELITY_MEANING",
-           "MIN_HELD_OUT", "MIN_SLICE"]
+__all__ = ["report", "fidelity_curve", "fidelity_by", "user_categories", "slice_groups", "Figures", "held_out_fidelity",
+           "FIDELITY_MEANING", "MIN_HELD_OUT", "MIN_SLICE"]
 
 #: What fidelity measures, in one line (report, widget, HTML report).
 FIDELITY_MEANING = ("fidelity: of all pairs of held-out users, the share that the rules put in the same order "
@@ -51,6 +51,12 @@ class Figures:
         return self._values
 
 
+def held_out_fidelity(state: FittedState) -> float:
+    """The fidelity of ``state``'s rules on its held-out users (``report``'s ``fidelity_test``)."""
+    test = state.is_test
+    return metrics.fidelity(state.teacher_scores.to_numpy()[test], state.student_scores.to_numpy()[test])
+
+
 def report(state: FittedState, params: Mapping[str, Any], figures: Figures) -> dict:
     """The dict :meth:`Explanation.report` returns (see there)."""
     y = state.teacher_scores.to_numpy()
@@ -61,7 +67,7 @@ def report(state: FittedState, params: Mapping[str, Any], figures: Figures) -> d
     if labels is not None and len(np.unique(labels[test])) == 2:
         auc_teacher = metrics.auc(labels[test], y[test])
         auc_student = metrics.auc(labels[test], s[test])
-    fidelity_test = metrics.fidelity(y[test], s[test])
+    fidelity_test = held_out_fidelity(state)
     ci, constant = figures.interval(state, params.get("random_state", DEFAULTS.random_state))
     rules = state.rules
     return {

@@ -26,7 +26,7 @@ from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.scorecard import Scorecard
-from rudi_explain.rules.scorecard_fit import MAX_BANDS, refit, sample_rows
+from rudi_explain.rules.scorecard_fit import MAX_BANDS, DropOne, refit, sample_rows
 
 __all__ = ["scorecard_within_budget", "within_budget", "without_idle_units", "is_additive"]
 
@@ -157,23 +157,35 @@ class _Judge:
 
     def fidelity(self, card: Scorecard) -> float:
         """``card`` refitted on the fitting users, its fidelity on the validation users."""
+        drop = self._drop_one(card)
+        if drop is not None:
+            return _fidelity_of(self.t_check, drop.predict_without(None))
         return _fidelity(_refitted_points(card, self.V_fit, self.t_fit, self.options), self.V_check, self.t_check)
 
     def weakest(self, card: Scorecard) -> tuple[int | None, float]:
         """The unit whose removal costs least (its index, cards first; None where one unit is left), and the
         fidelity without it."""
         best, best_fid = None, -np.inf
+        drop = self._drop_one(card) if len(card) > 1 else None
         # Each unit left out in turn, refitted on the fitting users, scored on the validation users. Last
         # first, so that on a tie the unit read last goes: the weakest interaction rule, or the card that
         # moves scores least (a scorecard keeps its cards in that order).
         for k in reversed(range(len(card))):
-            trial = _without(card, k)
-            if len(trial) == 0:
+            if len(card) == 1:
                 continue
-            f = self.fidelity(trial)
+            if drop is not None:
+                f = _fidelity_of(self.t_check, drop.predict_without(k))
+            else:
+                f = _fidelity(_refitted_points(_without(card, k), self.V_fit, self.t_fit, self.options),
+                              self.V_check, self.t_check)
             if f > best_fid:
                 best, best_fid = k, f
         return best, best_fid
+
+    def _drop_one(self, card: Scorecard) -> DropOne | None:
+        """The trials' joint fits from one design (None where a trial's forms could differ: each is refitted)."""
+        return DropOne.build(card.base, list(card.cards), list(card.interactions), card.literals, self.V_fit,
+                             self.t_fit, self.V_check, **self.options)
 
 
 def _without(card: Scorecard, k: int) -> Scorecard:
@@ -193,6 +205,10 @@ def _refitted_points(card: Scorecard, V: np.ndarray, t: np.ndarray, options: dic
 
 
 def _fidelity(card: Scorecard, V: np.ndarray, t: np.ndarray) -> float:
+    return _fidelity_of(t, card.predict(V))
+
+
+def _fidelity_of(t: np.ndarray, scores: np.ndarray) -> float:
     if t.size < 2:
         return 0.0
-    return float(fidelity(t, card.predict(V)))
+    return float(fidelity(t, scores))

@@ -59,7 +59,7 @@ CELL = ANNOUNCE_IN_WAIT + """\
 import time, rudi_explain as rx
 from rudi_explain.views import kernel_messages
 {setup}
-demo = rx.datasets.make_payments(1500, random_state=0)
+demo = rx.datasets.make_payments({n_users}, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000)
 w = exp.widget()
 while exp.progress is None or exp.progress.stage != "search" or not exp.progress.numbers.get("found"):
@@ -95,9 +95,9 @@ def kernel():
         km.shutdown_kernel(now=True)
 
 
-def _run_with_cancel(kc, setup: str = "", timeout: float = 60) -> dict:
+def _run_with_cancel(kc, setup: str = "", timeout: float = 60, n_users: int = 1500) -> dict:
     """Run CELL, send the widget's Cancel once it is waiting, and say what came out, in order."""
-    kc.execute(CELL.format(setup=setup, timeout=timeout))
+    kc.execute(CELL.format(setup=setup, timeout=timeout, n_users=n_users))
     seen: dict = {"lines": []}
     deadline = time.monotonic() + 240
     second = None
@@ -151,8 +151,10 @@ def test_cancel_from_the_widget_while_wait_blocks(kernel):
 def test_without_routing_the_cancel_waits_for_the_cell(kernel):
     # the reference: the same cell with the routing switched off (as before this module): the
     # cancel is only handled once the cell has ended, so the wait runs into its timeout
+    # (a job of 20,000 users: some 8 s, far past the wait's 2 s wherever the search finds its first statistic;
+    # at 1,500 users the whole job came to end within 4 s)
     off = "kernel_messages._kernel = lambda: None"
-    seen = _run_with_cancel(kernel, setup=off, timeout=4)
+    seen = _run_with_cancel(kernel, setup=off, timeout=2, n_users=20_000)
     assert seen["result"] == ["timeout"], seen["lines"]
 
 
