@@ -379,28 +379,25 @@ def _direction(card: Card, v: np.ndarray, y: np.ndarray) -> int:
     return 1 if (d >= 0).all() else -1 if (d <= 0).all() else 0
 
 
-def _design(forms: SequenceT[_Form], fires: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Columns (every card's increments or slope, its undefined band, each interaction, the base) and bounds."""
+def _design(forms: SequenceT[_Form], fires: np.ndarray, V: np.ndarray,
+            cache: dict[tuple, tuple[list[np.ndarray], list[float], list[float]]] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns (every card's increments or slope, its undefined band, each interaction, the base) and bounds.
+
+    ``cache`` keeps each form's columns (for the same ``V``): the choice of forms builds many designs that
+    differ in one card.
+    """
     cols, lb, ub = [], [], []
     for f in forms:
-        v = V[:, f.card.column]
-        nan = np.isnan(v)
-        low, high = (0.0, np.inf) if f.direction > 0 else (-np.inf, 0.0) if f.direction < 0 else (-np.inf, np.inf)
-        if f.linear is not None:
-            lo, hi = f.linear
-            cols.append(np.where(nan, 0.0, np.clip(v, lo, hi) - lo))
-            lb.append(low)
-            ub.append(high)
-        else:
-            idx = f.card.band_index(v)
-            for j in range(1, len(f.card.bands)):  # cumulative: band k's points are the sum of increments 1..k
-                cols.append((idx >= j).astype(np.float64))
-                lb.append(low)
-                ub.append(high)
-        if f.card.undefined is not None:
-            cols.append(nan.astype(np.float64))
-            lb.append(-np.inf)
-            ub.append(np.inf)
+        key = (f.card.column, f.card.edges, f.card.undefined is not None, f.linear, f.direction)
+        part = cache.get(key) if cache is not None else None
+        if part is None:
+            part = _form_columns(f, V)
+            if cache is not None:
+                cache[key] = part
+        cols += part[0]
+        lb += part[1]
+        ub += part[2]
     for k in range(fires.shape[1]):
         cols.append(fires[:, k].astype(np.float64))
         lb.append(-np.inf)
@@ -409,6 +406,30 @@ def _design(forms: SequenceT[_Form], fires: np.ndarray, V: np.ndarray) -> tuple[
     lb.append(-np.inf)
     ub.append(np.inf)
     return np.column_stack(cols), np.array(lb), np.array(ub)
+
+
+def _form_columns(f: _Form, V: np.ndarray) -> tuple[list[np.ndarray], list[float], list[float]]:
+    """One card's columns in :func:`_design` and their bounds."""
+    cols, lb, ub = [], [], []
+    v = V[:, f.card.column]
+    nan = np.isnan(v)
+    low, high = (0.0, np.inf) if f.direction > 0 else (-np.inf, 0.0) if f.direction < 0 else (-np.inf, np.inf)
+    if f.linear is not None:
+        lo, hi = f.linear
+        cols.append(np.where(nan, 0.0, np.clip(v, lo, hi) - lo))
+        lb.append(low)
+        ub.append(high)
+    else:
+        idx = f.card.band_index(v)
+        for j in range(1, len(f.card.bands)):  # cumulative: band k's points are the sum of increments 1..k
+            cols.append((idx >= j).astype(np.float64))
+            lb.append(low)
+            ub.append(high)
+    if f.card.undefined is not None:
+        cols.append(nan.astype(np.float64))
+        lb.append(-np.inf)
+        ub.append(np.inf)
+    return cols, lb, ub
 
 
 def _solve(A: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: float) -> np.ndarray:
@@ -476,8 +497,10 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
     V_choice, t_choice, fires_choice = V[rows], t[rows], fires[rows]
     on_fit = np.arange(rows.size) < fit_rows.size
 
+    columns: dict[tuple, tuple[list[np.ndarray], list[float], list[float]]] = {}
+
     def squares(fs: list[_Form]) -> np.ndarray:  # each validation user's squared error
-        A, lb, ub = _design(fs, fires_choice, V_choice)
+        A, lb, ub = _design(fs, fires_choice, V_choice, columns)
         x = _solve(A[on_fit], t_choice[on_fit], lb, ub, ridge)
         return np.asarray((A[~on_fit] @ x - t_choice[~on_fit]) ** 2)
 

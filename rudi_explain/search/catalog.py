@@ -75,8 +75,13 @@ _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
 #: Bytes of bin indices a screen keeps on one set of rows (the catalog is scored on the same rows
-#: at every step). The lines are gathered at each scoring: kept too, they took the peak 167 MB higher.
+#: at every step).
 _GATHER_BYTES = 64 * 2**20
+#: Bytes of lines (values widened to float64) a screen keeps on one set of rows, beside the bin indices.
+#: Gathering and widening them took 9 ms a block at each scoring, 70% of it (edits' catalog at 5,000
+#: users: 1,991 columns, two blocks, 31 MB; payments': 3,362 columns, 53 MB). Kept without a limit, on
+#: every set of rows, they took the peak 167 MB higher.
+_LINES_BYTES = 64 * 2**20
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
 _EACH_PIECE, _EACH_COLUMNS = 8, 128  # build_each: statistics per task, binned in blocks of up to 128 columns
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
@@ -688,7 +693,7 @@ class ColumnScreen:
                      ss: float) -> np.ndarray:
         """:meth:`gains` of the columns from ``start`` on, before the scaling: ``block`` is
         ``(start, parts)`` with the block's :meth:`_parts_on`."""
-        start, (counts, df, mean, squares, idx) = block
+        start, (counts, df, mean, squares, idx, lines) = block
         n, k, width = len(rows), len(df), _N_BINS  # undefined values share the lowest bin
         total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
         if idx is None:  # beyond the bytes kept on these rows: gathered again
@@ -699,8 +704,8 @@ class ColumnScreen:
         eta2 = between / ss
         stepped = 1.0 - (1.0 - eta2) * (n - 1) / np.maximum(n - df - 1, 1)
         # Both lines (as it is, and clipped) in one product; the better line counts.
-        x = self.values[rows, start:start + k].astype(np.float64).reshape(n, 2 * k)
-        along = (r @ x).reshape(k, 2) - mean * total
+        x = lines if lines is not None else self.values[rows, start:start + k].astype(np.float64)
+        along = (r @ x.reshape(n, 2 * k)).reshape(k, 2) - mean * total
         with np.errstate(invalid="ignore", divide="ignore"):  # a line constant on the rows explains nothing
             r2 = np.where(squares > 0, np.nan_to_num(along * along / (ss * squares)), 0.0).max(axis=1)
         r2 = np.maximum(r2, 0.0)
@@ -712,8 +717,9 @@ class ColumnScreen:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step).
         The first blocks, up to :data:`_GATHER_BYTES`, also keep their bin indices on ``rows``,
-        which every scoring would otherwise gather and widen again (the same array: the same
-        gains); the parts are ``(counts, df, mean, squares, idx)``, ``idx`` None beyond the budget."""
+        and up to :data:`_LINES_BYTES` their lines, which every scoring would otherwise gather and
+        widen again (the same arrays: the same gains); the parts are ``(counts, df, mean, squares,
+        idx, lines)``, ``idx`` and ``lines`` None beyond their budgets."""
         key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
         parts = self._on_rows.get(key)
         if parts is None:
@@ -722,11 +728,12 @@ class ColumnScreen:
                 parts = [self._block_parts(start, rows) for start in starts]
             else:
                 parts = list(workers.map_ordered(partial(self._block_parts, rows=rows), starts))
-            held = 0
-            for b, (counts, df, mean, squares, idx) in enumerate(parts):
+            held = lines_held = 0
+            for b, (counts, df, mean, squares, idx, lines) in enumerate(parts):
                 held += idx.nbytes
-                if held > _GATHER_BYTES:
-                    parts[b] = (counts, df, mean, squares, None)
+                lines_held += lines.nbytes
+                parts[b] = (counts, df, mean, squares, idx if held <= _GATHER_BYTES else None,
+                            lines if lines_held <= _LINES_BYTES else None)
             self._on_rows[key] = parts
         return parts
 
@@ -738,7 +745,7 @@ class ColumnScreen:
         x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
         mean = x.mean(axis=0)
         centred = x - mean
-        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx
+        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx, x
 
 
 def _bin_index(bins: np.ndarray) -> np.ndarray:
