@@ -39,6 +39,7 @@ from rudi_explain.rules.scorecard_budget import scorecard_within_budget, without
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows
 from rudi_explain.rules.scorecard_idle import drop_idle_parts
+from rudi_explain.rules.scorecard_nested import unnest_interactions
 
 #: What :func:`prune_to_scorecard` returns: the pruning path, the scorecard, its rule form, and the choice of form.
 Step = tuple[PruningPath, Scorecard, RuleSet, ScorecardChoice]
@@ -115,8 +116,9 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
         scorecard = _scaled_scorecard(fitted, k)
     fitted_table = scorecard.literals  # the pruning path's
-    # A part of an interaction rule the others imply on every training user reads as something the model needs.
-    scorecard = drop_idle_parts(scorecard, values, y)
+    # A part of an interaction rule the others imply on every training user reads as something the model needs;
+    # two nested rules read as two effects their common users do not get.
+    scorecard = unnest_interactions(drop_idle_parts(scorecard, values, y), values, y)
     rules = scorecard.to_rules()
     table = rules.literal_table()
     if table is not fitted_table:  # one table for all: the explanation's

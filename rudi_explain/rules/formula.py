@@ -17,7 +17,7 @@ from rudi_explain.exceptions import InputError, StateError
 from rudi_explain.rules.values import percent_text, points_text
 
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
-           "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
+           "implies", "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
 
 
 
@@ -352,7 +352,7 @@ def literal_info(literals: Any, n_literals: int | None = None) -> LiteralInfo:
 # simplification
 
 
-def _implies(a: Lit, b: Lit, info: LiteralInfo) -> bool:
+def implies(a: Lit, b: Lit, info: LiteralInfo) -> bool:
     """Whether literal ``a`` being true forces ``b`` true, on any input."""
     if a == b:
         return True
@@ -447,9 +447,9 @@ def simplify(f: Formula, info: LiteralInfo) -> Formula:
     for s in subs:
         s_lits = [c for c in s.children if isinstance(c, Lit)]
         if conj:
-            redundant = any(_implies(a, b, info) for a in merged_lits for b in s_lits)
+            redundant = any(implies(a, b, info) for a in merged_lits for b in s_lits)
         else:
-            redundant = any(_implies(b, a, info) for a in merged_lits for b in s_lits)
+            redundant = any(implies(b, a, info) for a in merged_lits for b in s_lits)
         if not redundant and s not in kept_subs:
             kept_subs.append(s)
     kids = sorted([*merged_lits, *kept_subs], key=_sort_key)

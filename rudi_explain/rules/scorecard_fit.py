@@ -434,13 +434,9 @@ def _form_columns(f: _Form, V: np.ndarray) -> tuple[list[np.ndarray], list[float
 
 def _solve(A: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: float) -> np.ndarray:
     """Least squares with a ridge on all but the last column (the base), within bounds."""
-    return _solve_normal(A.T @ A, A.T @ y, A.shape[0], lb, ub, ridge)
-
-
-def _solve_normal(G: np.ndarray, h: np.ndarray, n_rows: int, lb: np.ndarray, ub: np.ndarray,
-                  ridge: float) -> np.ndarray:
-    """:func:`_solve` from the normal equations ``G = A'A``, ``h = A'y`` of ``n_rows`` rows (``G`` is changed)."""
-    penalty = np.full(G.shape[0], ridge * n_rows)
+    G = A.T @ A
+    h = A.T @ y
+    penalty = np.full(A.shape[1], ridge * A.shape[0])
     penalty[-1] = 0.0
     G[np.diag_indices_from(G)] += penalty
     if np.isinf(lb).all() and np.isinf(ub).all():
@@ -612,16 +608,19 @@ class DropOne:
     gives every other card the same form as in the whole: its band edges and merges of empty bands
     depend on its own values only, its direction on the teacher's mean. Only a merge down to
     ``max_bands`` bands weighs the other units' points; where a card needs one, :meth:`build` gives
-    ``None`` and the caller refits each trial. Otherwise the trial's joint fit is the least squares
-    problem on the whole design's columns less unit ``k``'s, and its normal equations are the whole's
-    less that unit's rows and columns: the design and its products are built once, not once a trial
-    (the budget step weighs some 140 trials for a scorecard at 5,000 users, issue 27).
+    ``None`` and the caller refits each trial. Otherwise the trial's design is the whole's less unit
+    ``k``'s columns: the design is built once, not once a trial (the budget step weighs some 140 trials
+    for a scorecard at 5,000 users, issue 27). The trial's products are then computed from its own
+    columns, laid out as :func:`refit` lays them out (taken from the whole's products, or from columns
+    in another memory order, they differed in the last bits, and tied two users of planted 13 that the
+    refit does not), and its users scored as :meth:`Scorecard.predict` scores them: the same scores, bit
+    for bit.
     """
 
-    def __init__(self, G: np.ndarray, h: np.ndarray, n_rows: int, lb: np.ndarray, ub: np.ndarray, ridge: float,
+    def __init__(self, A: np.ndarray, t: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: float,
                  forms: list[_Form], interactions: SequenceT[Rule], fires_check: np.ndarray,
                  V_check: np.ndarray) -> None:
-        self._G, self._h, self._n, self._lb, self._ub, self._ridge = G, h, n_rows, lb, ub, ridge
+        self._A, self._t, self._lb, self._ub, self._ridge = A, t, lb, ub, ridge
         self._forms, self._interactions, self._fires_check, self._V_check = forms, interactions, fires_check, V_check
         widths = [(1 if f.linear is not None else len(f.card.bands) - 1) + (f.card.undefined is not None)
                   for f in forms] + [1] * len(interactions)
@@ -660,19 +659,17 @@ class DropOne:
             fires = np.column_stack([r.fires(Z) for r in interactions])
             fires_check = np.column_stack([r.fires(Zc) for r in interactions])
         A, lb, ub = _design(forms, fires, V)
-        return cls(A.T @ A, A.T @ t, t.size, lb, ub, ridge, forms, list(interactions), fires_check, Vc)
+        return cls(A, t, lb, ub, ridge, forms, list(interactions), fires_check, Vc)
 
     def predict_without(self, k: int | None) -> np.ndarray:
         """The scored users' scores under the joint fit less unit ``k`` (cards first; ``None``: every unit)."""
-        n_cols = self._G.shape[0]
         if k is None:
-            cols = np.arange(n_cols)
+            x = _solve(self._A, self._t, self._lb, self._ub, self._ridge)
         else:
-            keep = np.ones(n_cols, dtype=bool)
+            keep = np.ones(self._A.shape[1], dtype=bool)
             keep[self._blocks[k]] = False
-            cols = np.flatnonzero(keep)
-        x = _solve_normal(self._G[np.ix_(cols, cols)], self._h[cols], self._n, self._lb[cols], self._ub[cols],
-                          self._ridge)
+            # in rows, as refit's design is (the mask alone gives columns, whose products differ in the last bits)
+            x = _solve(np.ascontiguousarray(self._A[:, keep]), self._t, self._lb[keep], self._ub[keep], self._ridge)
         n = len(self._forms)
         forms = [f for i, f in enumerate(self._forms) if i != k]
         interactions = [r for i, r in enumerate(self._interactions) if i + n != k]

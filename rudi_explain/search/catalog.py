@@ -74,14 +74,10 @@ _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
 _N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
-#: Bytes of bin indices a screen keeps on one set of rows (the catalog is scored on the same rows
-#: at every step).
+#: Bytes of bin indices, and of lines (values as float64), a screen keeps on one set of rows (the catalog is
+#: scored on the same rows at every step). Gathering the lines was 70% of a block's scoring (edits' 1,991
+#: columns: 31 MB); kept without a limit, on every set of rows, they took the peak 167 MB higher.
 _GATHER_BYTES = 64 * 2**20
-#: Bytes of lines (values widened to float64) a screen keeps on one set of rows, beside the bin indices.
-#: Gathering and widening them took 9 ms a block at each scoring, 70% of it (edits' catalog at 5,000
-#: users: 1,991 columns, two blocks, 31 MB; payments': 3,362 columns, 53 MB). Kept without a limit, on
-#: every set of rows, they took the peak 167 MB higher.
-_LINES_BYTES = 64 * 2**20
 _CHUNK = 50  # statistics evaluated per task (and per cancel check)
 _EACH_PIECE, _EACH_COLUMNS = 8, 128  # build_each: statistics per task, binned in blocks of up to 128 columns
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
@@ -716,10 +712,9 @@ class ColumnScreen:
         """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step).
-        The first blocks, up to :data:`_GATHER_BYTES`, also keep their bin indices on ``rows``,
-        and up to :data:`_LINES_BYTES` their lines, which every scoring would otherwise gather and
-        widen again (the same arrays: the same gains); the parts are ``(counts, df, mean, squares,
-        idx, lines)``, ``idx`` and ``lines`` None beyond their budgets."""
+        The first blocks also keep their bin indices and lines on ``rows`` (up to :data:`_GATHER_BYTES` each),
+        which every scoring would otherwise gather and widen again (the same arrays: the same gains); the
+        parts are ``(counts, df, mean, squares, idx, lines)``, ``idx`` and ``lines`` None beyond the budget."""
         key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
         parts = self._on_rows.get(key)
         if parts is None:
@@ -728,12 +723,9 @@ class ColumnScreen:
                 parts = [self._block_parts(start, rows) for start in starts]
             else:
                 parts = list(workers.map_ordered(partial(self._block_parts, rows=rows), starts))
-            held = lines_held = 0
+            held = np.cumsum([[p[4].nbytes, p[5].nbytes] for p in parts], axis=0) <= _GATHER_BYTES
             for b, (counts, df, mean, squares, idx, lines) in enumerate(parts):
-                held += idx.nbytes
-                lines_held += lines.nbytes
-                parts[b] = (counts, df, mean, squares, idx if held <= _GATHER_BYTES else None,
-                            lines if lines_held <= _LINES_BYTES else None)
+                parts[b] = (counts, df, mean, squares, idx if held[b, 0] else None, lines if held[b, 1] else None)
             self._on_rows[key] = parts
         return parts
 

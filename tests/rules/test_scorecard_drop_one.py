@@ -57,8 +57,9 @@ def test_each_trial_scores_as_its_own_refit():
         for k in [None, *range(len(card))]:
             got = drop.predict_without(k)
             want = _refitted_scores(card, V[fit], y[fit], V[check], -1 if k is None else k)
-            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
-            # the same order of users, ties too: what the budget step reads
+            # bit for bit: a difference in the last bits can tie two users the refit does not (planted 13 of
+            # bench_real, with the products taken from the whole's), and the budget step reads ties
+            np.testing.assert_array_equal(got, want)
             assert fidelity(y[check], got) == fidelity(y[check], want)
             checked += 1
     assert checked >= 5 * len(SEEDS)
