@@ -108,17 +108,16 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
     if k == 1.0:
         start = _start(pruning, values, y, is_valid, config.max_rules)
         scorecard, choice = _fit_scorecard(start, values, y, is_valid, config.max_rules)
+        fitted_table = scorecard.literals  # the pruning path's
+        scorecard = _readable(scorecard, values, y)
     else:
         # scores near the float limits (1e300): the joint refit's squared errors would overflow. Fitted on
         # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
         # scorecard read off them exactly.
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
         fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
-        scorecard = _scaled_scorecard(fitted, k)
-    fitted_table = scorecard.literals  # the pruning path's
-    # A part of an interaction rule the others imply on every training user reads as something the model needs;
-    # two nested rules read as two effects their common users do not get.
-    scorecard = unnest_interactions(drop_idle_parts(scorecard, values, y), values, y)
+        fitted_table = fitted.literals
+        scorecard = _scaled_scorecard(_readable(fitted, values, y / k), k)
     rules = scorecard.to_rules()
     table = rules.literal_table()
     if table is not fitted_table:  # one table for all: the explanation's
@@ -128,6 +127,12 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         scorecard = Scorecard(scorecard.cards, [Rule(r.formula, r.weight, info) for r in scorecard.interactions],
                               scorecard.base, table)
     return pruning, scorecard, rules, choice
+
+
+def _readable(scorecard: Scorecard, values: np.ndarray, y: np.ndarray) -> Scorecard:
+    """The same scores, read more plainly: a part of an interaction rule the others imply on every training user
+    reads as something the model needs, and two nested rules as two effects their common users do not get."""
+    return unnest_interactions(drop_idle_parts(scorecard, values, y), values, y)
 
 
 def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
