@@ -362,3 +362,19 @@ def test_invalid_student_params_fail_before_any_work(monkeypatch):
         rx.explain(None, demo.events, scores=demo.risk, student_params={"epochs": -3}, background="thread")
     with pytest.raises(ValueError, match="student must be one of"):
         rx.explain(None, demo.events, scores=demo.risk, student="forest", background="thread")
+
+
+@pytest.mark.slow
+def test_notes_of_a_scorecard_near_the_float_limits_write_its_own_points():
+    # Scores near the float limits are fitted divided by a power of two and put back after. The notes were
+    # left with the divided numbers: "points +0.026 ... (-0.105)" beside a band of +7.1e298 points.
+    from rudi_explain.rules.values import points_text
+
+    demo = rx.datasets.make_payments(1500, random_state=0)
+    exp = rx.explain(None, demo.events, scores=demo.risk * 1e300, background=False, progress=False)
+    mean = float(exp.teacher_scores.to_numpy()[~np.asarray(exp.is_test)].mean())
+    noted = [b for c in exp.scorecard.cards for b in (*c.bands, c.undefined) if b is not None and b.note]
+    assert noted  # this case has one (measured: one band)
+    for b in noted:
+        assert b.note.startswith(f"points {points_text(b.points)} though"), (b.points, b.note)
+        assert f"the average ({points_text(b.teacher - mean)})" in b.note, (b.teacher - mean, b.note)

@@ -37,7 +37,7 @@ from rudi_explain.rules.scorecard_additive import (
 )
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget, without_idle_units
 from rudi_explain.rules.scorecard_cards import Band, Card
-from rudi_explain.rules.scorecard_fit import sample_rows
+from rudi_explain.rules.scorecard_fit import sample_rows, with_notes
 from rudi_explain.rules.scorecard_idle import drop_idle_parts
 from rudi_explain.rules.scorecard_nested import unnest_interactions
 
@@ -117,7 +117,10 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules), 1 / k)
         fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules)
         fitted_table = fitted.literals
-        scorecard = _scaled_scorecard(_readable(fitted, values, y / k), k)
+        fitted = _readable(fitted, values, y / k)
+        # its notes' numbers in the teacher's units, as the points beside them will be
+        cards = with_notes(fitted.cards, fitted.interactions, fitted.literals, values, y / k, shown=k)
+        scorecard = _scaled_scorecard(Scorecard(cards, fitted.interactions, fitted.base, fitted.literals), k)
     rules = scorecard.to_rules()
     table = rules.literal_table()
     if table is not fitted_table:  # one table for all: the explanation's

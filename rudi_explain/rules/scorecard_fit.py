@@ -40,8 +40,8 @@ from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 from rudi_explain.rules.values import points_text
 
-__all__ = ["read_off", "describe", "refit", "DropOne", "check_values", "sample_rows", "MAX_BANDS", "RIDGE",
-           "DEFINED_THRESHOLD", "CHOICE_USERS"]
+__all__ = ["read_off", "describe", "with_notes", "refit", "DropOne", "check_values", "sample_rows", "MAX_BANDS",
+           "RIDGE", "DEFINED_THRESHOLD", "CHOICE_USERS"]
 
 #: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
 MAX_BANDS = 6
@@ -215,9 +215,28 @@ def _contradicts(points: float, gap: float, scale: float) -> bool:
     return abs(points) > tol and abs(gap) > tol and (points > 0) != (gap > 0)
 
 
+def with_notes(cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals, values: np.ndarray,
+               y: np.ndarray, shown: float = 1.0) -> list[Card]:
+    """``cards`` with their sign notes written afresh, the points and gaps in them times ``shown``.
+
+    For a scorecard fitted on ``y / k`` (scores near the float limits, whose squares overflow) and then put
+    back in the teacher's units: its notes name the same cards and rules, with the numbers the reader sees.
+    """
+    V, t = check_values(values, y, literals)
+    assert t is not None
+
+    def bare(c: Card) -> Card:
+        return c.with_(bands=tuple(replace(b, note=None) for b in c.bands),
+                       undefined=None if c.undefined is None else replace(c.undefined, note=None),
+                       linear=None if c.linear is None else replace(c.linear, note=None))
+
+    return _with_notes([bare(c) for c in cards], interactions, literals, V, t, shown)
+
+
 def _with_notes(cards: list[Card], interactions: SequenceT[Rule], literals: Literals, V: np.ndarray,
-                y: np.ndarray) -> list[Card]:
-    """Each band whose points and gap differ in sign gets a note naming what accounts for it."""
+                y: np.ndarray, shown: float = 1.0) -> list[Card]:
+    """Each band whose points and gap differ in sign gets a note naming what accounts for it (numbers times
+    ``shown``)."""
     mean, scale = float(y.mean()), max(1.0, float(np.abs(y).max()))
     parts: list[_Part] | None = None
     out = []
@@ -234,7 +253,7 @@ def _with_notes(cards: list[Card], interactions: SequenceT[Rule], literals: Lite
             if b.teacher is None or not _contradicts(b.points, b.teacher - mean, scale):
                 continue
             parts = parts if parts is not None else _parts(cards, interactions, literals, V)
-            note = _note(b.points, b.teacher - mean, members, [p for p in parts if p.card != i])
+            note = _note(b.points, b.teacher - mean, members, [p for p in parts if p.card != i], shown)
             if key == "undefined":
                 changes["undefined"] = replace(b, note=note)
             else:
@@ -248,7 +267,8 @@ def _with_notes(cards: list[Card], interactions: SequenceT[Rule], literals: Lite
                 if _contradicts(card.linear.slope, corr, 1.0):
                     parts = parts if parts is not None else _parts(cards, interactions, literals, V)
                     others = [p for p in parts if p.card != i]
-                    changes["linear"] = replace(card.linear, note=_linear_note(card.linear.slope, corr, v, others))
+                    changes["linear"] = replace(card.linear,
+                                                note=_linear_note(card.linear.slope, corr, v, others, shown))
         else:
             changes["bands"] = tuple(bands)
         out.append(card.with_(**changes))
@@ -259,9 +279,9 @@ def _pct(x: float) -> str:
     return f"{x * 100:.0f}%"
 
 
-def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Part]) -> str:
-    head = (f"points {points_text(points)} though the teacher's mean in this band is "
-            f"{'above' if gap > 0 else 'below'} the average ({points_text(gap)})")
+def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Part], shown: float = 1.0) -> str:
+    head = (f"points {points_text(points * shown)} though the teacher's mean in this band is "
+            f"{'above' if gap > 0 else 'below'} the average ({points_text(gap * shown)})")
     if not others or not members.any():
         return f"{head}; no other card or rule shares its users"
     M = np.column_stack([p.members for p in others])
@@ -285,12 +305,13 @@ def _note(points: float, gap: float, members: np.ndarray, others: SequenceT[_Par
     inside, overall = float(M[members, j].mean()), float(M[:, j].mean())
     verb = "fire" if best.card < 0 else "are in"
     if inside >= 0.5:
-        return f"{head}: users of this band mostly ({_pct(inside)}) {verb} {best.text} ({points_text(best.points)})"
-    return (f"{head}: users of this band more often {verb} {best.text} ({points_text(best.points)}; "
+        return (f"{head}: users of this band mostly ({_pct(inside)}) {verb} {best.text} "
+                f"({points_text(best.points * shown)})")
+    return (f"{head}: users of this band more often {verb} {best.text} ({points_text(best.points * shown)}; "
             f"{_pct(inside)} of them against {_pct(overall)} of all users)")
 
 
-def _linear_note(slope: float, corr: float, v: np.ndarray, others: SequenceT[_Part]) -> str:
+def _linear_note(slope: float, corr: float, v: np.ndarray, others: SequenceT[_Part], shown: float = 1.0) -> str:
     head = (f"the slope is {'positive' if slope > 0 else 'negative'} though the teacher "
             f"{'rises' if corr > 0 else 'falls'} with the value (correlation {corr:+.2f})")
     d = ~np.isnan(v)
@@ -303,7 +324,8 @@ def _linear_note(slope: float, corr: float, v: np.ndarray, others: SequenceT[_Pa
                 best, best_corr = p, c
     if best is None:
         return f"{head}; no other card or rule goes with higher values"
-    return f"{head}: higher values go with {best.text} ({points_text(best.points)}; correlation {best_corr:+.2f})"
+    return (f"{head}: higher values go with {best.text} ({points_text(best.points * shown)}; "
+            f"correlation {best_corr:+.2f})")
 
 
 # ------------------------------------------------------------------ refit
