@@ -44,8 +44,10 @@ from rudi_explain.rules.scorecard_fit import (
     RIDGE,
     check_values,
     describe,
+    fires_of,
     read_off,
     refit,
+    scores_of,
 )
 from rudi_explain.rules.values import points_text
 
@@ -249,15 +251,7 @@ class Scorecard:
 
     def fires(self, data: Any) -> np.ndarray:
         """Which interaction rules fire for which users: bool array (n_users, n_interactions)."""
-        V = self._values(data)
-        if not self.interactions:
-            return np.zeros((V.shape[0], 0), dtype=bool)
-        Z = self.literals.transform_values(V, only=self._interaction_literals())
-        return np.column_stack([r.fires(Z) for r in self.interactions])
-
-    def _interaction_literals(self) -> list[int]:
-        """The literals the interaction rules read (the others need not be computed)."""
-        return [lit.index for r in self.interactions for lit in formula_literals(r.formula)]
+        return fires_of(self.interactions, self.literals, self._values(data))
 
     def predict(self, data: Any) -> np.ndarray:
         """Scores: base + every card's points + the weights of the interaction rules that fire.
@@ -272,14 +266,8 @@ class Scorecard:
         ndarray of float64, shape (n_users,)
         """
         V = self._values(data)
-        s = np.full(V.shape[0], self.base)
-        for c in self.cards:
-            s += c.points(V[:, c.column])
-        if self.interactions:
-            Z = self.literals.transform_values(V, only=self._interaction_literals())
-            for r in self.interactions:
-                s[r.fires(Z)] += r.weight
-        return s
+        return scores_of(self.base, self.cards, [r.weight for r in self.interactions], V,
+                         fires_of(self.interactions, self.literals, V))
 
     # -- rules --------------------------------------------------------------
 

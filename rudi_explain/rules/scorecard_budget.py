@@ -166,13 +166,13 @@ class _Judge:
         """The unit whose removal costs least (its index, cards first; None where one unit is left), and the
         fidelity without it."""
         best, best_fid = None, -np.inf
-        drop = self._drop_one(card) if len(card) > 1 else None
+        if len(card) < 2:
+            return best, best_fid
+        drop = self._drop_one(card)
         # Each unit left out in turn, refitted on the fitting users, scored on the validation users. Last
         # first, so that on a tie the unit read last goes: the weakest interaction rule, or the card that
         # moves scores least (a scorecard keeps its cards in that order).
         for k in reversed(range(len(card))):
-            if len(card) == 1:
-                continue
             if drop is not None:
                 f = _fidelity_of(self.t_check, drop.predict_without(k))
             else:

@@ -40,8 +40,8 @@ from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 from rudi_explain.rules.values import points_text
 
-__all__ = ["read_off", "describe", "with_notes", "refit", "DropOne", "check_values", "sample_rows", "MAX_BANDS",
-           "RIDGE", "DEFINED_THRESHOLD", "CHOICE_USERS"]
+__all__ = ["read_off", "describe", "with_notes", "refit", "DropOne", "fires_of", "scores_of", "check_values",
+           "sample_rows", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD", "CHOICE_USERS"]
 
 #: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
 MAX_BANDS = 6
@@ -198,16 +198,34 @@ def _parts(cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Lite
         if card.linear is None:
             for k, (label, b) in enumerate(zip(card.band_labels(), card.bands)):
                 parts.append(_Part(f"'{label}' of {card.name}", b.points, idx == k, i))
-    if interactions:
-        Z = literals.transform_values(V, only=_literals_of(interactions))
-        for r in interactions:
-            parts.append(_Part(f"the rule '{r.text}'", r.weight, r.fires(Z), -1))
+    for r, fired in zip(interactions, fires_of(interactions, literals, V).T):
+        parts.append(_Part(f"the rule '{r.text}'", r.weight, fired, -1))
     return parts
 
 
 def _literals_of(rules: SequenceT[Rule]) -> list[int]:
     """The literals some of ``rules`` read: the only ones their firing needs."""
     return [lit.index for r in rules for lit in formula_literals(r.formula)]
+
+
+def fires_of(rules: SequenceT[Rule], literals: Literals, V: np.ndarray) -> np.ndarray:
+    """Which of ``rules`` fire for which rows of the value matrix ``V``: bool (n_rows, n_rules)."""
+    if not rules:
+        return np.zeros((V.shape[0], 0), dtype=bool)
+    Z = literals.transform_values(V, only=_literals_of(rules))
+    return np.column_stack([r.fires(Z) for r in rules])
+
+
+def scores_of(base: float, cards: SequenceT[Card], weights: SequenceT[float], V: np.ndarray,
+              fires: np.ndarray) -> np.ndarray:
+    """Scores: ``base`` + every card's points + the weights of the rules that fire (``fires``: :func:`fires_of`),
+    summed in that order (:meth:`Scorecard.predict`'s, which users the sums tie depends on)."""
+    s = np.full(V.shape[0], base)
+    for c in cards:
+        s += c.points(V[:, c.column])
+    for w, fired in zip(weights, fires.T):
+        s[fired] += w
+    return s
 
 
 def _contradicts(points: float, gap: float, scale: float) -> bool:
@@ -388,6 +406,12 @@ def _merge(card: Card, v: np.ndarray, target: np.ndarray, max_bands: int) -> Car
     return card.with_(edges=tuple(edges), bands=tuple(Band(0.0) for _ in range(len(edges) + 1)))
 
 
+def _merges_by_target(card: Card, v: np.ndarray, max_bands: int) -> bool:
+    """Whether :func:`_merge` would weigh its target: the card has more than ``max_bands`` non-empty bands."""
+    idx = card.band_index(v)
+    return max(1, int(np.count_nonzero(np.bincount(idx[idx >= 0], minlength=len(card.bands))))) > max_bands
+
+
 def _direction(card: Card, v: np.ndarray, y: np.ndarray) -> int:
     """+1 / -1 where the teacher's mean rises / falls (weakly) across the card's non-empty value bands, else 0."""
     idx = card.band_index(v)
@@ -493,10 +517,7 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
         raise InputError(f"is_valid has {valid.size} entries for {t.size} users")
     choose = bool(valid.any() and (~valid).any())
     fit = ~valid if choose else np.ones(t.size, dtype=bool)
-    fires = np.zeros((t.size, 0), dtype=bool)
-    if interactions:
-        Z = literals.transform_values(V, only=_literals_of(interactions))
-        fires = np.column_stack([r.fires(Z) for r in interactions])
+    fires = fires_of(interactions, literals, V)
     card_points = [c.points(V[:, c.column]) for c in cards]
     total = base + np.sum(card_points, axis=0) + fires @ np.array([r.weight for r in interactions], dtype=np.float64)
     forms = []
@@ -545,8 +566,12 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
     A, lb, ub = _design(forms, fires, V)
     x = _solve(A, t, lb, ub, ridge)
     base, fitted, rules = _unpack(forms, interactions, x)
-    # a card with one value band and no undefined band gives every user 0 points (uncentred): no card
-    return base, [c for c in fitted if c.edges or c.linear is not None or c.undefined is not None], rules
+    return base, _scoring(fitted), rules
+
+
+def _scoring(cards: list[Card]) -> list[Card]:
+    """``cards`` less those with one value band and no undefined band: every user 0 points (uncentred)."""
+    return [c for c in cards if c.edges or c.linear is not None or c.undefined is not None]
 
 
 def _split_bands(forms: list[_Form], literals: Literals, V: np.ndarray, t: np.ndarray,
@@ -669,19 +694,12 @@ class DropOne:
                 forms.append(_Form(card, linear=(card.linear.lo, card.linear.hi)))
                 continue
             solid = _solid_edges(card, v)
-            idx = solid.band_index(v)
-            if max(1, int(np.count_nonzero(np.bincount(idx[idx >= 0], minlength=len(solid.bands))))) > max_bands:
+            if _merges_by_target(solid, v, max_bands):
                 return None
             merged = _merge(solid, v, t, max_bands)  # empty bands only: the target is not read
             forms.append(_Form(merged, _direction(merged, v, t) if monotone else 0))
-        fires, fires_check = np.zeros((t.size, 0), dtype=bool), np.zeros((Vc.shape[0], 0), dtype=bool)
-        if interactions:
-            only = _literals_of(interactions)
-            Z, Zc = literals.transform_values(V, only=only), literals.transform_values(Vc, only=only)
-            fires = np.column_stack([r.fires(Z) for r in interactions])
-            fires_check = np.column_stack([r.fires(Zc) for r in interactions])
-        A, lb, ub = _design(forms, fires, V)
-        return cls(A, t, lb, ub, ridge, forms, list(interactions), fires_check, Vc)
+        A, lb, ub = _design(forms, fires_of(interactions, literals, V), V)
+        return cls(A, t, lb, ub, ridge, forms, list(interactions), fires_of(interactions, literals, Vc), Vc)
 
     def predict_without(self, k: int | None) -> np.ndarray:
         """The scored users' scores under the joint fit less unit ``k`` (cards first; ``None``: every unit)."""
@@ -694,15 +712,9 @@ class DropOne:
             x = _solve(np.ascontiguousarray(self._A[:, keep]), self._t, self._lb[keep], self._ub[keep], self._ridge)
         n = len(self._forms)
         forms = [f for i, f in enumerate(self._forms) if i != k]
-        interactions = [r for i, r in enumerate(self._interactions) if i + n != k]
-        fires = [self._fires_check[:, i] for i in range(len(self._interactions)) if i + n != k]
+        rule_at = [i for i in range(len(self._interactions)) if i + n != k]
         # scored as Scorecard.predict scores the refitted trial, in its order of sums: users the trial's
         # refit ties (in rounding too) stay tied, and the fidelity is the same to the last bit
-        base, cards, rules = _unpack(forms, interactions, x)
-        s = np.full(self._V_check.shape[0], base)
-        for c in cards:
-            if c.edges or c.linear is not None or c.undefined is not None:
-                s += c.points(self._V_check[:, c.column])
-        for r, fired in zip(rules, fires):
-            s[fired] += r.weight
-        return s
+        base, cards, rules = _unpack(forms, [self._interactions[i] for i in rule_at], x)
+        return scores_of(base, _scoring(cards), [r.weight for r in rules], self._V_check,
+                         self._fires_check[:, rule_at])
