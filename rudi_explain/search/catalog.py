@@ -40,6 +40,7 @@ import numpy as np
 
 from rudi_explain.data.sequences import Sequences
 from rudi_explain.exceptions import InputError
+from rudi_explain.search.columns import N_BINS, binned_and_standardized
 from rudi_explain.search.parallel import Workers, resolve_n_jobs
 from rudi_explain.statistics import (
     OPERATORS,
@@ -72,7 +73,6 @@ __all__ = ["short_catalog", "single_aggregations", "ranked_statistics", "complex
 #: analyst computes first (the rest are reached by deepening).
 _CORE = frozenset({"Sum", "Mean", "Max", "Min", "Count"})
 _BLOCK = 512  # columns binned and standardized at a time
-_N_BINS = 10  # deciles
 _GAIN_BLOCK = 1024  # columns scored at a time
 #: Bytes of bin indices, and of lines (values as float64), a screen keeps on one set of rows (the catalog is
 #: scored on the same rows at every step). Gathering the lines was 70% of a block's scoring (edits' 1,991
@@ -316,142 +316,6 @@ def distinct_statistics(variants: Iterable[list], keep: Callable[[Statistic], bo
     return out
 
 
-def bin_columns(X: np.ndarray) -> np.ndarray:
-    """Decile bin of every value; undefined values in the lowest bin.
-
-    Undefined counts as below every threshold, as in the literals the rules are
-    made of (SEMANTICS.md): a bin of its own let the search keep a statistic
-    for *whether* it is defined (the largest [merchant = m] among a category's
-    events: "has any events of that category"), which no rule can then say.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, m)
-
-    Returns
-    -------
-    bins : ndarray of uint8, shape (n, m)
-    """
-    return _binned_and_standardized(X, lines=False)[0]
-
-
-def standardize(X: np.ndarray) -> np.ndarray:
-    """Each column twice, as it is and clipped to its 1st and 99th percentiles, centred
-    and scaled over its defined values; undefined set to 0 (float32, shape (n, m, 2)).
-
-    Two straight lines, because a heavy-tailed total can act either way: a score
-    linear in the total amount needs the raw line, while a score that saturates
-    (a probability, a capped effect) is told apart only by the clipped one: a
-    raw line there is set by a handful of extreme users.
-    """
-    return _binned_and_standardized(X, bins=False)[1]
-
-
-def _binned_and_standardized(X: np.ndarray, bins: bool = True, lines: bool = True,
-                             lone: np.ndarray | None = None, chunk: int = 512) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bin_columns` and :func:`standardize` of ``X`` (each only if asked; an empty
-    array otherwise), by chunks of ``chunk`` columns, each chunk sorted once for both: the
-    deciles and the clipping ranks read the same sorted columns. ``lone``: the columns
-    standardized as if each were the only column of its block (see :func:`_column_sums`)."""
-    n, m = X.shape
-    binned = np.empty((n, m if bins else 0), dtype=np.uint8)
-    # By chunks of columns: a catalog can hold 100,000 columns, and a whole float64 copy
-    # of it per step (clipped, centred) took a scenario past 11 GB; a chunk also bounds
-    # the comparisons with the deciles.
-    out = np.empty((n, m if lines else 0, 2), dtype=np.float32)
-    for start in range(0, m, chunk):
-        block = X[:, start:start + chunk]
-        alone = None if lone is None else lone[start:start + chunk]
-        ordered = np.sort(block, axis=0)  # NaN last
-        # One finiteness mask for all four steps (the clipped block's too, unless it clipped an infinity).
-        finite = np.isfinite(block)
-        defined = finite.sum(axis=0)
-        if bins:
-            binned[:, start:start + chunk] = _bin_block(block, ordered, defined)
-        if lines:
-            out[:, start:start + chunk, 0] = _standardize(block, finite, defined, alone)
-            clipped = _clip_tails(block, ordered=ordered, defined=defined)
-            same = not _has_infinity(ordered, defined)
-            out[:, start:start + chunk, 1] = _standardize(clipped, finite if same else None,
-                                                          defined if same else None, alone)
-    return binned, out
-
-
-def _has_infinity(ordered: np.ndarray, defined: np.ndarray) -> bool:
-    """Whether a column of ``ordered`` (sorted: -inf first, then finite values, +inf, NaN last) holds
-    an infinity, given its count of finite values."""
-    n = len(ordered)
-    if n == 0:
-        return False
-    after = np.take_along_axis(ordered, np.minimum(defined, n - 1)[None, :], axis=0)[0]
-    return bool(np.isneginf(ordered[0]).any() or np.isposinf(after[defined < n]).any())
-
-
-def _bin_block(block: np.ndarray, ordered: np.ndarray, defined: np.ndarray | None = None) -> np.ndarray:
-    """:func:`bin_columns` of ``block`` (n, k), given its columns sorted (``ordered``, NaN last) and,
-    optionally, each column's count of finite values (``defined``)."""
-    q = np.linspace(0, 1, _N_BINS + 1)[1:-1]
-    if defined is None:
-        defined = np.isfinite(block).sum(axis=0)
-    # The deciles of each column's defined values (lower value at each cut: ties stay together).
-    at = np.floor(q[:, None] * np.maximum(defined - 1, 0)[None, :]).astype(np.int64)
-    edges = np.take_along_axis(ordered, at, axis=0)  # (9, k)
-    # The deciles each value lies above, counted one decile at a time (whole numbers, at most 9:
-    # a uint8 sum is exact, and cheaper than one (n, 9, k) comparison summed over its middle axis).
-    b = np.zeros(block.shape, dtype=np.uint8)
-    for edge in edges:
-        b += block > edge  # NaN is above no decile (and a NaN edge, of a column with none defined, is below none)
-    return b
-
-
-def _clip_tails(X: np.ndarray, share: float = 0.01, ordered: np.ndarray | None = None,
-                defined: np.ndarray | None = None) -> np.ndarray:
-    """Each column clipped to the defined values at ranks ``share`` and ``1 - share`` (NaN stays).
-
-    By sorting, not ``np.nanpercentile``, which loops over columns in Python when
-    there are NaNs (8x slower on a catalog); ``ordered``: the columns already sorted (NaN last);
-    ``defined``: each column's count of finite values, if known.
-    """
-    if ordered is None:
-        ordered = np.sort(X, axis=0)  # NaN last
-    if defined is None:
-        defined = np.isfinite(X).sum(axis=0)
-    last = np.maximum(defined - 1, 0)
-    lo = np.take_along_axis(ordered, np.floor(share * last).astype(np.int64)[None, :], axis=0)
-    hi = np.take_along_axis(ordered, np.ceil((1 - share) * last).astype(np.int64)[None, :], axis=0)
-    return np.clip(X, lo, hi)
-
-
-def _column_sums(A: np.ndarray, lone: np.ndarray | None = None) -> np.ndarray:
-    """``A.sum(axis=0)``, the columns where ``lone`` holds summed as numpy sums a block of one
-    column: pairwise, where it sums a wider block row by row (the last bits can differ). So a
-    statistic's single column has the same values binned beside others as binned alone."""
-    sums = A.sum(axis=0)
-    if lone is not None and A.shape[1] > 1 and lone.any():
-        sums[lone] = np.ascontiguousarray(A[:, lone].T).sum(axis=1)
-    return sums
-
-
-def _standardize(X: np.ndarray, finite: np.ndarray | None = None, defined: np.ndarray | None = None,
-                 lone: np.ndarray | None = None) -> np.ndarray:
-    """Each column centred and scaled over its finite values, the others set to 0 (float32);
-    ``finite`` (X's finiteness) and ``defined`` (its column sums) where already known; ``lone``
-    as for :func:`_column_sums`."""
-    # Masked sums rather than np.nanmean/np.nanstd, which copy and check far more.
-    if finite is None or defined is None:
-        finite = np.isfinite(X)
-        defined = finite.sum(axis=0)
-    count = np.maximum(defined, 1)
-    if defined.sum() == finite.size:  # every value defined: no masking (the same arithmetic)
-        Z = X - _column_sums(X, lone) / count
-    else:
-        Z = np.where(finite, X, 0.0)  # centred where defined; undefined stays 0, at the mean (one pass)
-        np.subtract(Z, _column_sums(Z, lone) / count, out=Z, where=finite)
-    scale = np.sqrt(_column_sums(Z * Z, lone) / count)
-    Z /= np.where(scale > 0, scale, 1.0)
-    return Z.astype(np.float32)
-
-
 class StepModel:
     """An additive model of step functions and straight lines: least squares on the
     decile-bin indicators and the standardized values of some columns.
@@ -659,7 +523,7 @@ class ColumnScreen:
         return ColumnScreen([self.owners[i]], self.bins[:, i:i + 1], self.values[:, i:i + 1])
 
     def gains(self, residual: np.ndarray, rows: np.ndarray, total_var: float,
-              n_jobs: int | None = None) -> np.ndarray:
+              n_jobs: int | None = None, within: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Share of the target's variance each column's step function explains of
         ``residual`` on ``rows``, adjusted for the bins it spends (can be < 0).
 
@@ -667,6 +531,8 @@ class ColumnScreen:
         :mod:`rudi_explain.search.parallel`), each block as one worker would: the same gains,
         bit for bit, with any number. Two pay with one BLAS thread, as the search runs
         (1.2-1.8x on a quiet 2-core machine), and not beside BLAS's own threads (0.8-1.1x).
+        ``within=(outer, mask)``, ``rows`` being ``outer[mask]``: the parts kept on ``outer`` are taken
+        from (the same arrays: the same gains), not gathered again.
         """
         workers_asked = resolve_n_jobs(n_jobs)
         m = len(self.owners)
@@ -679,7 +545,7 @@ class ColumnScreen:
         out = np.empty(m)
         starts = range(0, m, _GAIN_BLOCK)
         with Workers(workers_asked if len(starts) > 1 else 1) as workers:
-            parts = self._parts_on(rows, workers)
+            parts = self._parts_on(rows, workers, within)
             score = partial(self._block_gains, r=r, rows=rows, ss=ss)
             for start, block_gains in zip(starts, workers.map_ordered(score, list(zip(starts, parts)))):
                 out[start:start + len(block_gains)] = block_gains
@@ -690,7 +556,7 @@ class ColumnScreen:
         """:meth:`gains` of the columns from ``start`` on, before the scaling: ``block`` is
         ``(start, parts)`` with the block's :meth:`_parts_on`."""
         start, (counts, df, mean, squares, idx, lines) = block
-        n, k, width = len(rows), len(df), _N_BINS  # undefined values share the lowest bin
+        n, k, width = len(rows), len(df), N_BINS  # undefined values share the lowest bin
         total = r.sum()  # 0 but for rounding: r @ (x - mean) is r @ x - mean * total
         if idx is None:  # beyond the bytes kept on these rows: gathered again
             idx = _bin_index(self.bins[rows, start:start + k])
@@ -708,42 +574,57 @@ class ColumnScreen:
         straight = 1.0 - (1.0 - r2) * (n - 1) / max(n - 2, 1)
         return np.maximum(stepped, straight)
 
-    def _parts_on(self, rows: np.ndarray, workers: Workers | None = None) -> list[tuple[Any, ...]]:
+    def _parts_on(self, rows: np.ndarray, workers: Workers | None = None,
+                  within: tuple[np.ndarray, np.ndarray] | None = None) -> list[tuple[Any, ...]]:
         """Per block of columns, what :meth:`gains` uses on ``rows`` whatever the residual:
         users per bin, bins used less one, and each line's mean and sum of squared deviations
         (cached: forward selection scores the same catalog on the same rows at every step).
         The first blocks also keep their bin indices and lines on ``rows`` (up to :data:`_GATHER_BYTES` each),
         which every scoring would otherwise gather and widen again (the same arrays: the same gains); the
         parts are ``(counts, df, mean, squares, idx, lines)``, ``idx`` and ``lines`` None beyond the budget."""
-        key = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
-        parts = self._on_rows.get(key)
-        if parts is None:
+        key = _rows_key(rows)
+        if key in self._on_rows:
+            return self._on_rows[key]
+        outer_rows, part = within if within is not None else (rows, None)
+        outer = self._on_rows.get(_rows_key(outer_rows)) if part is not None else None
+        if outer is not None and all(p[4] is not None and p[5] is not None for p in outer):
+            # rows within rows whose gathered arrays are kept (the selection's strata): taken from those
+            make = lambda p: _block_parts_of(p[4].reshape(len(outer_rows), -1)[part].ravel(), p[5][part])  # noqa
+            parts = list(map(make, outer) if workers is None else workers.map_ordered(make, outer))
+        else:
+            make = partial(self._block_parts, rows=rows)
             starts = range(0, len(self.owners), _GAIN_BLOCK)
-            if workers is None:
-                parts = [self._block_parts(start, rows) for start in starts]
-            else:
-                parts = list(workers.map_ordered(partial(self._block_parts, rows=rows), starts))
-            held = np.cumsum([[p[4].nbytes, p[5].nbytes] for p in parts], axis=0) <= _GATHER_BYTES
-            for b, (counts, df, mean, squares, idx, lines) in enumerate(parts):
-                parts[b] = (counts, df, mean, squares, idx if held[b, 0] else None, lines if held[b, 1] else None)
-            self._on_rows[key] = parts
+            parts = list(map(make, starts) if workers is None else workers.map_ordered(make, starts))
+        held = np.cumsum([[p[4].nbytes, p[5].nbytes] for p in parts], axis=0) <= _GATHER_BYTES
+        for b, (counts, df, mean, squares, idx, lines) in enumerate(parts):
+            parts[b] = (counts, df, mean, squares, idx if held[b, 0] else None, lines if held[b, 1] else None)
+        self._on_rows[key] = parts
         return parts
 
     def _block_parts(self, start: int, rows: np.ndarray) -> tuple[Any, ...]:
         """:meth:`_parts_on` of the block of columns from ``start`` on."""
-        idx = _bin_index(self.bins[rows, start:start + _GAIN_BLOCK])
         k = min(_GAIN_BLOCK, len(self.owners) - start)
-        counts = np.bincount(idx, minlength=k * _N_BINS).reshape(k, _N_BINS)
-        x = self.values[rows, start:start + k].astype(np.float64)  # (n, k, 2)
-        mean = x.mean(axis=0)
-        centred = x - mean
-        return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx, x
+        return _block_parts_of(_bin_index(self.bins[rows, start:start + k]),
+                               self.values[rows, start:start + k].astype(np.float64))  # (n, k, 2)
+
+
+def _block_parts_of(idx: np.ndarray, x: np.ndarray) -> tuple[Any, ...]:
+    """A block's parts (:meth:`ColumnScreen._parts_on`) from its bin indices and lines on the rows."""
+    k = x.shape[1]
+    counts = np.bincount(idx, minlength=k * N_BINS).reshape(k, N_BINS)
+    mean = x.mean(axis=0)
+    centred = x - mean
+    return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx, x
+
+
+def _rows_key(rows: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
 
 
 def _bin_index(bins: np.ndarray) -> np.ndarray:
-    """Each (row, column) bin of ``bins`` (uint8, (n, k)) as one index into k * _N_BINS counts, row-major."""
+    """Each (row, column) bin of ``bins`` (uint8, (n, k)) as one index into k * N_BINS counts, row-major."""
     k = bins.shape[1]
-    return (bins.astype(np.int64) + (np.arange(k) * _N_BINS)[None, :]).ravel()
+    return (bins.astype(np.int64) + (np.arange(k) * N_BINS)[None, :]).ravel()
 
 
 def _trim(blocks: list[ColumnScreen], merit: list[np.ndarray], max_columns: int) -> int:
@@ -822,7 +703,7 @@ def _screens_of(spans: list[tuple[list[tuple[Statistic, int]], int, int]], colum
     for _, a, b in spans:
         if b - a == 1:
             lone[a - first] = True
-    bins, values = _binned_and_standardized(np.column_stack(columns[first:end]), lone=lone)
+    bins, values = binned_and_standardized(np.column_stack(columns[first:end]), lone=lone)
     return [ColumnScreen(owners, np.ascontiguousarray(bins[:, a - first:b - first]),
                          np.ascontiguousarray(values[:, a - first:b - first])) for owners, a, b in spans]
 
@@ -858,7 +739,7 @@ def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
 def _close_block(owners: list[tuple[Statistic, int]], columns: list[np.ndarray]) -> ColumnScreen:
     """One block of columns binned and standardized."""
     X = np.column_stack(columns)
-    return ColumnScreen(owners, *_binned_and_standardized(X))
+    return ColumnScreen(owners, *binned_and_standardized(X))
 
 
 def _merit(block: ColumnScreen, centred: np.ndarray, rows: np.ndarray, total_var: float) -> np.ndarray:

@@ -67,7 +67,7 @@ def stratified_gains(screen: ColumnScreen, residual: np.ndarray, rows: np.ndarra
     out = np.zeros(len(screen))
     for part in (strata[rows], ~strata[rows]):
         r = residual[part] - residual[part].mean()
-        out += screen.gains(r, rows[part], total_var) * part.sum() / len(rows)
+        out += screen.gains(r, rows[part], total_var, within=(rows, part)) * part.sum() / len(rows)
     return out
 
 

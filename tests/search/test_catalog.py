@@ -95,7 +95,7 @@ def _wide():
 
 def _plain_screen(stats, seqs):
     """Reference: every output evaluated whole, the exact duplicates and constants dropped."""
-    from rudi_explain.search.catalog import bin_columns, standardize
+    from rudi_explain.search.columns import bin_columns, standardize
 
     kept = varying_new_outputs(stats, seqs)
     owners = [(stat, j) for stat, j, _ in kept]
@@ -177,31 +177,6 @@ def test_a_column_limit_needs_a_target():
         ColumnScreen.build(short_catalog(seqs, max_depth=1), seqs, max_columns=10)
 
 
-def test_bins_put_undefined_users_below_every_cut_as_literals_do():
-    # A literal "value > t" is false where the value is undefined (SEMANTICS.md), so the
-    # screen's step model must not tell undefined users apart from the lowest values either:
-    # for every decile cut, the users above it by bin are those above it by value.
-    from rudi_explain.search.catalog import bin_columns
-
-    rng = np.random.default_rng(3)
-    X = rng.lognormal(size=(500, 6))
-    X[:, 1] = rng.integers(0, 2, 500)  # 0/1 with undefined users: "any X among Y events"
-    X[:, 2] = rng.integers(0, 5, 500)
-    for j in range(6):
-        X[rng.random(500) < 0.1 + 0.1 * j, j] = np.nan
-    bins = bin_columns(X)
-    for j in range(X.shape[1]):
-        v = X[:, j]
-        for k in range(10):
-            above_by_bin = bins[:, j] > k
-            if not above_by_bin.any():
-                continue
-            # the cut between bin k and k+1: the largest value of bins <= k
-            cut = np.nanmax(np.where(bins[:, j] <= k, v, np.nan)) if (bins[:, j] <= k).any() else -np.inf
-            np.testing.assert_array_equal(above_by_bin, np.where(np.isfinite(v), v > cut, False))
-    assert (bins[np.isnan(X)] == 0).all()
-
-
 def test_gains_are_the_same_whatever_the_bytes_kept_gathered_on_the_rows(monkeypatch):
     # The first blocks of a screen keep their bin indices on the choosing rows
     # (catalog._GATHER_BYTES); the blocks beyond gather them at every scoring. The gains are the
@@ -224,6 +199,32 @@ def test_gains_are_the_same_whatever_the_bytes_kept_gathered_on_the_rows(monkeyp
         screen = ColumnScreen(list(owners), bins, values)
         got[budget] = [screen.gains(r, rows, 1.3, n_jobs=1).tobytes() for r in residuals for rows in halves]
     assert got[0] == got[140 * 1024 * 8] == got[2**40]
+
+
+def test_gains_on_rows_within_kept_rows_equal_gains_gathered_afresh():
+    # The selection's strata are rows within the choosing rows: their parts are taken from the
+    # choosing rows' kept indices and lines (within=...), with the same gains bit for bit as a screen
+    # that gathers them from its own arrays, kept or not.
+    import rudi_explain.search.catalog as catalog_module
+    from rudi_explain.search.catalog import ColumnScreen
+
+    rng = np.random.default_rng(11)
+    n, m = 400, 1500
+    bins = rng.integers(0, 10, size=(n, m)).astype(np.uint8)
+    values = rng.normal(size=(n, m, 2)).astype(np.float32)
+    stat = short_catalog(rx.datasets.make_payments(20, random_state=1).sequences(), max_depth=1)[0]
+    owners = [(stat, j) for j in range(m)]
+    rows = np.sort(rng.permutation(n)[:250])
+    for seed in range(3):
+        part = np.random.default_rng(seed).random(rows.size) < 0.4
+        r = rng.normal(size=int(part.sum()))
+        reused = ColumnScreen(list(owners), bins, values)
+        reused.gains(rng.normal(size=rows.size), rows, 1.0, n_jobs=1)  # the choosing rows' parts kept
+        fresh = ColumnScreen(list(owners), bins, values)
+        got = reused.gains(r, rows[part], 1.0, n_jobs=2, within=(rows, part))
+        np.testing.assert_array_equal(got, fresh.gains(r, rows[part], 1.0, n_jobs=1))
+        assert catalog_module._rows_key(rows[part]) in reused._on_rows  # taken once, then cached
+        np.testing.assert_array_equal(got, reused.gains(r, rows[part], 1.0, within=(rows, part)))
 
 
 @pytest.mark.slow  # 4,000 users: fewer leave every single column's sums equal either way
