@@ -68,6 +68,13 @@ class Beside:
         self._value: Any = None
         self._done = False
 
+    @classmethod
+    def done(cls, value: Any) -> Beside:
+        """A computation already done here (where no process could start): :meth:`result` is ``value``."""
+        out = cls.__new__(cls)
+        out._pid, out._read, out._value, out._done = None, -1, value, True
+        return out
+
     def ready(self) -> bool:
         """Whether the child has finished (its result can be read without waiting)."""
         if self._done:

@@ -485,25 +485,35 @@ def fit_screened(search: Any) -> None:
     def mcts_pick(k: int, residual: np.ndarray) -> tuple[ColumnScreen, float] | None:
         """:func:`mcts_verdict`, in this thread or beside the job.
 
-        Beside (``search.beside``, two cores, Linux): a forked child finds the statistic and the
-        checking users' verdict while this process goes on as if it were refused (in every case
+        Beside (``search.beside``, two cores, Linux): a forked child (:func:`start_beside`) finds the
+        statistic and the checking users' verdict while this process goes on as if it were refused (in every case
         measured, 22 trees on 49 cases of bench_real.py, it was); the job asks for the verdict at its
         end (:meth:`StatisticsSearch.mcts_refused`) and starts again in this thread where it was kept.
         In this thread, a refused statistic leaves the screens' cache as it found it, so the rest of
         the search reads the same spellings either way.
         """
         if search.beside and search.tree_goes_beside():
+            # what the step's other candidate (interacting) may change, as the tree would have found it
+            state = (set(split), strata, dict(cache), list(last_gains))
+
             def in_child() -> dict[str, Any]:
+                nonlocal strata
+                split.clear()
+                split.update(state[0])
+                strata = state[1]
+                cache.clear()
+                cache.update(state[2])
+                last_gains[:] = state[3]
                 search.n_jobs, search._progress = 1, None  # no pool or progress callback inherited
                 seconds, tree_seconds = search.stage_seconds_["mcts"], search.tree_seconds_
                 verdict = mcts_verdict(k, residual)
                 return {"kept": verdict is not None, "seconds": search.stage_seconds_["mcts"] - seconds,
                         "tree_seconds": search.tree_seconds_ - tree_seconds}
-            try:
-                search._mcts_beside = Beside(in_child)
-                return None
-            except OSError:  # no fork here (a sandbox, memory committed strictly): the tree in this thread
-                pass
+            beside_next.append(in_child)
+            return None
+        return mcts_here(k, residual)
+
+    def mcts_here(k: int, residual: np.ndarray) -> tuple[ColumnScreen, float] | None:
         kept_cache, kept_gains = dict(cache), list(last_gains)
         verdict = mcts_verdict(k, residual)
         if verdict is None:
@@ -511,6 +521,36 @@ def fit_screened(search: Any) -> None:
             cache.update(kept_cache)
             last_gains[:] = kept_gains
         return verdict
+
+    beside_next: list[Any] = []  # the tree's work, forked once the step's other candidate is weighed
+
+    def start_beside() -> None:
+        """Fork the tree's process :func:`mcts_pick` left: after the step's split candidate is weighed, whose
+        large arrays would otherwise be written while the child shares their pages (copied on write: that
+        weighing took twice the CPU beside a fresh child); it sees the state as :func:`mcts_pick` left it."""
+        if beside_next:
+            in_child = beside_next.pop()
+            try:
+                search._mcts_beside = Beside(in_child)
+            except OSError:  # no fork here (a sandbox, memory committed strictly): the tree in this thread
+                search._mcts_beside = Beside.done(as_child(in_child))
+
+    def as_child(in_child: Any) -> dict[str, Any]:
+        """``in_child()`` in this thread, what it changes put back after: as a child's work, unseen here."""
+        nonlocal strata
+        now = (set(split), strata, dict(cache), list(last_gains), search._rng.bit_generator.state, search.n_jobs,
+               search._progress, dict(search.stage_seconds_), search.tree_seconds_)
+        try:
+            return in_child()
+        finally:
+            split.clear()
+            split.update(now[0])
+            strata = now[1]
+            cache.clear()
+            cache.update(now[2])
+            last_gains[:] = now[3]
+            search._rng.bit_generator.state = now[4]
+            search.n_jobs, search._progress, search.stage_seconds_, search.tree_seconds_ = now[5:]
 
     mcts_left = True
     for revision in range(2):
@@ -557,6 +597,7 @@ def fit_screened(search: Any) -> None:
             if candidate is None or after - before < search.min_gain:
                 # No additive candidate passes: the one whose effect differs most by strata may.
                 joint = interacting(residual, before)
+                start_beside()
                 if joint is None:
                     break  # not measurably better on users it was not chosen on
                 column, after = joint
@@ -573,6 +614,7 @@ def fit_screened(search: Any) -> None:
         if not simplify() and not changed or revision == 1:
             break
 
+    start_beside()  # (started above: mcts_pick's step always weighs the split candidate)
     search.check_r2_ = check_r2(chosen)
     search.stage_seconds_["select"] = time.perf_counter() - started - sum(search.stage_seconds_.values())
     if len(held_out) and search.drop_idle_filters:

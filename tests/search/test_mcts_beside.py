@@ -135,10 +135,13 @@ def test_an_error_in_the_search_after_the_fork_stops_the_tree(children, monkeypa
     def slow_tree(self, k, target):
         time.sleep(60)
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("after the fork")
+    class Broken(screened.StepModel):  # the search's next step model once the tree's process has started
+        def __init__(self, *args, **kwargs):
+            if children:
+                raise RuntimeError("after the fork")
+            super().__init__(*args, **kwargs)
     monkeypatch.setattr(StatisticsSearch, "_mcts_one", slow_tree)
-    monkeypatch.setattr(screened, "interaction_candidates", broken)  # asked once the tree's pick is set aside
+    monkeypatch.setattr(screened, "StepModel", Broken)
     seqs, target = _payments(0, n=800)
     with pytest.raises(RuntimeError, match="after the fork"):
         StatisticsSearch(random_state=0, n_jobs=2).fit(seqs, target, beside=True)
