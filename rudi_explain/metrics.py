@@ -17,7 +17,7 @@ from rudi_explain.correlation import multiple_correlation
 from rudi_explain.exceptions import InputError
 from rudi_explain.validation import check_random_state_seed
 
-__all__ = ["fidelity", "fidelity_interval", "auc", "count_pairs", "multiple_correlation"]
+__all__ = ["fidelity", "Agreement", "fidelity_interval", "auc", "count_pairs", "multiple_correlation"]
 
 
 def _as_score_vector(values: ArrayLike, name: str) -> np.ndarray:
@@ -157,6 +157,57 @@ def fidelity(teacher: ArrayLike, student: ArrayLike) -> float:
     if total == 0:
         raise InputError("fidelity needs at least two users")
     return agree / total
+
+
+class Agreement:
+    """:func:`fidelity` to one teacher, for many students: the same counts.
+
+    Pruning and the scorecard's budget score hundreds of students against the same
+    teacher scores; the teacher's ranks, tied pairs and order are computed once, so
+    each student costs one sort fewer (and a cheap one within the teacher's ties).
+
+    Parameters
+    ----------
+    teacher : ndarray of shape (n_users,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> agree = Agreement(np.array([1.0, 2.0, 3.0]))
+    >>> agree(np.array([0.1, 0.3, 0.2])) == fidelity([1.0, 2.0, 3.0], [0.1, 0.3, 0.2])
+    True
+    """
+
+    def __init__(self, teacher: np.ndarray) -> None:
+        self.teacher = np.asarray(teacher, dtype=np.float64)
+        n = self.n = self.teacher.size
+        self.total = n * (n - 1)
+        self.half = n * (n - 1) // 2
+        self.ranks = _dense_ranks(self.teacher) if n >= 2 and np.isfinite(self.teacher).all() else None
+        if self.ranks is not None:
+            self.p_t = self.half - _tied_pairs(self.ranks)
+            self.order = np.argsort(self.ranks, kind="stable")
+            self.sorted_ranks = self.ranks[self.order]
+
+    def __call__(self, student: np.ndarray) -> float:
+        s = np.asarray(student, dtype=np.float64)
+        if self.ranks is None or s.shape != self.teacher.shape or not np.isfinite(s).all():
+            return fidelity(self.teacher, s)  # its errors, in its words
+        return self.of_ranks(_dense_ranks(s))
+
+    def of_ranks(self, rs: np.ndarray) -> float:
+        """Fidelity of a student given by its dense ranks (0 .. q-1, equal scores sharing one)."""
+        assert self.ranks is not None
+        n = self.n
+        p_s = self.half - _tied_pairs(rs)
+        # As count_pairs: by teacher ascending, and within teacher ties by student descending. Users in
+        # the teacher's order already are sorted but within its ties: a stable sort of nearly sorted keys
+        # (users with equal keys have equal student ranks, so their order changes no count).
+        order = self.order
+        if self.p_t < self.half:
+            order = order[np.argsort(self.sorted_ranks * n + (n - 1 - rs[order]), kind="stable")]
+        both = _count_increasing_pairs(rs[order])
+        return (self.total - (self.p_t - both) - (p_s - both)) / self.total
 
 
 def auc(labels: ArrayLike, scores: ArrayLike) -> float:

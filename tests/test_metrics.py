@@ -37,6 +37,18 @@ def test_fidelity_matches_brute_force_floats(t, rnd):
     assert metrics.fidelity(t, s) == pytest.approx(brute_fidelity(t, s), abs=1e-15)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_agreement_with_one_teacher_counts_as_fidelity_for_every_student(data):
+    t = np.asarray(data.draw(small_scores), dtype=float)
+    agreement = metrics.Agreement(t)
+    for _ in range(3):
+        s = np.asarray(data.draw(st.lists(st.integers(-3, 3), min_size=len(t), max_size=len(t))), dtype=float)
+        assert agreement(s) == metrics.fidelity(t, s) == pytest.approx(brute_fidelity(t, s), abs=1e-15)
+    with pytest.raises(ValueError, match="NaN"):
+        agreement(np.full(len(t), np.nan))
+
+
 def test_ties_follow_the_definition():
     # teacher tied, student not: of the pair's two orders, one agrees
     assert metrics.fidelity([1, 1], [0, 1]) == 0.5

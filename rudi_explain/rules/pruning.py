@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError
-from rudi_explain.metrics import _count_increasing_pairs, _dense_ranks, _tied_pairs, fidelity
+from rudi_explain.metrics import Agreement, _dense_ranks
 from rudi_explain.rules.formula import (
     FALSE,
     TRUE,
@@ -363,46 +363,6 @@ def _sum_scores(intercept: float, F: np.ndarray, weights: np.ndarray, skip: int 
     return s
 
 
-class _Agreement:
-    """:func:`~rudi_explain.metrics.fidelity` to one teacher, for many students: the same counts.
-
-    Pruning scores hundreds of rule sets against the same teacher scores; the
-    teacher's ranks, tied pairs and order are computed once, so each student
-    costs one sort fewer (and a cheap one within the teacher's ties).
-    """
-
-    def __init__(self, teacher: np.ndarray) -> None:
-        self.teacher = np.asarray(teacher, dtype=np.float64)
-        n = self.n = self.teacher.size
-        self.total = n * (n - 1)
-        self.half = n * (n - 1) // 2
-        self.ranks = _dense_ranks(self.teacher) if n >= 2 and np.isfinite(self.teacher).all() else None
-        if self.ranks is not None:
-            self.p_t = self.half - _tied_pairs(self.ranks)
-            self.order = np.argsort(self.ranks, kind="stable")
-            self.sorted_ranks = self.ranks[self.order]
-
-    def __call__(self, student: np.ndarray) -> float:
-        s = np.asarray(student, dtype=np.float64)
-        if self.ranks is None or s.shape != self.teacher.shape or not np.isfinite(s).all():
-            return fidelity(self.teacher, s)  # its errors, in its words
-        return self.of_ranks(_dense_ranks(s))
-
-    def of_ranks(self, rs: np.ndarray) -> float:
-        """Fidelity of a student given by its dense ranks (0 .. q-1, equal scores sharing one)."""
-        assert self.ranks is not None
-        n = self.n
-        p_s = self.half - _tied_pairs(rs)
-        # As count_pairs: by teacher ascending, and within teacher ties by student descending. Users in
-        # the teacher's order already are sorted but within its ties: a stable sort of nearly sorted keys
-        # (users with equal keys have equal student ranks, so their order changes no count).
-        order = self.order
-        if self.p_t < self.half:
-            order = order[np.argsort(self.sorted_ranks * n + (n - 1 - rs[order]), kind="stable")]
-        both = _count_increasing_pairs(rs[order])
-        return (self.total - (self.p_t - both) - (p_s - both)) / self.total
-
-
 class _PatternPairs:
     """Fidelity to the teacher of students that score users by their firing pattern alone, pair counts by pattern.
 
@@ -410,10 +370,10 @@ class _PatternPairs:
     rise from the first to the second: a student whose pattern scores are ``s`` orders
     ``sum(M[a, b] for s[a] < s[b])`` pairs as the teacher does, and ties the users of equal scores. Each
     candidate drop then costs patterns x patterns, not a sort of every user: the same whole-number counts as
-    :meth:`_Agreement.of_ranks`, hence the same fidelity.
+    :meth:`Agreement.of_ranks`, hence the same fidelity.
     """
 
-    def __init__(self, agreement: _Agreement, inverse: np.ndarray, n_patterns: int) -> None:
+    def __init__(self, agreement: Agreement, inverse: np.ndarray, n_patterns: int) -> None:
         assert agreement.ranks is not None
         self.agreement = agreement
         n = agreement.n
@@ -445,7 +405,7 @@ class _PatternPairs:
         return out
 
     def fidelity(self, s: np.ndarray) -> float:
-        """Fidelity of the student scoring each pattern ``s`` (finite), as :meth:`_Agreement.of_ranks`."""
+        """Fidelity of the student scoring each pattern ``s`` (finite), as :meth:`Agreement.of_ranks`."""
         a = self.agreement
         rs = _dense_ranks(s)
         counts = np.bincount(rs, weights=self.size).astype(np.int64)
@@ -454,7 +414,7 @@ class _PatternPairs:
         return (a.total - (a.p_t - both) - (p_s - both)) / a.total
 
 
-def _drop_losses(agreement: _Agreement, intercept: float, F: np.ndarray, weights: np.ndarray,
+def _drop_losses(agreement: Agreement, intercept: float, F: np.ndarray, weights: np.ndarray,
                  memo: dict | None = None) -> np.ndarray:
     """Fidelity to the teacher of the rule set without each of its rules, as ``_sum_scores(skip=k)`` scores it.
 
@@ -574,7 +534,7 @@ def prune_rules(
     settings = {"max_rules": int(max_rules), "max_literals": int(max_literals), "tolerance": float(tolerance)}
     literals = rules.literals if rules.literals is not None else rules.info
     yv = y[is_valid]
-    valid_agreement, agreement = _Agreement(yv), _Agreement(y)
+    valid_agreement, agreement = Agreement(yv), Agreement(y)
     fid_unpruned = valid_agreement(rules.score(Z[is_valid]))
     if rules.linear or not len(rules) or type(rules) is not RuleSet:
         # linear terms, and rule lists (first match wins: not a sum of rules) are kept as they are
@@ -612,7 +572,7 @@ def prune_rules(
     # rank rules that each move fidelity by 0.001), at most RANK_USERS of them: each step sorts them
     # once per rule, and a larger sample no longer changes the ranking; where to stop: on validation
     rank_rows = sample_rows(np.ones(Z.shape[0], dtype=bool), RANK_USERS)
-    rank_agreement = agreement if rank_rows.size == Z.shape[0] else _Agreement(y[rank_rows])
+    rank_agreement = agreement if rank_rows.size == Z.shape[0] else Agreement(y[rank_rows])
     memo: dict = {}  # pair counts by firing pattern, from one step to the next
     while len(state.formulas) > 1:
         F_rank = state.F if rank_rows.size == Z.shape[0] else state.F[rank_rows]

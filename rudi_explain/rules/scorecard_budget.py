@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rudi_explain.exceptions import InputError
-from rudi_explain.metrics import fidelity
+from rudi_explain.metrics import Agreement
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.pruning import complement_common
 from rudi_explain.rules.ruleset import RuleSet
@@ -154,13 +154,14 @@ class _Judge:
         fit_rows, check_rows = sample_rows(fit), sample_rows(check)
         self.V_fit, self.t_fit, self.V_check, self.t_check = V[fit_rows], t[fit_rows], V[check_rows], t[check_rows]
         self.options = options
+        self.agreement = Agreement(self.t_check)  # every trial is scored against these teacher scores
 
     def fidelity(self, card: Scorecard) -> float:
         """``card`` refitted on the fitting users, its fidelity on the validation users."""
         drop = self._drop_one(card)
         if drop is not None:
-            return _fidelity_of(self.t_check, drop.predict_without(None))
-        return _fidelity(_refitted_points(card, self.V_fit, self.t_fit, self.options), self.V_check, self.t_check)
+            return self._scored(drop.predict_without(None))
+        return self._scored(_refitted_points(card, self.V_fit, self.t_fit, self.options).predict(self.V_check))
 
     def weakest(self, card: Scorecard) -> tuple[int | None, float]:
         """The unit whose removal costs least (its index, cards first; None where one unit is left), and the
@@ -174,13 +175,17 @@ class _Judge:
         # moves scores least (a scorecard keeps its cards in that order).
         for k in reversed(range(len(card))):
             if drop is not None:
-                f = _fidelity_of(self.t_check, drop.predict_without(k))
+                f = self._scored(drop.predict_without(k))
             else:
-                f = _fidelity(_refitted_points(_without(card, k), self.V_fit, self.t_fit, self.options),
-                              self.V_check, self.t_check)
+                f = self._scored(_refitted_points(_without(card, k), self.V_fit, self.t_fit, self.options)
+                                 .predict(self.V_check))
             if f > best_fid:
                 best, best_fid = k, f
         return best, best_fid
+
+    def _scored(self, scores: np.ndarray) -> float:
+        """Fidelity of ``scores`` of the checking users to their teacher scores (0 with fewer than two)."""
+        return float(self.agreement(scores)) if self.t_check.size >= 2 else 0.0
 
     def _drop_one(self, card: Scorecard) -> DropOne | None:
         """The trials' joint fits from one design (None where a trial's forms could differ: each is refitted)."""
@@ -202,13 +207,3 @@ def _refitted_points(card: Scorecard, V: np.ndarray, t: np.ndarray, options: dic
     base, cards, interactions = refit(card.base, list(card.cards), list(card.interactions), card.literals, V, t,
                                       **options)
     return Scorecard(cards, interactions, base, card.literals)
-
-
-def _fidelity(card: Scorecard, V: np.ndarray, t: np.ndarray) -> float:
-    return _fidelity_of(t, card.predict(V))
-
-
-def _fidelity_of(t: np.ndarray, scores: np.ndarray) -> float:
-    if t.size < 2:
-        return 0.0
-    return float(fidelity(t, scores))

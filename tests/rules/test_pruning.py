@@ -194,7 +194,8 @@ def test_pruning_path_json_round_trip(exp):
 def test_drop_losses_are_the_fidelity_of_every_rule_set_without_one_rule(seed):
     # one score per firing pattern, ranks gathered to users: exactly metrics.fidelity of scoring every user,
     # with ties in the teacher (rounded scores) and between rule sets (equal weights) on some seeds
-    from rudi_explain.rules.pruning import _Agreement, _drop_losses, _sum_scores
+    from rudi_explain.metrics import Agreement
+    from rudi_explain.rules.pruning import _drop_losses, _sum_scores
 
     rng, V, lits, Z, y = _data(seed)
     rules = _random_rules(rng, lits, 10)
@@ -202,19 +203,20 @@ def test_drop_losses_are_the_fidelity_of_every_rule_set_without_one_rule(seed):
     weights = np.round(rules.weights, 1) if seed % 2 else rules.weights
     y = np.round(y, 1) if seed >= 2 else y
     expected = [fidelity(y, _sum_scores(0.3, F, weights, skip=k)) for k in range(F.shape[1])]
-    assert _drop_losses(_Agreement(y), 0.3, F, weights).tolist() == expected
+    assert _drop_losses(Agreement(y), 0.3, F, weights).tolist() == expected
 
 
 def test_pruning_scores_no_candidate_by_sorting_every_user(monkeypatch):
     # each candidate drop used to cost metrics.fidelity on every training user (two sorts of them); now
     # the teacher is ranked once, and the path's figures are still exactly metrics.fidelity's
-    import rudi_explain.rules.pruning as pruning
+    import rudi_explain.metrics as metrics
 
     rng, V, lits, Z, y = _data(0)
     rules = _random_rules(rng, lits, 14, max_len=6)
     is_valid = rng.random(len(y)) < 0.25
     calls = []
-    monkeypatch.setattr(pruning, "fidelity", lambda *a: calls.append(1) or fidelity(*a))
+    count_pairs = metrics.count_pairs  # what fidelity (and Agreement's fallback) sorts every user with
+    monkeypatch.setattr(metrics, "count_pairs", lambda *a: calls.append(1) or count_pairs(*a))
     path = prune_rules(rules, Z, y, is_valid, max_rules=6, max_literals=3)
     assert calls == []
     assert path.fidelity_unpruned == fidelity(y[is_valid], rules.score(Z[is_valid]))
@@ -280,7 +282,8 @@ def test_pair_counts_by_pattern_give_the_same_path_as_sorting_users(seed, monkey
 def test_merged_pattern_pairs_equal_those_counted_anew(seed):
     # dropping a rule merges firing patterns: the merged counts equal those of the coarser patterns, and each
     # student's fidelity equals metrics.fidelity on every user
-    from rudi_explain.rules.pruning import _Agreement, _PatternPairs
+    from rudi_explain.metrics import Agreement
+    from rudi_explain.rules.pruning import _PatternPairs
 
     rng = np.random.default_rng(seed)
     n = 3000
@@ -291,7 +294,7 @@ def test_merged_pattern_pairs_equal_those_counted_anew(seed):
         codes = (G * (1 << np.arange(G.shape[1]))).sum(axis=1)
         return np.unique(codes, return_inverse=True)[1].reshape(-1)
 
-    agreement = _Agreement(y)
+    agreement = Agreement(y)
     fine = patterns(F)
     coarse = patterns(F[:, 1:])
     mapping = np.zeros(fine.max() + 1, dtype=np.int64)
