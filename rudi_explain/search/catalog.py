@@ -29,6 +29,7 @@ that edge there.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -463,27 +464,41 @@ class ColumnScreen:
                 while closing and (wait or closing[0].done() or len(closing) > workers.n_jobs):
                     finish_block(closing.popleft().result(), workers)
 
-            evaluate = partial(_evaluate_chunk, sample=sample, frames=frames)
+            def take_part(part: Future[list[tuple[Statistic, int, np.ndarray, bytes]]]) -> None:
+                for stat, j, v, sig in part.result():
+                    if sig in seen:
+                        if shadowed is not None and first_owner.get(sig) is not stat:
+                            shadowed.add(stat)
+                        continue
+                    seen.add(sig)
+                    if shadowed is not None:
+                        first_owner[sig] = stat
+                    owners.append((stat, j))
+                    columns.append(v)
+                    if len(columns) == _BLOCK:
+                        close_block()
+
+            stop = threading.Event()  # set on a cancel: the pieces handed out evaluate nothing more
+            evaluate = partial(_evaluate_chunk, sample=sample, frames=frames, stop=stop)
             piece = -(-_CHUNK // (3 * workers.n_jobs))  # a few pieces per worker: they end about together
+            parts: deque[Future[list[tuple[Statistic, int, np.ndarray, bytes]]]] = deque()
             for chunk in chunks:
-                # The cancel check comes before a chunk starts, and a chunk starts once the last has
-                # ended: a check every 50 statistics, and nothing evaluated after a stop.
+                # The cancel check comes before a chunk is handed out: a check every 50 statistics. The
+                # chunk before it is taken up meanwhile, so no worker waits for the last piece of a chunk;
+                # nothing is handed out after a stop.
                 if cancel is not None:
-                    cancel()
-                for part in [workers.submit(evaluate, chunk[i:i + piece]) for i in range(0, len(chunk), piece)]:
-                    for stat, j, v, sig in part.result():
-                        if sig in seen:
-                            if shadowed is not None and first_owner.get(sig) is not stat:
-                                shadowed.add(stat)
-                            continue
-                        seen.add(sig)
-                        if shadowed is not None:
-                            first_owner[sig] = stat
-                        owners.append((stat, j))
-                        columns.append(v)
-                        if len(columns) == _BLOCK:
-                            close_block()
+                    try:
+                        cancel()
+                    except BaseException:
+                        stop.set()
+                        raise
+                ahead = len(parts)
+                parts.extend(workers.submit(evaluate, chunk[i:i + piece]) for i in range(0, len(chunk), piece))
+                for _ in range(ahead):
+                    take_part(parts.popleft())
                 take_closed(wait=False)
+            while parts:
+                take_part(parts.popleft())
             close_block()
             take_closed(wait=True)
             if max_columns is not None and held > max_columns:
@@ -708,12 +723,15 @@ def _screens_of(spans: list[tuple[list[tuple[Statistic, int]], int, int]], colum
                          np.ascontiguousarray(values[:, a - first:b - first])) for owners, a, b in spans]
 
 
-def _evaluate_chunk(stats: list[Statistic], sample: Sequences,
-                    frames: FrameCache | None) -> list[tuple[Statistic, int, np.ndarray, bytes]]:
-    """Each output of ``stats`` on ``sample`` that varies, with a digest of its values, in order."""
+def _evaluate_chunk(stats: list[Statistic], sample: Sequences, frames: FrameCache | None,
+                    stop: threading.Event | None = None) -> list[tuple[Statistic, int, np.ndarray, bytes]]:
+    """Each output of ``stats`` on ``sample`` that varies, with a digest of its values, in order (cut short
+    once ``stop`` is set: the caller has stopped and reads none of it)."""
     n = sample.n_users
     out = []
     for stat in stats:
+        if stop is not None and stop.is_set():
+            break
         values = stat.evaluate(sample, frames=frames).reshape(n, -1)
         # All outputs of a statistic at once (a vector statistic has dozens): which vary, and
         # their values as the digest reads them, column by column (transposed, so contiguous).
