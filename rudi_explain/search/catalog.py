@@ -79,7 +79,9 @@ _GAIN_BLOCK = 1024  # columns scored at a time
 #: scored on the same rows at every step). Gathering the lines was 70% of a block's scoring (edits' 1,991
 #: columns: 31 MB); kept without a limit, on every set of rows, they took the peak 167 MB higher.
 _GATHER_BYTES = 64 * 2**20
-_CHUNK = 50  # statistics evaluated per task (and per cancel check)
+#: Statistics handed out to the workers at a time, each chunk after a cancel check. Two chunks are in flight
+#: (the one before is taken up while the next is evaluated), so a check comes at least every 64 statistics.
+CHUNK = 32
 _EACH_PIECE, _EACH_COLUMNS = 8, 128  # build_each: statistics per task, binned in blocks of up to 128 columns
 _TOP5 = Top(5)  # the Top of every inserted SortBy | Top pair (built once: its check is not free)
 
@@ -430,7 +432,7 @@ class ColumnScreen:
         columns: list[np.ndarray] = []
         held = 0
         stats = list(stats)
-        chunks = [stats[start:start + _CHUNK] for start in range(0, len(stats), _CHUNK)]
+        chunks = [stats[start:start + CHUNK] for start in range(0, len(stats), CHUNK)]
         closing: deque[Future[ColumnScreen]] = deque()  # blocks being binned
         first_owner: dict[bytes, Statistic] = {}  # with shadowed: the statistic each new column came from
 
@@ -480,10 +482,10 @@ class ColumnScreen:
 
             stop = threading.Event()  # set on a cancel: the pieces handed out evaluate nothing more
             evaluate = partial(_evaluate_chunk, sample=sample, frames=frames, stop=stop)
-            piece = -(-_CHUNK // (3 * workers.n_jobs))  # a few pieces per worker: they end about together
+            piece = -(-CHUNK // (3 * workers.n_jobs))  # a few pieces per worker: they end about together
             parts: deque[Future[list[tuple[Statistic, int, np.ndarray, bytes]]]] = deque()
             for chunk in chunks:
-                # The cancel check comes before a chunk is handed out: a check every 50 statistics. The
+                # The cancel check comes before a chunk is handed out: a check every CHUNK statistics. The
                 # chunk before it is taken up meanwhile, so no worker waits for the last piece of a chunk;
                 # nothing is handed out after a stop.
                 if cancel is not None:

@@ -11,7 +11,7 @@ alone, for pickling the columns back), the deepening candidates
 residual (:meth:`ColumnScreen.gains`) 1.21-1.54x with one BLAS thread, as the search runs
 (0.83-1.07x beside BLAS's own threads). Every result is consumed in the order one worker
 would have produced it, so the outcome does not depend on the number of workers, bit for bit.
-A cancel check comes before each chunk of 50 statistics starts, and none starts after a stop.
+A cancel check comes before each chunk of statistics (``catalog.CHUNK``) is handed out, and none is after a stop.
 
 MCTS-SG's refinement uses the same workers where its batch of users is long (100,000 events or
 more; shorter ones are scored faster in the calling thread, :meth:`StatisticsSearch._refine

@@ -19,6 +19,7 @@ import numpy as np
 from rudi_explain.beside import Beside
 from rudi_explain.correlation import batch_reward
 from rudi_explain.search.catalog import (
+    CHUNK,
     ColumnScreen,
     StepModel,
     complexity,
@@ -126,7 +127,7 @@ def fit_screened(search: Any) -> None:
     seen: set[bytes] = set()
     sample = seqs.subset(users)  # evaluated as a whole: cached orders, no batch gathering
     frames = FrameCache(sample)  # each filter applied once to the sample, not once per statistic
-    evaluated = iter(range(0, len(catalog) + 50, 50))  # the build checks for a cancel every 50 statistics
+    evaluated = iter(range(0, len(catalog) + CHUNK, CHUNK))  # the build checks for a cancel every CHUNK statistics
 
     work = catalog_work(catalog, search._schema)  # the ETA weighs catalog progress by outputs, not statistics
 

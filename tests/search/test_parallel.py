@@ -15,7 +15,7 @@ import rudi_explain.search.catalog as catalog_module
 import rudi_explain.search.statistics_search as search_module
 from rudi_explain.correlation import batch_reward
 from rudi_explain.exceptions import InputError, InputTypeError
-from rudi_explain.search.catalog import ColumnScreen, short_catalog
+from rudi_explain.search.catalog import CHUNK, ColumnScreen, short_catalog
 from rudi_explain.search.parallel import DEFAULT_N_JOBS, Workers, resolve_n_jobs
 from rudi_explain.search.statistics_search import SearchCancelled, StatisticsSearch
 from rudi_explain.statistics.frame import FrameCache
@@ -118,14 +118,15 @@ def test_a_cancel_stops_the_work_and_joins_the_threads(monkeypatch):
 
         with pytest.raises(Stop):
             _screen(seqs, target, n_jobs, cancel=cancel)
-        # One check per chunk of 50 statistics before it is handed out, and nothing of a chunk evaluated
+        # One check per chunk of CHUNK statistics before it is handed out, and nothing of a chunk evaluated
         # after the check that stops: one worker evaluates each chunk as it is handed out; two take up
         # the chunk before while the next is evaluated, so at the third check the first is done.
+        c = CHUNK
         if n_jobs == 1:
-            assert at_check == [0, 50, 100] and len(evaluations) == 100
+            assert at_check == [0, c, 2 * c] and len(evaluations) == 2 * c
         else:
-            assert at_check[0] == 0 and at_check[1] <= 50 <= at_check[2] <= 100
-            assert at_check[2] <= len(evaluations) <= 100
+            assert at_check[0] == 0 and at_check[1] <= c <= at_check[2] <= 2 * c
+            assert at_check[2] <= len(evaluations) <= 2 * c
         assert threading.active_count() == before  # no worker left running
 
 

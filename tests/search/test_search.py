@@ -123,8 +123,9 @@ def test_finds_a_time_statistic():
 
 def test_cancel_is_honoured_within_a_bounded_amount_of_work(payments, monkeypatch):
     # Counted, not timed: the units of work are statistic evaluations. The search asks its progress
-    # callback at least every 64 of them (the catalog screen every 50), and once the callback says
-    # stop it evaluates nothing more: the stop is seen at the very next check.
+    # callback at least every 64 of them (the catalog screen before each chunk of catalog.CHUNK, two chunks
+    # in flight), and once the callback says stop it evaluates nothing more: the stop is seen at the very
+    # next check.
     demo, seqs = payments
     evaluations = 0
     evaluate = rx.Statistic.evaluate
