@@ -38,6 +38,7 @@ from rudi_explain.rules.scorecard_additive import (
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget, without_idle_units
 from rudi_explain.rules.scorecard_cards import Band, Card
 from rudi_explain.rules.scorecard_fit import sample_rows, with_notes
+from rudi_explain.rules.scorecard_fuse import fuse_near_bands
 from rudi_explain.rules.scorecard_idle import drop_idle_parts
 from rudi_explain.rules.scorecard_nested import unnest_interactions
 
@@ -57,6 +58,9 @@ LINEAR_CARDS = True
 #: users the candidates were not fitted on (issue 26: the student's cards leave statistics out, or cut them into
 #: 2-3 bands where the teacher moves steadily).
 ADDITIVE = True
+#: Whether neighbouring bands within 2% of their card's spread become one band, refitted
+#: (:func:`~rudi_explain.rules.scorecard_fuse.fuse_near_bands`).
+FUSE = True
 #: A larger pruning point is tried while its read-off has at most ``max_rules + SLACK`` cards and interaction rules.
 SLACK = 2
 #: Validation fidelity a larger starting point must gain over the one before it is kept.
@@ -133,8 +137,12 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
 
 
 def _readable(scorecard: Scorecard, values: np.ndarray, y: np.ndarray) -> Scorecard:
-    """The same scores, read more plainly: a part of an interaction rule the others imply on every training user
-    reads as something the model needs, and two nested rules as two effects their common users do not get."""
+    """The scorecard read more plainly: neighbouring bands whose points a reader cannot tell apart as one band
+    (its points refitted); then, with the same scores, a part of an interaction rule the others imply on every
+    training user dropped (it reads as something the model needs), and two nested rules written as two effects
+    their common users do not get."""
+    if FUSE:
+        scorecard = fuse_near_bands(scorecard, values, y)
     return unnest_interactions(drop_idle_parts(scorecard, values, y), values, y)
 
 

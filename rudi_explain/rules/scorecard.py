@@ -138,7 +138,7 @@ class Scorecard:
         V = np.asarray(values)
         if not rules.has_linear:
             base, cards, interactions = read_off(rules, V)
-            return cls._described(base, cards, interactions, rules.literal_table(), values, y)
+            return cls.from_parts(base, cards, interactions, rules.literal_table(), values, y)
         if type(rules).score is not RuleSet.score:
             raise InputError(f"a {type(rules).__name__} is not a sum of rules: only an additive RuleSet reads as "
                              "a scorecard")
@@ -151,11 +151,14 @@ class Scorecard:
             by_column[term.column] = _linear_card(term, by_column.get(term.column), table, V)
         if len(terms) != len({t.column for t in terms}):
             raise InputError("two linear terms read one statistic output: one output is one card")
-        return cls._described(base, [by_column[c] for c in sorted(by_column)], interactions, table, values, y)
+        return cls.from_parts(base, [by_column[c] for c in sorted(by_column)], interactions, table, values, y)
 
     @classmethod
-    def _described(cls, base: float, cards: list[Card], interactions: list[Rule], table: Literals,
+    def from_parts(cls, base: float, cards: list[Card], interactions: list[Rule], table: Literals,
                    values: ArrayLike, y: ArrayLike) -> Scorecard:
+        """The scorecard of fitted (uncentred) parts, described on these users: each card's points centred
+        (the base takes the shift: the same scores), every band's share and mean teacher score, the sign
+        notes; cards in the order of how much they move scores, interaction rules by weight."""
         base, cards = describe(base, cards, interactions, table, np.asarray(values), np.asarray(y))
         cards.sort(key=lambda c: (-_spread(c), c.column))  # the card that moves scores most first
         interactions = sorted(interactions, key=lambda r: -abs(r.weight))
@@ -215,7 +218,7 @@ class Scorecard:
                                           V, t, None if is_valid is None else np.asarray(is_valid),
                                           max_bands=max_bands, ridge=ridge, monotone=monotone, linear=linear,
                                           split=split)
-        return self._described(base, cards, interactions, self.literals, V, t)
+        return self.from_parts(base, cards, interactions, self.literals, V, t)
 
     @classmethod
     def fit(cls, rules: RuleSet, values: ArrayLike, y: ArrayLike, *, is_valid: ArrayLike | None = None,

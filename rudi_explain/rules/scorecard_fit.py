@@ -40,8 +40,8 @@ from rudi_explain.rules.ruleset import Rule, RuleSet
 from rudi_explain.rules.scorecard_cards import UNDEFINED, Band, Card, Linear
 from rudi_explain.rules.values import points_text
 
-__all__ = ["read_off", "describe", "with_notes", "refit", "DropOne", "fires_of", "scores_of", "check_values",
-           "sample_rows", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD", "CHOICE_USERS"]
+__all__ = ["read_off", "describe", "with_notes", "refit", "refit_points", "DropOne", "fires_of", "scores_of",
+           "check_values", "sample_rows", "MAX_BANDS", "RIDGE", "DEFINED_THRESHOLD", "CHOICE_USERS"]
 
 #: Most value bands a card keeps after :func:`refit` (the undefined band not counted).
 MAX_BANDS = 6
@@ -566,6 +566,29 @@ def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], li
     A, lb, ub = _design(forms, fires, V)
     x = _solve(A, t, lb, ub, ridge)
     base, fitted, rules = _unpack(forms, interactions, x)
+    return base, _scoring(fitted), rules
+
+
+def refit_points(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals,
+                 values: np.ndarray, y: np.ndarray, *, ridge: float = RIDGE) -> tuple[float, list[Card], list[Rule]]:
+    """The points of cards whose forms are set, refitted jointly on all the users given: ``(base, cards,
+    interactions)``, uncentred.
+
+    Unlike :func:`refit`, nothing is chosen: each card keeps its band edges (none merged, none added), a
+    linear card stays linear, a free card free, and a monotone card is fitted monotone in the direction the
+    teacher's mean takes across its bands (free where that mean no longer rises or falls steadily).
+    """
+    V, t = check_values(values, y, literals)
+    assert t is not None
+    forms = []
+    for card in cards:
+        if card.linear is not None:
+            sign = int(np.sign(card.linear.slope)) if card.monotone else 0
+            forms.append(_Form(card, sign, (card.linear.lo, card.linear.hi)))
+        else:
+            forms.append(_Form(card, _direction(card, V[:, card.column], t) if card.monotone else 0))
+    A, lb, ub = _design(forms, fires_of(interactions, literals, V), V)
+    base, fitted, rules = _unpack(forms, interactions, _solve(A, t, lb, ub, ridge))
     return base, _scoring(fitted), rules
 
 

@@ -8,6 +8,7 @@ explanation:
 - no literal of the rules, and no band edge, is true or false for 99% of the training users or more (for a band
   edge: of those whose value is defined; the undefined band is exempt);
 - each user is in exactly one band per card, as an independent per-user loop over the band edges places them;
+- no two neighbouring bands of a card have points within 2% of the card's spread;
 - the scorecard's scores are the rules' scores and the student's, for every user;
 - a statistic output used alone is one card, never several rules (no interaction rule on one output alone);
 - no interaction rule fires for 90% of the training users or more.
@@ -103,6 +104,21 @@ def test_each_user_is_in_exactly_one_band_of_each_card(case):
         shares = [b.share for b in card.bands] if card.linear is None else [card.linear.share]
         shares += [card.undefined.share] if card.undefined is not None else []
         assert sum(shares) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_two_neighbouring_bands_have_points_a_reader_cannot_tell_apart(case):
+    # bands within 2% of their card's spread (largest points less smallest, the undefined band's included) are
+    # one band: a planted threshold reads as two levels, not six bands of noise
+    seqs, exp, V, train, y = _training(case)
+    for card in exp.scorecard.cards:
+        if card.linear is not None:
+            continue
+        points = [b.points for b in card.bands]
+        every = points + ([card.undefined.points] if card.undefined is not None else [])
+        spread = max(every) - min(every)
+        for a, b in zip(points, points[1:]):
+            assert abs(b - a) >= 0.02 * spread, (card.name, points)
 
 
 @pytest.mark.parametrize("case", CASES)
