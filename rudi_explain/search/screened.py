@@ -494,17 +494,10 @@ def fit_screened(search: Any) -> None:
         the search reads the same spellings either way.
         """
         if search.beside and search.tree_goes_beside():
-            # what the step's other candidate (interacting) may change, as the tree would have found it
-            state = (set(split), strata, dict(cache), list(last_gains))
+            state = selection_state()  # as the tree would have found it: the step's split candidate changes it
 
             def in_child() -> dict[str, Any]:
-                nonlocal strata
-                split.clear()
-                split.update(state[0])
-                strata = state[1]
-                cache.clear()
-                cache.update(state[2])
-                last_gains[:] = state[3]
+                put_back(state)
                 search.n_jobs, search._progress = 1, None  # no pool or progress callback inherited
                 seconds, tree_seconds = search.stage_seconds_["mcts"], search.tree_seconds_
                 verdict = mcts_verdict(k, residual)
@@ -538,20 +531,29 @@ def fit_screened(search: Any) -> None:
 
     def as_child(in_child: Any) -> dict[str, Any]:
         """``in_child()`` in this thread, what it changes put back after: as a child's work, unseen here."""
-        nonlocal strata
-        now = (set(split), strata, dict(cache), list(last_gains), search._rng.bit_generator.state, search.n_jobs,
-               search._progress, dict(search.stage_seconds_), search.tree_seconds_)
+        now = selection_state()
+        rest = (search._rng.bit_generator.state, search.n_jobs, search._progress, dict(search.stage_seconds_),
+                search.tree_seconds_)
         try:
             return in_child()
         finally:
-            split.clear()
-            split.update(now[0])
-            strata = now[1]
-            cache.clear()
-            cache.update(now[2])
-            last_gains[:] = now[3]
-            search._rng.bit_generator.state = now[4]
-            search.n_jobs, search._progress, search.stage_seconds_, search.tree_seconds_ = now[5:]
+            put_back(now)
+            search._rng.bit_generator.state = rest[0]
+            search.n_jobs, search._progress, search.stage_seconds_, search.tree_seconds_ = rest[1:]
+
+    def selection_state() -> tuple[Any, ...]:
+        """What the tree's verdict reads and a split candidate's weighing may change: the split columns, the
+        strata, the screens' cache and the last gains (copies)."""
+        return set(split), strata, dict(cache), list(last_gains)
+
+    def put_back(state: tuple[Any, ...]) -> None:
+        nonlocal strata
+        split.clear()
+        split.update(state[0])
+        strata = state[1]
+        cache.clear()
+        cache.update(state[2])
+        last_gains[:] = state[3]
 
     mcts_left = True
     for revision in range(2):
