@@ -37,7 +37,7 @@ from rudi_explain.rules.scorecard_additive import (
 )
 from rudi_explain.rules.scorecard_budget import scorecard_within_budget, without_idle_units
 from rudi_explain.rules.scorecard_cards import Band, Card
-from rudi_explain.rules.scorecard_fit import sample_rows, with_notes
+from rudi_explain.rules.scorecard_fit import notes_later, sample_rows, with_notes
 from rudi_explain.rules.scorecard_fuse import fuse_near_bands
 from rudi_explain.rules.scorecard_idle import drop_idle_parts
 from rudi_explain.rules.scorecard_nested import unnest_interactions
@@ -98,8 +98,9 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
         (or why no choice was made).
     """
     # One BLAS thread: the joint fits' products are small, and on 2 busy cores a second thread waking for
-    # each made them 20 to 40 times slower (issue 27); the same results either way.
-    with threadpool_limits(limits=1, user_api="blas"):
+    # each made them 20 to 40 times slower (issue 27); the same results either way. The sign notes are
+    # written once, on the scorecard kept (:func:`_prune_to_scorecard`).
+    with threadpool_limits(limits=1, user_api="blas"), notes_later():
         return _prune_to_scorecard(rules, values, y, is_valid, config, should_stop)
 
 
@@ -114,6 +115,8 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         scorecard, choice = _fit_scorecard(start, values, y, is_valid, config.max_rules)
         fitted_table = scorecard.literals  # the pruning path's
         scorecard = _readable(scorecard, values, y)
+        scorecard = Scorecard(with_notes(scorecard.cards, scorecard.interactions, scorecard.literals, values, y),
+                              scorecard.interactions, scorecard.base, scorecard.literals)
     else:
         # scores near the float limits (1e300): the joint refit's squared errors would overflow. Fitted on
         # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
