@@ -602,11 +602,10 @@ class ColumnScreen:
         key = _rows_key(rows)
         if key in self._on_rows:
             return self._on_rows[key]
-        outer_rows, part = within if within is not None else (rows, None)
-        outer = self._on_rows.get(_rows_key(outer_rows)) if part is not None else None
-        if outer is not None and all(p[4] is not None and p[5] is not None for p in outer):
+        outer = None if within is None else self._on_rows.get(_rows_key(within[0]))
+        if within is not None and outer is not None and all(p[4] is not None and p[5] is not None for p in outer):
             # rows within rows whose gathered arrays are kept (the selection's strata): taken from those
-            make = lambda p: _block_parts_of(p[4].reshape(len(outer_rows), -1)[part].ravel(), p[5][part])  # noqa
+            make: Callable[[Any], tuple[Any, ...]] = partial(_block_parts_within, n=len(within[0]), part=within[1])
             parts = list(map(make, outer) if workers is None else workers.map_ordered(make, outer))
         else:
             make = partial(self._block_parts, rows=rows)
@@ -632,6 +631,12 @@ def _block_parts_of(idx: np.ndarray, x: np.ndarray) -> tuple[Any, ...]:
     mean = x.mean(axis=0)
     centred = x - mean
     return counts, (counts > 0).sum(axis=1) - 1, mean, (centred * centred).sum(axis=0), idx, x
+
+
+def _block_parts_within(outer: tuple[Any, ...], n: int, part: np.ndarray) -> tuple[Any, ...]:
+    """A block's parts on the rows ``part`` picks of the ``n`` rows whose parts ``outer`` are, with their
+    bin indices and lines kept (rows of those: the same arrays as gathered afresh)."""
+    return _block_parts_of(outer[4].reshape(n, -1)[part].ravel(), outer[5][part])
 
 
 def _rows_key(rows: np.ndarray) -> bytes:

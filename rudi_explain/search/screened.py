@@ -508,12 +508,10 @@ def fit_screened(search: Any) -> None:
         return mcts_here(k, residual)
 
     def mcts_here(k: int, residual: np.ndarray) -> tuple[ColumnScreen, float] | None:
-        kept_cache, kept_gains = dict(cache), list(last_gains)
+        kept = selection_state()
         verdict = mcts_verdict(k, residual)
         if verdict is None:
-            cache.clear()
-            cache.update(kept_cache)
-            last_gains[:] = kept_gains
+            put_back(kept)
         return verdict
 
     beside_next: list[Any] = []  # the tree's work, forked once the step's other candidate is weighed
@@ -617,7 +615,7 @@ def fit_screened(search: Any) -> None:
         if not simplify() and not changed or revision == 1:
             break
 
-    start_beside()  # (started above: mcts_pick's step always weighs the split candidate)
+    start_beside()  # a guard: mcts_pick's step starts it above, and a tree set aside must not go unasked
     search.check_r2_ = check_r2(chosen)
     search.stage_seconds_["select"] = time.perf_counter() - started - sum(search.stage_seconds_.values())
     if len(held_out) and search.drop_idle_filters:
