@@ -130,6 +130,23 @@ def jupyter_lab(tmp_path_factory) -> Lab:
         _stop(proc)
 
 
+class _Browser:
+    """The launched Chromium, whose pages note when they crash (a crashed page answers no locator: a
+    failure's report then says so instead of only timing out)."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+        self.crashes: list[str] = []
+
+    def new_page(self, **kwargs):
+        page = self._browser.new_page(**kwargs)
+        page.on("crash", lambda p: self.crashes.append(f"{time.strftime('%H:%M:%S')} {p.url}"))
+        return page
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
 def chromium():
     from playwright.sync_api import sync_playwright
@@ -137,10 +154,51 @@ def chromium():
     pw = sync_playwright().start()
     b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
     try:
-        yield b
+        yield _Browser(b)
     finally:
         b.close()
         pw.stop()
+
+
+def _kernels(lab: Lab, method: str = "GET", kernel: str = "") -> list[dict]:
+    request = urllib.request.Request(f"{lab.url}/api/kernels{kernel}?token={lab.token}", method=method)
+    with urllib.request.urlopen(request, timeout=10) as r:
+        body = r.read()
+    return json.loads(body) if body else []
+
+
+def _what_ran(item) -> str:
+    """What a failed browser test leaves to read: the server's log (the kernels' errors), its kernels, the
+    pages that crashed, and the busiest processes (a kernel still computing slows all that follows)."""
+    lines = []
+    lab, browser = item.funcargs.get("jupyter_lab"), item.funcargs.get("chromium")
+    if isinstance(browser, _Browser):
+        lines.append(f"pages crashed: {browser.crashes or 'none'}")
+    if isinstance(lab, Lab):
+        try:
+            lines += [f"kernel {k['id'][:8]} {k['execution_state']} since {k['last_activity']}" for k in _kernels(lab)]
+        except OSError as err:
+            lines.append(f"the server did not list its kernels: {err}")
+        lines += ["--- lab.log, last 60 lines:"] + lab.log.read_text(errors="replace").splitlines()[-60:]
+    ps = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,rss,etime,args", "--sort=-pcpu"], capture_output=True, text=True)
+    lines += ["--- busiest processes:"] + [line[:200] for line in ps.stdout.splitlines()[:12]]
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and "jupyter_lab" in item.funcargs:
+        report.sections.append(("what ran", _what_ran(item)))
+        # A job a failed test left running in its kernel would slow the tests after it: stop it.
+        lab = item.funcargs["jupyter_lab"]
+        try:
+            for k in _kernels(lab):
+                if k["execution_state"] == "busy":
+                    _kernels(lab, "POST", f"/{k['id']}/interrupt")
+        except OSError:
+            pass
 
 
 @pytest.fixture(scope="session")
@@ -161,6 +219,24 @@ def small_report(tmp_path_factory) -> tuple[Path, list[dict]]:
     return path, [{"text": str(r.text), "weight": float(r.weight)} for r in exp.rules]
 
 
+_CELLS_SAID = """() => [...document.querySelectorAll('.jp-Cell')].map((cell, i) => {
+    const prompt = cell.querySelector('.jp-InputPrompt')?.innerText.trim() ?? '';
+    const widget = cell.querySelector('.rx-root');
+    const said = widget ? `widget: ${widget.querySelector('.rx-status')?.innerText ?? '?'} | `
+        + `${widget.querySelector('.rx-message')?.innerText ?? ''} | found ${widget.querySelectorAll('.rx-found-item').length}`
+        : (cell.querySelector('.jp-OutputArea')?.innerText ?? '');
+    return `cell ${i} ${prompt} ${said.slice(0, 300).replace(/\\s+/g, ' ')}`;
+}).join('\\n')"""
+
+
+def _cells_said(page) -> str:
+    """Each cell's prompt and what its output says (a widget: its status, message and statistics found)."""
+    try:
+        return "\n" + page.evaluate(_CELLS_SAID)
+    except Exception as err:  # a crashed or closed page: say so
+        return f"the page did not answer: {err}"
+
+
 @pytest.fixture()
 def shots():
     """Save a full-page PNG of a page under test-output/screenshots/."""
@@ -172,6 +248,8 @@ def shots():
         if top is not None:
             top.evaluate("e => e.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(150)  # let the scroll settle before the shot
+        if name.startswith("failure"):  # the screenshot stays on the machine: say in words what it shows
+            print(f"\n{name}: " + _cells_said(page))
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
