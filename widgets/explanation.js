@@ -85,17 +85,25 @@ function fmt(x, digits = 4) {
 
 // Weights and points (rule weights, the intercept, rule scores, effect steps, attributions), one style
 // everywhere, as the static copy writes them (static_view.points_text): 3 significant digits, at most
-// 3 decimals unless that would show 0 (then one significant digit: 0.0004), no exponent, the ASCII minus
-// (what the text forms print and what a reader copies into Python).
+// 3 decimals unless that would show 0 (then one significant digit: 0.0004), no exponent from 1e-6 to
+// 1e15 (1,230,000, not every digit), the ASCII minus (what the text forms print and what a reader copies
+// into Python).
 function points(x, sign = false) {
   if (x === null || x === undefined || Number.isNaN(x)) return "–";
   if (typeof x !== "number") return String(x);
   if (x === 0) return "0";
   const a = Math.abs(x), e = Math.floor(Math.log10(a));
-  if (a < 1e-6) return (x < 0 ? "-" : sign ? "+" : "") + a.toExponential(0);
+  const head = x < 0 ? "-" : sign ? "+" : "";
+  if (a < 1e-6) return head + a.toExponential(0);
+  if (e >= 3) {
+    // a half up on the float's exact value (toPrecision), as static_view.points_text rounds
+    const digits = a.toExponential(2);  // "1.23e+6"
+    if (Number(digits.split("e")[1]) >= 15) return head + digits;
+    return head + Number(a.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 0 });
+  }
   let d = Math.max(0, Math.min(3, 2 - e));
   if (Number(a.toFixed(d)) === 0) d = -e;
-  return (x < 0 ? "-" : sign ? "+" : "") + a.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+  return head + a.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 }
 
 // a statistic's words with its unit, when its column has one: "total amount (EUR)"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rudi_explain.exceptions import InputError, StateError
-from rudi_explain.rules.values import percent_text, points_text
+from rudi_explain.rules.values import grouped, percent_text, points_text
 
 __all__ = ["Lit", "And", "Or", "Const", "TRUE", "FALSE", "Formula", "LiteralInfo", "literal_info", "simplify",
            "implies", "render", "format_threshold", "format_weight", "formula_literals", "evaluate_formula"]
@@ -239,7 +239,7 @@ class LiteralInfo:
         elif zero and lit.negated and self.minimum is not None and self.minimum[i] >= 0:
             text = f"{words} is 0"  # never negative: "at most 0" is "is 0" ("total spent on games is 0")
         else:
-            text = f"{words} is {'at most' if lit.negated else 'more than'} {t}{self._unit(i)}"
+            text = f"{words} is {'at most' if lit.negated else 'more than'} {grouped(t)}{self._unit(i)}"
         if lit.negated and self.undefined is not None and self.undefined[i]:
             who = self.undefined_words[i] if self.undefined_words is not None and self.undefined_words[i] \
                 else "users for whom it is undefined"
@@ -268,8 +268,8 @@ class LiteralInfo:
             if kind == "share":
                 return f"{words} is more than {percent_text(self._t(i))}% and at most {percent_text(self._t(j))}%"
             if kind == "count" and self.thresholds[j] == self.thresholds[i] + 1:
-                return f"{words} is exactly {self._t(j)}"
-            return f"{words} is more than {self._t(i)} and at most {self._t(j)}{self._unit(i)}"
+                return f"{words} is exactly {grouped(self._t(j))}"
+            return f"{words} is more than {grouped(self._t(i))} and at most {grouped(self._t(j))}{self._unit(i)}"
         return self.notation_interval(low, high)
 
     def notation_interval(self, low: Lit, high: Lit) -> str:

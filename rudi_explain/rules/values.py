@@ -9,12 +9,13 @@ threshold, a moved threshold), still as a percent for a share.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+import re
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
 
-__all__ = ["format_value", "percent_text", "points_text", "slope_text", "SIGNIFICANT_DIGITS"]
+__all__ = ["format_value", "grouped", "percent_text", "points_text", "slope_text", "SIGNIFICANT_DIGITS"]
 
 #: Significant digits of a value shown to people (a threshold shows exactly the number used).
 SIGNIFICANT_DIGITS = 3
@@ -61,6 +62,20 @@ def percent_text(text: str) -> str:
     return _number(Decimal(text) * 100, exact=True)
 
 
+def grouped(text: str) -> str:
+    """A plain decimal's text with its thousands separated ("7300" -> "7,300", "-1234.5" -> "-1,234.5"), its
+    digits kept: a rule's sentence writes its exact threshold as the cards and the per-user view do
+    (:func:`format_value` with ``exact=True``). Anything else (an exponent, "inf") is returned as it is."""
+    match = _PLAIN.fullmatch(text)
+    if match is None:
+        return text
+    sign, whole, frac = match.groups()
+    return f"{sign}{int(whole):,}{frac}"
+
+
+_PLAIN = re.compile(r"(-?)(\d+)((?:\.\d+)?)")
+
+
 def _shortest(x: float) -> str:
     return str(np.format_float_positional(x, unique=True, trim="-"))
 
@@ -84,7 +99,10 @@ def points_text(x: float | None, sign: bool = True) -> str:
     the rules' text form, the static copy).
 
     Three significant digits, at most three decimals unless that would write 0 (then one significant
-    digit: ``"+0.0004"``), no exponent down to 1e-6, thousands separated, the ASCII minus.
+    digit: ``"+0.0004"``), thousands separated, the ASCII minus. No exponent from 1e-6 up to 1e15:
+    ``"+1,230,000"``, not every digit of 1,234,567.89; beyond, ``"+1.23e+300"`` (scores on such scales
+    would otherwise write hundreds of zeros). Above 1,000 a half rounds up, as the widget's JavaScript
+    rounds (``toPrecision``).
 
     Parameters
     ----------
@@ -104,8 +122,19 @@ def points_text(x: float | None, sign: bool = True) -> str:
     a = abs(x)
     head = "-" if x < 0 else "+" if sign else ""
     if a < 1e-6:
-        return head + f"{a:.0e}"
+        mantissa, _, power = f"{a:.0e}".partition("e")
+        return head + f"{mantissa}e{int(power)}"  # "5e-7", as JavaScript's toExponential(0) writes it
     e = math.floor(math.log10(a))
+    if e >= 3:
+        # on the float's exact value, a half up: the digits JavaScript's toPrecision(3) picks
+        exact = Decimal(a)
+        at = exact.adjusted()
+        digits = exact.scaleb(-at).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        if digits >= 10:
+            digits, at = Decimal("1.00"), at + 1
+        if at >= 15:
+            return head + f"{digits}e+{at}"
+        return head + f"{int(digits.scaleb(at)):,}"
     d = max(0, min(3, 2 - e))
     if round(a, d) == 0:
         d = -e

@@ -35,7 +35,17 @@ def reports(tmp_path_factory):
     tiny = folder / "tiny-weight.html"
     tiny.write_text(head + '<script type="application/json" id="rx-state">' + json.dumps(state).replace("<", "\\u003c")
                     + "</script>" + tail, encoding="utf-8")
-    return paths, tiny
+    # and large ones: three significant digits, not every digit; an exponent only past 1e15
+    for rule, weight in zip(state["results"]["rules"], LARGE):
+        rule["weight"] = weight
+    large = folder / "large-weights.html"
+    large.write_text(head + '<script type="application/json" id="rx-state">' + json.dumps(state).replace("<", "\\u003c")
+                     + "</script>" + tail, encoding="utf-8")
+    return paths, tiny, large
+
+
+#: weights whose every digit was written ("+1,234,567"), a tie at the third digit, and one past 1e15
+LARGE = (1234567.89, -1245000.0, 1235.0, -1.2345e300, 999.96)
 
 
 def _texts(locator) -> list[str]:
@@ -43,7 +53,7 @@ def _texts(locator) -> list[str]:
 
 
 def test_weights_and_points_read_alike_everywhere(chromium, reports, shots):
-    reports, tiny = reports
+    reports, tiny, large = reports
     page = chromium.new_page(viewport={"width": 1100, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -85,6 +95,13 @@ def test_weights_and_points_read_alike_everywhere(chromium, reports, shots):
         assert card.count() == 1
         assert "lowers the score by 0.001" in card.inner_text()
         assert "e-4" not in page.locator("#rx-app").inner_text()
+        # large weights (the payload edited again): as points_text writes them
+        page.goto(large.as_uri())
+        page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)
+        page.locator(".rx-card").first.wait_for(timeout=15_000)
+        shown = _texts(page.locator(".rx-card .rx-weight"))
+        assert shown[:len(LARGE)] == [points_text(w) for w in LARGE] == \
+            ["+1,230,000", "-1,250,000", "+1,240", "-1.23e+300", "+1,000"], shown
         assert not errors, errors
     finally:
         page.close()

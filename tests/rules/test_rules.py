@@ -18,6 +18,7 @@ from rudi_explain.rules.formula import (
 )
 from rudi_explain.rules.literals import Literals
 from rudi_explain.rules.ruleset import LinearTerm, RuleSet
+from rudi_explain.rules.values import grouped
 
 
 def threshold_info():
@@ -234,6 +235,23 @@ def test_literals_read_as_sentences(index, negated, expected):
     assert info.notation(Lit(index, negated)).startswith(f"{info.base[index]} {op} {info.threshold_text[index]}")
 
 
+def test_a_rule_writes_a_large_threshold_as_the_cards_do():
+    """One way to write a value (SEMANTICS.md): "more than 7,300 EUR" in a rule's sentence, as the card's band
+    and the per-user view write it (format_value, exact), while the notation stays code ("> 7300")."""
+    from rudi_explain.rules.values import format_value
+
+    info = LiteralInfo(names=["total amount > 7300", "total amount > 12000.5", "number of payments > 1499"],
+                       column=np.array([0, 0, 1]), thresholds=np.array([7300.0, 12000.5, 1499.0]),
+                       base=["total amount", "total amount", "number of payments"],
+                       undefined=np.array([False, False, False]), threshold_text=["7300", "12000.5", "1499"],
+                       kind=["value", "value", "count"], unit=["EUR", "EUR", ""], undefined_words=["", "", ""])
+    assert info.render_literal(Lit(0)) == f"total amount is more than {format_value(7300.0, exact=True)} EUR" \
+        == "total amount is more than 7,300 EUR"
+    assert info.render_literal(Lit(2, True)) == "number of payments is at most 1,499"
+    assert info.render_interval(Lit(0), Lit(1, True)) == "total amount is more than 7,300 and at most 12,000.5 EUR"
+    assert info.notation(Lit(0, True)) == "total amount <= 7300"
+
+
 def test_rules_in_words_and_notation():
     info = words_info()
     rules = RuleSet.from_formulas([And((Lit(0), Lit(4, True))), And((Lit(5), Lit(2)))], [1.0, -0.5], literals=info)
@@ -335,8 +353,8 @@ def test_thresholds_carry_the_unit_of_their_column_only_where_the_value_is_in_it
             continue
         for neg in (False, True):
             text = info.render_literal(Lit(i, neg))
-            says = text.endswith(f"{lits.threshold_text[i]} EUR") or \
-                f"{lits.threshold_text[i]} EUR (" in text
+            said = grouped(lits.threshold_text[i])  # "1,000": thousands separated, as the cards write it
+            says = text.endswith(f"{said} EUR") or f"{said} EUR (" in text
             if in_eur[k] and (" more than " in text or " at most " in text):
                 assert says, text
             if not in_eur[k]:

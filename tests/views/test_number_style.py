@@ -39,6 +39,21 @@ def test_points_text_cases(x, want):
         assert _in_style(want, x)
 
 
+@pytest.mark.parametrize(("x", "want"), [(1234567.89, "+1,230,000"), (-12345.0, "-12,300"), (999.96, "+1,000"),
+                                          (1235.0, "+1,240"), (-1245000.0, "-1,250,000"),
+                                          (4.5e14, "+450,000,000,000,000"), (999_999_999_999_999.0, "+1.00e+15"),
+                                          (-1.2345e300, "-1.23e+300"),
+                                          (5e-7, "+5e-7")])
+def test_large_points_keep_three_significant_digits(x, want):
+    """Not every digit of a large number: three significant digits (a half rounded up on the float's exact
+    value, as the widget's toPrecision does), and an exponent only where zeros would run past 1e15."""
+    assert points_text(x) == want
+    text = want.lstrip("+-")
+    if "e" not in text:  # thousands separated, at most 3 digits before the zeros
+        assert STYLE.match(want) and len(text.replace(",", "").rstrip("0")) <= 3
+    assert math.isclose(float(text.replace(",", "")), abs(x), rel_tol=5e-3)
+
+
 @pytest.mark.parametrize("random_state", [0, 1, 2])
 def test_the_static_copy_writes_every_weight_in_the_one_style(random_state):
     exp = tiny_payments(200, random_state=random_state)
