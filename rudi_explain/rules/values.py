@@ -101,8 +101,9 @@ def points_text(x: float | None, sign: bool = True) -> str:
     Three significant digits, at most three decimals unless that would write 0 (then one significant
     digit: ``"+0.0004"``), thousands separated, the ASCII minus. No exponent from 1e-6 up to 1e15:
     ``"+1,230,000"``, not every digit of 1,234,567.89; beyond, ``"+1.23e+300"`` (scores on such scales
-    would otherwise write hundreds of zeros). Above 1,000 a half rounds up, as the widget's JavaScript
-    rounds (``toPrecision``).
+    would otherwise write hundreds of zeros). A half rounds away from zero as the widget's JavaScript
+    rounds: below 1,000 on the shortest decimal of the float (``toLocaleString``), above on its exact
+    value (``toPrecision``).
 
     Parameters
     ----------
@@ -119,7 +120,7 @@ def points_text(x: float | None, sign: bool = True) -> str:
         return "–"
     if x == 0:
         return "0"
-    a = abs(x)
+    a = abs(float(x))  # a plain float: repr(np.float64(...)) names its type
     head = "-" if x < 0 else "+" if sign else ""
     if a < 1e-6:
         mantissa, _, power = f"{a:.0e}".partition("e")
@@ -138,7 +139,10 @@ def points_text(x: float | None, sign: bool = True) -> str:
     d = max(0, min(3, 2 - e))
     if round(a, d) == 0:
         d = -e
-    return head + f"{a:,.{d}f}"
+    # the shortest decimal that reads back as the float, a half away from zero: what the widget's
+    # toLocaleString writes ("+1.13" for 1.125 and "+1.01" for 1.005, where f"{a:.2f}" wrote 1.12 and 1.00)
+    shown = Decimal(repr(a)).quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
+    return head + f"{shown:,f}"
 
 
 def slope_text(slope: float, lo: float, hi: float, kind: str = "value", unit: str = "") -> str:

@@ -35,9 +35,10 @@ def reports(tmp_path_factory):
     tiny = folder / "tiny-weight.html"
     tiny.write_text(head + '<script type="application/json" id="rx-state">' + json.dumps(state).replace("<", "\\u003c")
                     + "</script>" + tail, encoding="utf-8")
-    # and large ones: three significant digits, not every digit; an exponent only past 1e15
-    for rule, weight in zip(state["results"]["rules"], LARGE):
-        rule["weight"] = weight
+    # and large ones (three significant digits, not every digit; an exponent only past 1e15) and halves (the
+    # widget's toLocaleString rounds the shortest decimal away from zero: 1.125 reads +1.13, 1.005 +1.01)
+    rules = state["results"]["rules"]
+    state["results"]["rules"] = [dict(rules[k % len(rules)], weight=w) for k, w in enumerate(LARGE + HALVES)]
     large = folder / "large-weights.html"
     large.write_text(head + '<script type="application/json" id="rx-state">' + json.dumps(state).replace("<", "\\u003c")
                      + "</script>" + tail, encoding="utf-8")
@@ -46,6 +47,8 @@ def reports(tmp_path_factory):
 
 #: weights whose every digit was written ("+1,234,567"), a tie at the third digit, and one past 1e15
 LARGE = (1234567.89, -1245000.0, 1235.0, -1.2345e300, 999.96)
+#: halves at the last digit shown, where Python's f"{x:.2f}" and the widget's toLocaleString had parted
+HALVES = (1.005, 1.125, -0.0625, 12.35, -12.25, 2.5, 0.1115, 1.0005, 999.5, 0.00045)
 
 
 def _texts(locator) -> list[str]:
@@ -99,9 +102,12 @@ def test_weights_and_points_read_alike_everywhere(chromium, reports, shots):
         page.goto(large.as_uri())
         page.locator("#rx-app[data-ready='1'] .rx-tab[data-tab='rules']").click(timeout=15_000)
         page.locator(".rx-card").first.wait_for(timeout=15_000)
-        shown = _texts(page.locator(".rx-card .rx-weight"))
-        assert shown[:len(LARGE)] == [points_text(w) for w in LARGE] == \
-            ["+1,230,000", "-1,250,000", "+1,240", "-1.23e+300", "+1,000"], shown
+        # the cards come in the widget's own order: each weight's text once
+        shown = sorted(_texts(page.locator(".rx-card .rx-weight")))
+        assert [points_text(w) for w in LARGE] == ["+1,230,000", "-1,250,000", "+1,240", "-1.23e+300", "+1,000"]
+        assert [points_text(w) for w in HALVES] == \
+            ["+1.01", "+1.13", "-0.063", "+12.4", "-12.3", "+2.50", "+0.112", "+1.00", "+1,000", "+0.0005"]
+        assert shown == sorted(points_text(w) for w in LARGE + HALVES), shown
         assert not errors, errors
     finally:
         page.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 from tiny import tiny_payments
 
@@ -52,6 +53,15 @@ def test_large_points_keep_three_significant_digits(x, want):
     if "e" not in text:  # thousands separated, at most 3 digits before the zeros
         assert STYLE.match(want) and len(text.replace(",", "").rstrip("0")) <= 3
     assert math.isclose(float(text.replace(",", "")), abs(x), rel_tol=5e-3)
+
+
+@pytest.mark.parametrize(("x", "want"), [(1.125, "+1.13"), (1.005, "+1.01"), (-0.0625, "-0.063"), (12.35, "+12.4"),
+                                          (2.5, "+2.50"), (np.float64(1.125), "+1.13"), (np.float32(0.5), "+0.500")])
+def test_a_half_rounds_as_the_widget_rounds_it(x, want):
+    """A half at the last digit shown goes away from zero on the shortest decimal of the float, as the widget's
+    toLocaleString does (f"{1.125:.2f}" is "1.12", the widget wrote "1.13"; test_report_number_style checks the
+    widget); numpy scalars alike."""
+    assert points_text(x) == want
 
 
 @pytest.mark.parametrize("random_state", [0, 1, 2])
