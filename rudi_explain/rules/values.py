@@ -62,6 +62,10 @@ def percent_text(text: str) -> str:
     return _number(Decimal(text) * 100, exact=True)
 
 
+#: a plain decimal's text: sign, whole part, fraction
+_PLAIN = re.compile(r"(-?)(\d+)((?:\.\d+)?)")
+
+
 def grouped(text: str) -> str:
     """A plain decimal's text with its thousands separated ("7300" -> "7,300", "-1234.5" -> "-1,234.5"), its
     digits kept: a rule's sentence writes its exact threshold as the cards and the per-user view do
@@ -71,9 +75,6 @@ def grouped(text: str) -> str:
         return text
     sign, whole, frac = match.groups()
     return f"{sign}{int(whole):,}{frac}"
-
-
-_PLAIN = re.compile(r"(-?)(\d+)((?:\.\d+)?)")
 
 
 def _shortest(x: float) -> str:
