@@ -12,6 +12,38 @@ KERNEL_IDLE = ("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.s
                "?.status === 'idle'")
 
 
+#: A progress listener for a cell whose job a test stops part way (a Cancel, an Interrupt, a re-run): once
+#: the search has found a statistic, each event waits 0.2 s in the job's thread, so the job is still
+#: searching when the test acts however fast the machine or however loaded (a warm kernel's whole job took
+#: under 6 s, and on a loaded machine one ended before the test's click: "done" where "cancelled" was
+#: tested). Pass it as ``progress=hold`` after running :data:`HOLD` in the kernel.
+HOLD = """\
+import time as _time
+def hold(event):
+    if event.stage == "search" and event.numbers.get("found"):
+        _time.sleep(0.2)
+"""
+
+
+def open_tab(root, tab: str, shown: str, seconds: float = 60.0) -> None:
+    """Click the widget's ``tab`` (within the locator ``root``) until ``shown``, a selector in it, is visible.
+
+    A reopened notebook's widget view can be replaced while the widget manager restores the saved state, and
+    a new view opens on its first tab: a click on the view it replaced is lost, so the click is repeated.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.monotonic() + seconds
+    while True:
+        root.locator(f".rx-tab[data-tab='{tab}']").first.click(timeout=seconds * 1000)
+        try:
+            root.locator(shown).first.wait_for(timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise
+
+
 def write_notebook(path: Path, cells: list[str]) -> None:
     """A notebook of code cells, with the python3 kernel."""
     import nbformat

@@ -23,7 +23,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, notebook7_own, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import APPS, notebook7_own, open_notebook, open_tab, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme  # noqa: E402
 
 SETUP = """\
@@ -139,8 +139,7 @@ def test_reopened_without_its_kernel_the_drill_down_says_re_run(jupyter_lab, chr
         # 2. Reopened: the widget comes back from the saved state, with no kernel behind it.
         open_notebook(page, jupyter_lab, name, app)
         good = page.locator(".jp-Cell").nth(0).locator(".rx-root")
-        good.locator(".rx-tab[data-tab='rules']").first.click(timeout=60_000)  # it opens on the Scorecard
-        good.locator(".rx-card").first.wait_for(timeout=60_000)
+        open_tab(good, "rules", ".rx-card")  # it opens on the Scorecard (a click on a view being restored is repeated)
         assert good.locator(".rx-card").count() == n_cards and good.locator(".rx-status").inner_text() == "done"
         assert page.locator(".jupyter-widgets-disconnected .rx-root").count() == 1
         assert good.locator(".rx-no-kernel").count() == 0  # nothing said before anything is asked
