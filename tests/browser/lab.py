@@ -25,6 +25,16 @@ def hold(event):
 """
 
 
+#: A progress listener for a cell whose running job a test watches to its end (the progress view, the time
+#: left, a moving bar): each event waits 0.05 s in the job's thread, so the job runs for some seconds
+#: (100-odd events) however fast the machine. Pass it as ``progress=pace`` after running :data:`PACE`.
+PACE = """\
+import time as _time
+def pace(event):
+    _time.sleep(0.05)
+"""
+
+
 def open_tab(root, tab: str, shown: str, seconds: float = 60.0) -> None:
     """Click the widget's ``tab`` (within the locator ``root``) until ``shown``, a selector in it, is visible.
 

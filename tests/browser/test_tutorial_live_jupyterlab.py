@@ -24,20 +24,21 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, open_notebook, run_cell  # noqa: E402
+from lab import APPS, PACE, open_notebook, run_cell  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, OVERFLOW, _theme, close_light  # noqa: E402
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
 
 # Injected above the tutorial's cells: the same calls, on a job small enough for a test.
-SMALL = """\
-# injected by the browser test: the tutorial's cells as written, on a smaller job
+SMALL = PACE + """\
+# injected by the browser test: the tutorial's cells as written, on a smaller job (paced: running for some seconds)
 import rudi_explain as rx
 if "_explain" not in globals():  # run again in the same kernel (Notebook 7 joins it): wrap once
     _make, _train, _explain = rx.datasets.make_payments, rx.datasets.train_demo_gru, rx.explain
 rx.datasets.make_payments = lambda n, **kw: _make(min(n, 400), **kw)
 rx.datasets.train_demo_gru = lambda *a, **kw: _train(*a, **{**kw, "epochs": 1})
-rx.explain = lambda *a, **kw: _explain(*a, **{**kw, "n_stats": 3, "n_simulations": 20, "student_params": {"epochs": 30}})"""
+rx.explain = lambda *a, **kw: _explain(*a, **{**kw, "n_stats": 3, "n_simulations": 20, "student_params": {"epochs": 30},
+                                          "progress": pace})"""
 
 # The running view inside one cell: status, the bar's value, the stage.
 PROGRESS = """cell => {

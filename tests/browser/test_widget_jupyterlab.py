@@ -17,19 +17,19 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import PACE, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_views_jupyterlab import PROGRESS, check_time_left  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
 
-SETUP = f"""\
+SETUP = PACE + f"""\
 import json, rudi_explain as rx
 from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(1500, random_state=0)
 events = demo.events.copy()
 events["merchant_category"] = events["merchant_category"].cat.rename_categories({{"gambling": {EVIL!r}}})
 exp = rx.explain(None, events, scores=demo.risk, labels=demo.labels, background="thread",
-                 n_stats=4, n_rules=8, n_simulations=60, student_params={{"epochs": 60}})
+                 n_stats=4, n_rules=8, n_simulations=60, student_params={{"epochs": 60}}, progress=pace)
 w = exp.widget()
 w"""
 
