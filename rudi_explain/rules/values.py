@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
@@ -62,23 +62,25 @@ def percent_text(text: str) -> str:
     return _number(Decimal(text) * 100, exact=True)
 
 
-#: a plain decimal's text: sign, whole part, fraction
-_PLAIN = re.compile(r"(-?)(\d+)((?:\.\d+)?)")
+#: a plain decimal's text (no exponent, not "inf")
+_PLAIN = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def grouped(text: str) -> str:
     """A plain decimal's text with its thousands separated ("7300" -> "7,300", "-1234.5" -> "-1,234.5"), its
     digits kept: a rule's sentence writes its exact threshold as the cards and the per-user view do
     (:func:`format_value` with ``exact=True``). Anything else (an exponent, "inf") is returned as it is."""
-    match = _PLAIN.fullmatch(text)
-    if match is None:
-        return text
-    sign, whole, frac = match.groups()
-    return f"{sign}{int(whole):,}{frac}"
+    return _number(Decimal(text), exact=True) if _PLAIN.fullmatch(text) else text
 
 
 def _shortest(x: float) -> str:
     return str(np.format_float_positional(x, unique=True, trim="-"))
+
+
+def _significant(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> Decimal:
+    """``d`` (not 0) rounded to :data:`SIGNIFICANT_DIGITS` significant digits."""
+    return d.scaleb(-d.adjusted()).quantize(Decimal(10) ** -(SIGNIFICANT_DIGITS - 1), rounding=rounding) \
+        .scaleb(d.adjusted())
 
 
 def _number(d: Decimal, exact: bool) -> str:
@@ -86,7 +88,7 @@ def _number(d: Decimal, exact: bool) -> str:
     if d == 0:
         return "0"
     if not exact:
-        d = d.scaleb(-d.adjusted()).quantize(Decimal(10) ** -(SIGNIFICANT_DIGITS - 1)).scaleb(d.adjusted())
+        d = _significant(d)
     text = format(d.normalize(), "f")
     sign = "-" if text.startswith("-") else ""
     whole, _, frac = text.lstrip("-").partition(".")
@@ -129,14 +131,11 @@ def points_text(x: float | None, sign: bool = True) -> str:
     e = math.floor(math.log10(a))
     if e >= 3:
         # on the float's exact value, a half up: the digits JavaScript's toPrecision(3) picks
-        exact = Decimal(a)
-        at = exact.adjusted()
-        digits = exact.scaleb(-at).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-        if digits >= 10:
-            digits, at = Decimal("1.00"), at + 1
+        shown = _significant(Decimal(a), ROUND_HALF_UP)
+        at = shown.adjusted()
         if at >= 15:
-            return head + f"{digits}e+{at}"
-        return head + f"{int(digits.scaleb(at)):,}"
+            return head + f"{shown.scaleb(-at):.2f}e+{at}"
+        return head + _number(shown, exact=True)
     d = max(0, min(3, 2 - e))
     if round(a, d) == 0:
         d = -e

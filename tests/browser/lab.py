@@ -12,24 +12,17 @@ KERNEL_IDLE = ("() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.s
                "?.status === 'idle'")
 
 
-#: A progress listener for a cell whose job a test stops part way (a Cancel, an Interrupt, a re-run): once
-#: the search has found a statistic, each event waits 0.2 s in the job's thread, so the job is still
-#: searching when the test acts however fast the machine or however loaded (a warm kernel's whole job took
-#: under 6 s, and on a loaded machine one ended before the test's click: "done" where "cancelled" was
-#: tested). Pass it as ``progress=hold`` after running :data:`HOLD` in the kernel.
-HOLD = """\
+#: Progress listeners that keep a test's job running while the test looks at it, however fast or loaded
+#: the machine (a warm kernel's whole job took under 6 s; on a loaded machine one ended before the test's
+#: click: "done" where "cancelled" was tested). Run this in the kernel, then pass one as ``progress=``:
+#: ``hold`` for a job the test stops part way (a Cancel, an Interrupt, a re-run): once the search has found
+#: a statistic each event waits 0.2 s, so the job is still searching when the test acts; ``pace`` for a job
+#: the test watches to its end (the progress view, the time left, a moving bar): each event waits 0.05 s.
+LISTENERS = """\
 import time as _time
 def hold(event):
     if event.stage == "search" and event.numbers.get("found"):
         _time.sleep(0.2)
-"""
-
-
-#: A progress listener for a cell whose running job a test watches to its end (the progress view, the time
-#: left, a moving bar): each event waits 0.05 s in the job's thread, so the job runs for some seconds
-#: (100-odd events) however fast the machine. Pass it as ``progress=pace`` after running :data:`PACE`.
-PACE = """\
-import time as _time
 def pace(event):
     _time.sleep(0.05)
 """

@@ -24,13 +24,13 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, PACE, open_notebook, run_cell  # noqa: E402
+from lab import APPS, LISTENERS, open_notebook, run_cell  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, OVERFLOW, _theme, close_light  # noqa: E402
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
 
 # Injected above the tutorial's cells: the same calls, on a job small enough for a test.
-SMALL = PACE + """\
+SMALL = LISTENERS + """\
 # injected by the browser test: the tutorial's cells as written, on a smaller job (paced: running for some seconds)
 import rudi_explain as rx
 if "_explain" not in globals():  # run again in the same kernel (Notebook 7 joins it): wrap once

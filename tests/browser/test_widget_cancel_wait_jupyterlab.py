@@ -18,7 +18,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, HOLD, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import APPS, LISTENERS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import _theme, check_looks, close_light  # noqa: E402
 
 # Notebook 7 runs each flow in the dark theme in a 640 px window, JupyterLab light at full width;
@@ -55,7 +55,7 @@ def _watch(path, main=threading.main_thread().ident):
 
 def _waiting_job(out: str) -> str:
     """A cell that starts a long job, shows it and waits for it, then writes how it ended to ``out``."""
-    return WATCH + HOLD + f"""\
+    return WATCH + LISTENERS + f"""\
 import rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 exp = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000,

@@ -17,12 +17,12 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import PACE, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import LISTENERS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_views_jupyterlab import PROGRESS, check_time_left  # noqa: E402
 
 EVIL = "<img src=x onerror=alert(1)>"
 
-SETUP = PACE + f"""\
+SETUP = LISTENERS + f"""\
 import json, rudi_explain as rx
 from rudi_explain.views import payloads as ws
 demo = rx.datasets.make_payments(1500, random_state=0)

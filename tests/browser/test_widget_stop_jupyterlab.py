@@ -13,10 +13,10 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import APPS, HOLD, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import APPS, LISTENERS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, _theme  # noqa: E402
 
-CANCELLED = HOLD + """\
+CANCELLED = LISTENERS + """\
 import json, rudi_explain as rx
 demo = rx.datasets.make_payments(1500, random_state=0)
 long = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=20, n_simulations=3000,

@@ -19,7 +19,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="browser test packages are missing: pip install -e '.[test]'")
 
-from lab import PACE, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
+from lab import LISTENERS, open_notebook, run_cell, wait_file, write_notebook  # noqa: E402
 from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close_light  # noqa: E402
 
 #: the notebook test_widget_jupyterlab.py opens, so this test joins its kernel (one session per path) and
@@ -27,7 +27,7 @@ from test_widget_layout_jupyterlab import CONTRAST, _check_narrow, _theme, close
 #: shown as text); run alone, the cell runs that job itself
 NOTEBOOK = "widget.ipynb"
 
-SETUP = PACE + """\
+SETUP = LISTENERS + """\
 import json, rudi_explain as rx
 from rudi_explain.views import payloads as ws
 if "exp" not in globals():
