@@ -497,19 +497,86 @@ def _form_columns(f: _Form, V: np.ndarray) -> tuple[list[np.ndarray], list[float
     return cols, lb, ub
 
 
+#: Rounds of :func:`_sign_constrained` per variable before it hands over to BVLS.
+ACTIVE_SET_ROUNDS = 10
+
+
 def _solve(A: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: float) -> np.ndarray:
-    """Least squares with a ridge on all but the last column (the base), within bounds."""
+    """Least squares with a ridge on all but the last column (the base), within bounds.
+
+    Every bound is 0 or infinite (a monotone card's increments share one sign; see :func:`_design`), so the
+    problem is a strictly convex quadratic in the normal equations with some variables of a fixed sign:
+    :func:`_sign_constrained` solves it exactly, several times faster than ``scipy.optimize.lsq_linear``'s
+    BVLS at these sizes (issue 27: some 300 solves a scorecard at 5,000 users).
+    """
     G = A.T @ A
     h = A.T @ y
     penalty = np.full(A.shape[1], ridge * A.shape[0])
     penalty[-1] = 0.0
     G[np.diag_indices_from(G)] += penalty
     if np.isinf(lb).all() and np.isinf(ub).all():
-        return np.asarray(cho_solve(cho_factor(G), h))
-    # ||Ax - y||^2 + ridge is ||Rx - z||^2 + const with G = R'R, R'z = h: a small bounded problem.
-    R = cholesky(G, lower=False)
-    z = solve_triangular(R, h, trans="T", lower=False)
-    return np.asarray(lsq_linear(R, z, bounds=(lb, ub), method="bvls").x)
+        return np.asarray(cho_solve(cho_factor(G, check_finite=False), h, check_finite=False))
+    return _sign_constrained(G, h, lb == 0, ub == 0)
+
+
+def _sign_constrained(G: np.ndarray, h: np.ndarray, nonnegative: np.ndarray, nonpositive: np.ndarray
+                      ) -> np.ndarray:
+    """``argmin 1/2 x'Gx - h'x`` with ``x >= 0`` where ``nonnegative``, ``x <= 0`` where ``nonpositive``.
+
+    ``G`` is positive definite, so the minimum is unique. Lawson and Hanson's active set method (the NNLS
+    algorithm, written on the normal equations, with free variables always in the passive set): from a
+    feasible point, the bounded variable whose gradient most wants to leave zero joins the passive set,
+    and the passive set's unconstrained minimum is approached as far as feasibility allows, variables that
+    reach zero leaving. It ends when no bounded variable at zero has a descent direction, which is the
+    minimum's optimality condition.
+    """
+    p = h.size
+    flip = np.where(nonpositive, -1.0, 1.0)  # x <= 0 as -x >= 0
+    G = G * flip[:, None] * flip[None, :]
+    h = h * flip
+    bounded = nonnegative | nonpositive
+
+    def minimum_on(passive: np.ndarray) -> np.ndarray:
+        out = np.zeros(p)
+        at = np.flatnonzero(passive)
+        if at.size:
+            sub = G[np.ix_(at, at)]
+            out[at] = cho_solve(cho_factor(sub, check_finite=False), h[at], check_finite=False)
+        return out
+
+    # A feasible start near the answer: the unconstrained minimum's passive set, less the bounded variables
+    # that come out below zero, until none does.
+    passive = np.ones(p, dtype=bool)
+    x = minimum_on(passive)
+    while (wrong := bounded & passive & (x <= 0)).any():
+        passive &= ~wrong
+        x = minimum_on(passive)
+    tol = 1e-12 * p * max(float(np.abs(h).max()), 1e-300)
+    for _ in range(ACTIVE_SET_ROUNDS * (p + 1)):
+        gradient = h - G @ x  # minus the gradient: positive where x_i wants to grow
+        free_to_move = bounded & ~passive & (gradient > tol)
+        if not free_to_move.any():
+            return x * flip
+        at = np.flatnonzero(free_to_move)
+        passive[at[np.argmax(gradient[at])]] = True
+        while True:
+            s = minimum_on(passive)
+            below = np.flatnonzero(bounded & passive & (s <= 0))
+            if below.size == 0:
+                x = s
+                break
+            # as far toward s as feasibility allows: the first bounded variable to reach zero stops it
+            ratios = x[below] / (x[below] - s[below])
+            step = float(ratios.min())
+            x = x + step * (s - x)
+            x[below[ratios == step]] = 0.0
+            passive &= ~(bounded & (x <= 0))
+            x[~passive] = 0.0
+    # never reached on the scorecards measured (a cycle in rounding is possible in principle): BVLS then
+    R = cholesky(G, lower=False, check_finite=False)
+    z = solve_triangular(R, h, trans="T", lower=False, check_finite=False)
+    lower = np.where(bounded, 0.0, -np.inf)
+    return np.asarray(lsq_linear(R, z, bounds=(lower, np.full(p, np.inf)), method="bvls").x) * flip
 
 
 def refit(base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals,

@@ -102,3 +102,51 @@ def test_split_scorecards_keep_the_scorecard_semantics(seed):
         assert inside.all()
         assert sum(b.share for b in card.bands) + (card.undefined.share if card.undefined else 0) == pytest.approx(1)
     assert np.abs(P.mean(axis=0)).max() <= 1e-12 * max(1.0, np.abs(P).max())
+
+
+def _sign_problems(n_cases: int):
+    """Least-squares problems shaped like the scorecard's: indicator and value columns, a base, bounds 0 or
+    infinite (increments of one sign, free columns), many with the unconstrained answer out of bounds."""
+    rng = np.random.default_rng(7)
+    for case in range(n_cases):
+        n, p = int(rng.integers(30, 400)), int(rng.integers(2, 30))
+        A = np.column_stack([(rng.random((n, p - 1)) < rng.uniform(0.05, 0.9, p - 1)).astype(float)
+                             if case % 2 else rng.normal(size=(n, p - 1)), np.ones(n)])
+        y = A[:, :-1] @ rng.normal(size=p - 1) + rng.normal(scale=rng.uniform(0.1, 3), size=n)
+        kind = rng.integers(0, 3, p)  # 0 free, 1 at least 0, 2 at most 0; the base free
+        kind[-1] = 0
+        lb = np.where(kind == 1, 0.0, -np.inf)
+        ub = np.where(kind == 2, 0.0, np.inf)
+        yield A, y, lb, ub
+
+
+def test_sign_constrained_solve_matches_bvls():
+    from scipy.optimize import lsq_linear
+
+    from rudi_explain.rules.scorecard_fit import _solve
+
+    out_of_bounds = 0
+    for A, y, lb, ub in _sign_problems(300):
+        ridge = 1e-4
+        x = _solve(A, y, lb, ub, ridge)
+        # the same objective written as one least-squares system, for scipy's BVLS: ridge rows below A
+        scale = np.sqrt(ridge * A.shape[0])
+        penalty = np.diag(np.r_[np.full(A.shape[1] - 1, scale), 0.0])
+        reference = lsq_linear(np.vstack([A, penalty]), np.r_[y, np.zeros(A.shape[1])], bounds=(lb, ub),
+                               method="bvls", tol=1e-14).x
+        assert ((x >= lb) & (x <= ub)).all()
+        np.testing.assert_allclose(x, reference, rtol=1e-7, atol=1e-9 * np.abs(reference).max())
+        unconstrained = np.linalg.lstsq(np.vstack([A, penalty]), np.r_[y, np.zeros(A.shape[1])], rcond=None)[0]
+        out_of_bounds += not ((unconstrained >= lb) & (unconstrained <= ub)).all()
+    assert out_of_bounds > 150  # the bounds are at work in most cases, not a plain solve
+
+
+def test_sign_constrained_solve_hands_over_to_bvls(monkeypatch):
+    import rudi_explain.rules.scorecard_fit as scorecard_fit
+
+    problems = list(_sign_problems(40))
+    expected = [scorecard_fit._solve(A, y, lb, ub, 1e-4) for A, y, lb, ub in problems]
+    monkeypatch.setattr(scorecard_fit, "ACTIVE_SET_ROUNDS", 0)  # no round: BVLS from the start point
+    for (A, y, lb, ub), x in zip(problems, expected):
+        np.testing.assert_allclose(scorecard_fit._solve(A, y, lb, ub, 1e-4), x, rtol=1e-7,
+                                   atol=1e-9 * np.abs(x).max())
