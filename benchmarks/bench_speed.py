@@ -77,11 +77,13 @@ events = pd.read_csv(sys.argv[3], dtype={c: str for c in ["user_id", *meta["cate
                      keep_default_na=False, na_values={c: [""] for c in meta["numerical"]})
 users = np.asarray(meta["users"], dtype=object)
 is_test = np.asarray(meta["is_test"], dtype=bool)
-features, info = dfs_features(events, meta["categorical"], meta["numerical"], users, users[~is_test])
-res = run_peers(features, np.asarray(meta["scores"], dtype=float), is_test, peers=("figs",))["figs"]
-json.dump({"dfs_seconds": info["seconds"], "n_features": info["n_features"], "figs_seconds": res.seconds,
-           "fidelity_test": res.fidelity_test, "n_rules": res.n_rules, "import_seconds": import_seconds},
-          open(sys.argv[4], "w"))
+runs = []
+for _ in range(int(sys.argv[5])):  # the same work each time, as explain() is repeated
+    features, info = dfs_features(events, meta["categorical"], meta["numerical"], users, users[~is_test])
+    res = run_peers(features, np.asarray(meta["scores"], dtype=float), is_test, peers=("figs",))["figs"]
+    runs.append({"dfs_seconds": info["seconds"], "n_features": info["n_features"], "figs_seconds": res.seconds,
+                 "fidelity_test": res.fidelity_test, "n_rules": res.n_rules})
+json.dump({"runs": runs, "import_seconds": import_seconds}, open(sys.argv[4], "w"))
 """
 
 
@@ -173,8 +175,9 @@ def eta_at(estimates: list, share: float, end: float) -> str:
             f"against {end:.1f} s ({told / end - 1:+.0%})")
 
 
-def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
-    """DFS + FIGS on explain()'s split, in .venv-peers; None without it (or on its failure, said)."""
+def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation, repeat: int = 1) -> dict | None:
+    """DFS + FIGS on explain()'s split, in .venv-peers, ``repeat`` times in one process: the run of median
+    seconds, with every run's seconds ("totals"); None without it (or on its failure, said)."""
     if not PEERS_PYTHON.exists():
         return None
     state = exp.result
@@ -186,17 +189,27 @@ def run_peer(data: rx.datasets.DemoData, exp: rx.Explanation) -> dict | None:
         paths[0].write_text(json.dumps(meta))
         data.events.to_csv(paths[1], index=False)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp}
-        res = subprocess.run([str(PEERS_PYTHON), "-c", PEER_SCRIPT, str(ROOT / "benchmarks"), *map(str, paths)],
-                             capture_output=True, text=True, env=env)
+        res = subprocess.run([str(PEERS_PYTHON), "-c", PEER_SCRIPT, str(ROOT / "benchmarks"), *map(str, paths),
+                              str(repeat)], capture_output=True, text=True, env=env)
         if res.returncode != 0:
             print(f"  peer failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.returncode}")
             return None
-        return json.loads(paths[2].read_text())
+        out = json.loads(paths[2].read_text())
+    totals = [r["dfs_seconds"] + r["figs_seconds"] for r in out["runs"]]
+    median = out["runs"][median_index(totals)]
+    return {**median, "totals": totals, "import_seconds": out["import_seconds"]}
+
+
+def median_index(values: list[float]) -> int:
+    """The index of the median of ``values`` (the lower of the two middle ones for an even count)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    return order[(len(values) - 1) // 2]
 
 
 def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict | None, estimates: list,
-           imports: float = 0.0) -> dict:
-    """Print one run's figures; return them. ``imports``: explain()'s import seconds, rudi_explain's and PyTorch's."""
+           imports: float = 0.0, totals: list[float] | None = None) -> dict:
+    """Print one run's figures; return them. ``imports``: explain()'s import seconds, rudi_explain's and PyTorch's;
+    ``totals``: the seconds of every run of explain() where it was repeated (this one is the median's)."""
     seconds = dict(exp.result.seconds)
     total = seconds.get("total", wall)
     steps = dict(steps)
@@ -205,6 +218,9 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
     fid = exp.report()["fidelity_test"]
     print(f"== {title}: explain() {total:.1f} s, held-out fidelity {fid:.4f}, {len(exp.rules)} rules, "
           f"peak RSS {peak_rss_mb():,.0f} MB; load average {os.getloadavg()[0]:.2f} after it ==")
+    if totals is not None and len(totals) > 1:
+        print(f"  {len(totals)} runs, the same rules: " + ", ".join(f"{t:.2f} s" for t in totals) +
+              "; the median run's figures below")
     print("  stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items() if k != "total"))
     if cpu is not None:  # under load the wall seconds follow the other processes; the CPU seconds less so
         print(f"  CPU {cpu:.1f} s ({cpu / wall:.2f} per wall second; 2 would be both cores busy throughout)")
@@ -225,16 +241,25 @@ def report(title: str, exp: rx.Explanation, steps: dict, wall: float, peer: dict
            "estimates": estimates, "cpu_seconds": cpu, "stage_cpu": by_stage}
     if peer is not None:
         peer_total = peer["dfs_seconds"] + peer["figs_seconds"]
+        if len(peer["totals"]) > 1:
+            print(f"  DFS + FIGS, {len(peer['totals'])} runs: " + ", ".join(f"{t:.2f} s" for t in peer["totals"]) +
+                  "; the median run:")
         print(f"  DFS + FIGS: {peer_total:.1f} s (DFS {peer['dfs_seconds']:.1f} s, {peer['n_features']} features; "
               f"FIGS {peer['figs_seconds']:.1f} s), held-out fidelity {peer['fidelity_test']:.4f}")
         print(f"  explain() / (DFS + FIGS) = {total / peer_total:.2f}x; fidelity {fid:.4f} against "
               f"{peer['fidelity_test']:.4f} ({fid - peer['fidelity_test']:+.4f})")
+        if totals is not None and len(totals) > 1 and len(peer["totals"]) > 1:
+            pairs = [t / p for t, p in zip(totals, peer["totals"])]
+            print("  run by run (the i-th of each side): " + ", ".join(f"{r:.2f}x" for r in pairs) +
+                  f"; {sum(r <= 0.5 for r in pairs)} of {len(pairs)} at most 0.5x")
         ours, theirs = imports, peer["import_seconds"]
         print(f"  with the imports on both sides (a first call in a fresh process): {total + ours:.1f} s "
               f"(imports {ours:.1f} s) against {peer_total + theirs:.1f} s (featuretools, imodels "
               f"{theirs:.1f} s) = {(total + ours) / (peer_total + theirs):.2f}x")
         out["peer"] = peer
         out["ratio"] = total / peer_total
+    if totals is not None:
+        out["totals"] = totals
     return out
 
 
@@ -246,6 +271,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-peers", action="store_true", help="skip DFS + FIGS")
     parser.add_argument("--profile", action="store_true", help="print the top functions of every run (cProfile)")
     parser.add_argument("--top", type=int, default=25, help="functions printed with --profile")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each side at --users (explain() and DFS + FIGS): the median's figures")
     parser.add_argument("--out", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     # PyTorch (the student's) is imported before the clock starts, as the peers' featuretools and imodels are
@@ -267,12 +294,23 @@ def main(argv: list[str] | None = None) -> dict:
         profiler = cProfile.Profile() if args.profile else None
         if profiler is not None:
             profiler.enable()
-        exp, steps, wall, estimates = run_explain(data)
+        # one draw of a 2-second job on a shared machine is noisy: at --users both sides run --repeat times, and
+        # the run of median seconds is reported (the same rules each time: one seed)
+        repeat = max(1, args.repeat) if with_peer else 1
+        runs = []
+        for _ in range(repeat):
+            runs.append(run_explain(data))
+            if str(runs[-1][0].rules) != str(runs[0][0].rules):
+                raise AssertionError(f"{name}: explain() gave other rules in run {len(runs)}")
+        totals = [r[0].result.seconds.get("total", r[2]) for r in runs]
+        exp, steps, wall, estimates = runs[median_index(totals)]
+        del runs
         if profiler is not None:
             profiler.disable()
-        peer = run_peer(data, exp) if with_peer else None
+        peer = run_peer(data, exp, repeat) if with_peer else None
         title = f"{name}, {n:,} users"
-        results[title] = report(title, exp, steps, wall, peer, estimates, RX_IMPORT_SECONDS + torch_seconds)
+        results[title] = report(title, exp, steps, wall, peer, estimates, RX_IMPORT_SECONDS + torch_seconds,
+                                totals)
         if profiler is not None:
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(args.top)
         del exp, data
