@@ -20,6 +20,11 @@ so the peer runs in ``.venv-peers`` (``make peers-env``) in a child process; the
 through a CSV file and the figures come back as JSON. Printed: explain()'s seconds against DFS +
 FIGS, their ratio, and both held-out fidelities. Without ``.venv-peers`` the peer is skipped.
 
+One draw of a two-second job on a shared machine is noisy (the ratio moved 0.46-0.53x over nine
+single runs of edits): at ``--users`` both sides run ``--repeat`` times (3; the peer's runs in its one
+process), the run of median seconds is reported, and every run's seconds and the ratios run by run
+are printed. explain() gives the same rules in every run (one seed), checked.
+
 Imports are not timed on either side: PyTorch (explain()'s student) is imported before the first
 run, as featuretools and imodels are in the peer's process before its clock starts. Both sides'
 import seconds are printed, with the ratio they give when counted (a first call in a fresh process).
