@@ -50,7 +50,7 @@ def format_value(value: Any, kind: str = "value", unit: str = "", *, exact: bool
     if kind == "share":
         text = percent_text(_shortest(x)) if exact else _number(Decimal(repr(x)) * 100, exact=False)
         return f"{text}%"
-    if kind == "count" and x == int(x):
+    if kind == "count" and x == int(x) and abs(x) < _PLAIN_UP_TO:
         text = f"{int(x):,}"
     else:
         text = _number(Decimal(_shortest(x)) if exact else Decimal(repr(x)), exact)
@@ -83,12 +83,24 @@ def _significant(d: Decimal, rounding: str = ROUND_HALF_EVEN) -> Decimal:
         .scaleb(d.adjusted())
 
 
+#: Values from 1e-6 up to this magnitude are written without an exponent; beyond, as points are
+#: (:func:`points_text`), "1.23e+300" and "5e-7": scores or amounts on such scales would otherwise write
+#: hundreds of zeros.
+_PLAIN_UP_TO = 1e15
+_PLAIN_FROM = 1e-6
+
+
 def _number(d: Decimal, exact: bool) -> str:
-    """A decimal without exponent, thousands separated, rounded to 3 significant digits unless exact."""
+    """A decimal thousands separated, rounded to 3 significant digits unless exact; with an exponent
+    outside [1e-6, 1e15) ("1.23e+300", "5e-7"), as points are written."""
     if d == 0:
         return "0"
     if not exact:
         d = _significant(d)
+    if not _PLAIN_FROM <= abs(d) < _PLAIN_UP_TO:
+        at = d.adjusted()
+        mantissa = format(d.scaleb(-at).normalize(), "f")
+        return f"{mantissa}e{'+' if at > 0 else '-'}{abs(at)}"
     text = format(d.normalize(), "f")
     sign = "-" if text.startswith("-") else ""
     whole, _, frac = text.lstrip("-").partition(".")
