@@ -7,6 +7,7 @@ is the area under the ROC curve with ties counted as one half.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -52,19 +53,69 @@ def _tied_pairs(ranks: np.ndarray) -> int:
     return int((counts * (counts - 1) // 2).sum())
 
 
+#: Up to this many values, :func:`_count_increasing_pairs` counts by merging sorted runs (the agreement's
+#: usual sizes: a few hundred to a few thousand users, some 300 counts a job); beyond, by the bits of the values.
+MERGE_COUNT_UP_TO = 8192
+
+
 def _count_increasing_pairs(values: np.ndarray) -> int:
     """Number of index pairs ``i < j`` with ``values[i] < values[j]`` (strict).
 
-    ``values`` are non-negative integers. A wavelet-matrix sweep, most
-    significant bit first: after stable partitions by the higher bits, the
-    elements sharing those bits lie together in their original order, so the
-    pairs that first differ at bit ``b`` (0 in ``i``, 1 in ``j``) are counted
-    with one cumulative sum. O(N) numpy work per bit, O(N log N) in all, and
-    no Python loop over elements.
+    ``values`` are non-negative integers. O(N log N) numpy work, no Python loop over elements:
+    :func:`_merge_count` up to :data:`MERGE_COUNT_UP_TO` values (2-2.5x faster there, its index
+    arrays cached by length), :func:`_bitwise_count` beyond.
+    """
+    if values.size < 2:
+        return 0
+    return _merge_count(values) if values.size <= MERGE_COUNT_UP_TO else _bitwise_count(values)
+
+
+@lru_cache(maxsize=4)  # at most 4 lengths: about 7 MB at 8,192 values
+def _merge_levels(n: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, int], ...]:
+    """For each level of a bottom-up merge sort of ``n`` values (runs of 1, 2, 4, ... merged in pairs): every
+    position's pair of runs times ``n`` (the key offset that keeps pairs apart), the positions in left runs and
+    in right runs, and how many left-run values lie in pairs before each right-run value's, summed."""
+    at = np.arange(n)
+    levels = []
+    width = 1
+    while width < n:
+        pair = at // (2 * width)
+        right = (at // width) % 2 == 1
+        in_right = np.flatnonzero(right)
+        levels.append((pair * n, np.flatnonzero(~right), in_right, int((pair[in_right] * width).sum())))
+        width *= 2
+    return tuple(levels)
+
+
+def _merge_count(values: np.ndarray) -> int:
+    """:func:`_count_increasing_pairs` by a bottom-up merge sort.
+
+    At each level the runs (sorted) are merged in pairs, left and right; each right-run value makes
+    an increasing pair with every left-run value below it, and those are counted for all pairs at
+    once: the keys ``value + pair * n`` keep the pairs apart in one sorted order, so one
+    ``searchsorted`` of the right runs' keys among the left runs' counts them (less the left values
+    of earlier pairs). The merge is a stable sort of the keys (two sorted runs a pair: linear).
     """
     n = values.size
-    if n < 2:
-        return 0
+    if int(values.max()) >= n:  # the keys need values below n: dense ranks keep every order
+        values = np.unique(values, return_inverse=True)[1].reshape(-1)
+    keys = values.astype(np.int64)
+    total = 0
+    for offset, in_left, in_right, before in _merge_levels(n):
+        shifted = keys + offset
+        total += int(np.searchsorted(shifted[in_left], shifted[in_right], side="left").sum()) - before
+        shifted.sort(kind="stable")
+        keys = shifted - offset
+    return total
+
+
+def _bitwise_count(values: np.ndarray) -> int:
+    """:func:`_count_increasing_pairs` by a wavelet-matrix sweep, most significant bit first: after
+    stable partitions by the higher bits, the elements sharing those bits lie together in their original
+    order, so the pairs that first differ at bit ``b`` (0 in ``i``, 1 in ``j``) are counted with one
+    cumulative sum. O(N) numpy work per bit, O(N log N) in all, and memory of a few copies of the values.
+    """
+    n = values.size
     n_bits = max(1, int(values.max()).bit_length())
     dtype = np.int32 if n < 2**31 - 1 else np.int64
     vals: npt.NDArray[np.signedinteger[Any]] = values.astype(dtype)

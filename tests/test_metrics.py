@@ -120,3 +120,20 @@ def test_auc_matches_sklearn_with_ties():
 def test_auc_rejects_bad_input(y, s, message):
     with pytest.raises(ValueError, match=message):
         metrics.auc(y, s)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_both_counts_of_increasing_pairs_match_a_plain_count(seed):
+    # the merge count (up to MERGE_COUNT_UP_TO values) and the bitwise count (beyond), against a pair loop
+    # on small arrays and against each other on large ones; ties, values above the length, one distinct value
+    rng = np.random.default_rng(seed)
+    for _ in range(400):
+        n, q = int(rng.integers(0, 70)), int(rng.integers(1, 200))
+        v = rng.integers(0, q, n)
+        plain = sum(int(v[i] < v[j]) for i in range(n) for j in range(i + 1, n))
+        assert metrics._count_increasing_pairs(v) == plain
+        if n >= 2:
+            assert metrics._merge_count(v) == metrics._bitwise_count(v) == plain
+    for n in (1000, 3000, metrics.MERGE_COUNT_UP_TO, metrics.MERGE_COUNT_UP_TO + 1):
+        v = rng.integers(0, rng.integers(1, 2 * n), n)
+        assert metrics._merge_count(v) == metrics._bitwise_count(v)
