@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from rudi_explain.explanation.config import ExplainConfig
 from rudi_explain.explanation.scorecard_choice import IDLE_TIE, ScorecardChoice
@@ -41,6 +40,7 @@ from rudi_explain.rules.scorecard_fit import notes_later, sample_rows, with_note
 from rudi_explain.rules.scorecard_fuse import fuse_near_bands
 from rudi_explain.rules.scorecard_idle import drop_idle_parts
 from rudi_explain.rules.scorecard_nested import unnest_interactions
+from rudi_explain.search.parallel import one_blas_thread
 
 #: What :func:`prune_to_scorecard` returns: the pruning path, the scorecard, its rule form, and the choice of form.
 Step = tuple[PruningPath, Scorecard, RuleSet, ScorecardChoice]
@@ -100,7 +100,7 @@ def prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_val
     # One BLAS thread: the joint fits' products are small, and on 2 busy cores a second thread waking for
     # each made them 20 to 40 times slower (issue 27); the same results either way. The sign notes are
     # written once, on the scorecard kept (:func:`_prune_to_scorecard`).
-    with threadpool_limits(limits=1, user_api="blas"), notes_later():
+    with one_blas_thread(), notes_later():
         return _prune_to_scorecard(rules, values, y, is_valid, config, should_stop)
 
 

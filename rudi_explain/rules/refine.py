@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from rudi_explain.exceptions import InputError
 from rudi_explain.metrics import fidelity
@@ -38,6 +37,7 @@ from rudi_explain.rules.literals import MOVE_TOLERANCE, Literals, is_vacuous, ro
 from rudi_explain.rules.pruning import PruningPath, _refit, _standard_units, complement_common, prune_rules
 from rudi_explain.rules.ruleset import RuleSet
 from rudi_explain.rules.swap import swap_path
+from rudi_explain.search.parallel import one_blas_thread
 from rudi_explain.validation import check_whole
 
 __all__ = ["refine_thresholds", "refine_default", "prune_and_refine", "N_CANDIDATES", "N_GLOBAL"]
@@ -499,7 +499,7 @@ def prune_and_refine(rules: RuleSet, V: np.ndarray, y: np.ndarray, is_valid: np.
     """
     # One BLAS thread: the products here are small, and a second thread waking for each costs
     # more than it saves (twice the time on 2 busy cores); the same results either way.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _prune_and_refine(rules, np.asarray(V, dtype=np.float64), y, is_valid, max_rules, max_literals,
                                  refine, swap, should_stop)
 

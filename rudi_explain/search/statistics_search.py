@@ -29,7 +29,6 @@ from functools import partial
 from typing import cast
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from rudi_explain.beside import Beside, can_fork
 from rudi_explain.correlation import REWARDS, _LeastSquares, batch_reward, design_matrix
@@ -41,7 +40,7 @@ from rudi_explain.search.catalog import neighbours, single_aggregations
 from rudi_explain.search.given import check_statistics, read_statistics
 from rudi_explain.search.mcts_tree import Node as _Node
 from rudi_explain.search.paper_edits import paper_neighbours
-from rudi_explain.search.parallel import Workers, resolve_n_jobs
+from rudi_explain.search.parallel import Workers, one_blas_thread, resolve_n_jobs
 from rudi_explain.search.progress import SearchCancelled, SearchProgress
 from rudi_explain.search.screened import fit_screened
 from rudi_explain.statistics import (
@@ -343,7 +342,7 @@ class StatisticsSearch:
         # One BLAS thread: the search's products are small, and a second thread waking for each
         # costs more than it saves (twice the time on 2 busy cores); the same results either way.
         try:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 if not (self.method == "mcts" and use_catalog):
                     # No selection to compete in: the given statistics first, the search for what they leave.
                     for stat in self._given:

@@ -302,3 +302,29 @@ def test_a_cancel_while_polishing_scores_nothing_more(monkeypatch):
         assert [at for at, _ in polishing[-3:]] == [0, 8, 16], polishing
         assert polishing[-1][1] - polishing[-2][1] == 8  # the 8 edits between the two events, scored
         assert len(evaluations) == polishing[-1][1]  # nothing after the stop
+
+
+def test_one_blas_thread_limits_and_restores_blas(monkeypatch):
+    import sys
+    import types
+
+    from threadpoolctl import threadpool_info
+
+    from rudi_explain.search import parallel
+
+    def blas_threads():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    before = blas_threads()
+    assert before  # numpy's BLAS at least
+    for _ in range(2):  # the second time from the libraries found the first
+        with parallel.one_blas_thread():
+            assert set(blas_threads().values()) == {1}
+        assert blas_threads() == before
+    looked = parallel._controller
+    # a module imported since (it may load a BLAS): the libraries are looked for again
+    monkeypatch.setitem(sys.modules, "rudi_explain_imported_since", types.ModuleType("rudi_explain_imported_since"))
+
+    with parallel.one_blas_thread():
+        pass
+    assert parallel._controller is not looked
