@@ -782,6 +782,17 @@ class DropOne:
                   for f in forms] + [1] * len(interactions)
         ends = np.cumsum(widths)
         self._blocks = [np.arange(e - w, e) for e, w in zip(ends, widths)]
+        # What Card.points reads of the scored users whatever the trial's points: each form's band of every
+        # user (a linear form's clipped offsets from lo) and who has no value. Trials differ in points only.
+        self._on_check = []
+        for f in forms:
+            v = V_check[:, f.card.column]
+            nan = np.isnan(v)
+            if f.linear is not None:
+                lo, hi = f.linear
+                self._on_check.append((np.clip(np.where(nan, lo, v), lo, hi) - lo, nan))
+            else:
+                self._on_check.append((f.card.band_index(np.where(nan, -np.inf, v)), nan))
 
     @classmethod
     def build(cls, base: float, cards: SequenceT[Card], interactions: SequenceT[Rule], literals: Literals,
@@ -820,10 +831,32 @@ class DropOne:
             # in rows, as refit's design is (the mask alone gives columns, whose products differ in the last bits)
             x = _solve(np.ascontiguousarray(self._A[:, keep]), self._t, self._lb[keep], self._ub[keep], self._ridge)
         n = len(self._forms)
-        forms = [f for i, f in enumerate(self._forms) if i != k]
         rule_at = [i for i in range(len(self._interactions)) if i + n != k]
-        # scored as Scorecard.predict scores the refitted trial, in its order of sums: users the trial's
-        # refit ties (in rounding too) stay tied, and the fidelity is the same to the last bit
-        base, cards, rules = _unpack(forms, [self._interactions[i] for i in rule_at], x)
-        return scores_of(base, _scoring(cards), [r.weight for r in rules], self._V_check,
-                         self._fires_check[:, rule_at])
+        # Scored as Scorecard.predict scores the refitted trial (_unpack's cards, scores_of's order of sums):
+        # users the trial's refit ties (in rounding too) stay tied, and the fidelity is the same to the last
+        # bit. Each card's points are read from the coefficients and the users' bands found once: a band
+        # card's points are the running sums of its increments, which _unpack's merge of bands whose
+        # increment is 0 leaves as they are; cards _scoring drops (every user 0 points) add nothing.
+        s = np.full(self._V_check.shape[0], float(x[-1]))
+        at = 0
+        for i, f in enumerate(self._forms):
+            if i == k:
+                continue
+            on_check, nan = self._on_check[i]
+            undefined = f.card.undefined is not None
+            if f.linear is not None:
+                points = 0.0 + float(x[at]) * on_check  # Linear.points: its offset (0) + slope * (clipped - lo)
+                at += 1
+            else:
+                inc = x[at:at + len(f.card.bands) - 1]
+                at += len(f.card.bands) - 1
+                if not undefined and not inc.any():
+                    continue
+                points = np.concatenate([[0.0], np.cumsum(inc)])[on_check]
+            if undefined:
+                points[nan] = float(x[at])
+                at += 1
+            s += points
+        for w, fired in zip(x[at:at + len(rule_at)], self._fires_check[:, rule_at].T):
+            s[fired] += float(w)
+        return s

@@ -65,6 +65,29 @@ def test_each_trial_scores_as_its_own_refit():
     assert checked >= 5 * len(SEEDS)
 
 
+def test_each_trial_scores_as_its_own_refit_with_a_linear_card():
+    # the trials read each card's points from the fit's coefficients (DropOne.predict_without): a linear card's
+    # too, bit for bit as Card.points computes them
+    from rudi_explain.rules.scorecard_cards import Linear
+
+    checked = 0
+    for seed in SEEDS:
+        _, V, y, is_valid, card = _case(seed)
+        first = card.cards[0]
+        linear = first.with_(edges=(), bands=(), linear=Linear(0.02, first.edges[0], first.edges[-1]))
+        card = Scorecard([linear, *card.cards[1:]], card.interactions, card.base, card.literals)
+        fit, check = ~is_valid, is_valid
+        drop = DropOne.build(card.base, card.cards, card.interactions, card.literals, V[fit], y[fit], V[check],
+                             **fit_options(True))
+        assert drop is not None
+        for k in [None, *range(len(card))]:
+            got = drop.predict_without(k)
+            np.testing.assert_array_equal(got, _refitted_scores(card, V[fit], y[fit], V[check],
+                                                                -1 if k is None else k))
+            checked += 1
+    assert checked >= 5 * len(SEEDS)
+
+
 def test_a_card_with_more_bands_than_allowed_is_refitted_trial_by_trial():
     # merging a card down to max_bands weighs the other units' points: a trial's forms could differ
     _, V, y, is_valid, card = _case(0)
