@@ -516,6 +516,7 @@ def _solve(A: np.ndarray, y: np.ndarray, lb: np.ndarray, ub: np.ndarray, ridge: 
     G[np.diag_indices_from(G)] += penalty
     if np.isinf(lb).all() and np.isinf(ub).all():
         return np.asarray(cho_solve(cho_factor(G, check_finite=False), h, check_finite=False))
+    assert ((lb == 0) | np.isneginf(lb)).all() and ((ub == 0) | np.isposinf(ub)).all(), "bounds are 0 or infinite"
     return _sign_constrained(G, h, lb == 0, ub == 0)
 
 

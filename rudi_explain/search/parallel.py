@@ -29,6 +29,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -137,7 +138,7 @@ class Workers:
 _controller: tuple[int, ThreadpoolController] | None = None  # with len(sys.modules) when it looked
 
 
-def one_blas_thread() -> Any:
+def one_blas_thread() -> AbstractContextManager[Any]:
     """A context manager: BLAS on one thread within it (``threadpoolctl.threadpool_limits(1, "blas")``).
 
     The stages whose products are small (the search's scoring, the post-processing's joint fits) run
@@ -148,4 +149,5 @@ def one_blas_thread() -> Any:
     global _controller
     if _controller is None or _controller[0] != len(sys.modules):
         _controller = (len(sys.modules), ThreadpoolController())
-    return _controller[1].limit(limits=1, user_api="blas")
+    limiter: AbstractContextManager[Any] = _controller[1].limit(limits=1, user_api="blas")
+    return limiter
