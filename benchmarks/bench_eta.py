@@ -32,10 +32,11 @@ non-negative least squares on relative errors. A free fit of the same constants 
 (Nelder-Mead on a dozen runs) was tried and dropped: it bought its fit with constants at their
 bounds (searches of 2 statistics) and did worse on the runs it had not seen.
 
-``--later-only`` refits only what the post-processing moves (a change to it, such as the additive
-scorecard, leaves the search's constants as they were): ``later_per_stat`` and the post-processing's
-two constants (:func:`fit_later`). Each run's later stages and post-processing, told at 20% of the
-job and real, and its told end are printed before and after.
+``--later-only`` refits only the later stages' constants (a change to the student or the post-processing,
+such as the additive scorecard, leaves the search's constants as they were): their two per-user parts and
+the post-processing's three (:func:`fit_later`), on runs of 5,000, 20,000 and 100,000 users. Each run's
+later stages and post-processing, told at 20% of the job and real, and its told end are printed before and
+after.
 
 ``--rework`` replays (or refits on) recorded runs with their catalog's work told again by the
 current :func:`rudi_explain.search.progress.catalog_work` (the case is generated again and its
@@ -83,10 +84,10 @@ HELD_OUT = "payments:4:5000,edits:4:5000,planted:8:5000,payments:5:20000,payment
 #: The constants a refit measures (the others are sizes, or a shape the runs cannot tell apart).
 FITTED = ("catalog_tail", "search_per_catalog", "select_per_catalog", "mcts_per_statistic", "finish", "fall",
           "typical_stats", "later_per_stat", "later_per_user_stat", "later_per_capped_user_stat", "post_per_student",
-          "post_per_stat", "catalog_unit", "work_per_statistic", "search_work_power", "catalog_work_ref",
-          "rest_cpu_per_wall")
-#: The constants ``--later-only`` refits: what the post-processing moves.
-LATER = ("later_per_stat", "post_per_student", "post_per_stat")
+          "post_per_stat", "post_per_user_stat", "catalog_unit", "work_per_statistic", "search_work_power",
+          "catalog_work_ref", "rest_cpu_per_wall")
+#: The constants ``--later-only`` refits: the later stages'.
+LATER = ("later_per_user_stat", "later_per_capped_user_stat", "post_per_student", "post_per_stat", "post_per_user_stat")
 #: The estimate before the CPU seconds (issue 27, session 13): the last commit of the wall-only ``eta.py``.
 BEFORE = "a5aec64"
 
@@ -308,10 +309,12 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     from scipy.optimize import nnls  # only the refit needs it
 
     (per_stat, per_user, per_capped), _ = nnls(rows / seconds[:, None], np.ones(len(m)))  # relative errors
-    # the post-processing: a share of the student's seconds plus seconds per statistic at the reference pace
-    post_rows = np.array([[r["student"], max(r["kept"], 1) * speed] for r, speed in zip(m, speeds)])
+    # the post-processing: a share of the student's seconds plus seconds per statistic and per statistic and user
+    # at the reference pace
+    post_rows = np.array([[r["student"], max(r["kept"], 1) * speed, max(r["kept"], 1) * speed * r["users"]]
+                          for r, speed in zip(m, speeds)])
     post = np.array([r["post"] for r in m])
-    (per_student, post_per_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
+    (per_student, post_per_stat, post_per_user_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
     return base.replace(rest_cpu_per_wall=fit_rest_use(m, base.rest_cpu_per_wall),
                         catalog_tail=median("tail"), search_per_catalog=median("search"),
                         select_per_catalog=median("select"),
@@ -321,6 +324,7 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
                         later_per_user_stat=float(per_user),
                         later_per_capped_user_stat=float(per_capped),
                         post_per_student=float(per_student), post_per_stat=float(post_per_stat),
+                        post_per_user_stat=float(post_per_user_stat),
                         catalog_unit=unit)
 
 
@@ -341,29 +345,32 @@ def _at_share(run: dict, pace: Pace, share: float = 0.2) -> tuple[float, float |
 
 
 def fit_later(runs: list[dict], base: Pace | None = None) -> Pace:
-    """``base`` with only what the post-processing moves refitted on ``runs``, the search's constants kept.
+    """``base`` with only the later stages' constants refitted on ``runs``, the search's kept.
 
-    ``later_per_stat`` (the later stages' work that does not grow with users: the post-processing's steps over
-    rules and candidates) is raised or lowered until the median of the runs' real later stages (literals,
-    student, post-processing) over those told at 20% of the job is 1; ``post_per_student`` and ``post_per_stat``
-    are scaled together by the median of the post-processing's real seconds over those told from each run's real
-    student seconds. The per-user terms are kept: a free fit of all five (as :func:`fit` fits them) on 16 runs
-    of 5,000-100,000 users put a per-user term at 0 or told a held-out 100,000-user run twice its end, the two
-    100,000-user runs' later stages being 0.8 and 1.9 times what the shipped constants told.
+    The later stages (literals, student, post-processing) per statistic kept, at the run's pace against the
+    reference machine: ``later_per_user_stat`` and ``later_per_capped_user_stat`` by non-negative least squares on
+    relative errors, ``later_per_stat`` kept (0 since round 24: a free fit put it at 0 too); then the
+    post-processing from the run's real student seconds, per statistic and per statistic and user:
+    ``post_per_student``, ``post_per_stat`` and ``post_per_user_stat``, the same way. This needs runs of at least
+    three sizes on both sides of the student's cap (5,000, 20,000 and 100,000 users): on two, a per-user term is
+    not told apart from the rest (round 24: a free fit on 16 runs, two of them at 100,000 users, put one at 0).
     """
+    from scipy.optimize import nnls  # only the refit needs it
+
     base = base or Pace()
-
-    def later_ratio(pace: Pace) -> float:
-        return float(np.median([measure(r, pace)["later"] / max(_at_share(r, pace)[1] or 1e-9, 1e-9)
-                                for r in runs]))
-
-    lo, hi = 0.0, 20.0
-    for _ in range(40):  # the told later stages grow with later_per_stat, so the ratio falls
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if later_ratio(base.replace(later_per_stat=mid)) > 1 else (lo, mid)
-    pace = base.replace(later_per_stat=(lo + hi) / 2)
-    scale = float(np.median([measure(r, pace)["post"] / max(_at_share(r, pace)[2] or 1e-9, 1e-9) for r in runs]))
-    return pace.replace(post_per_student=base.post_per_student * scale, post_per_stat=base.post_per_stat * scale)
+    m = [measure(run, base) for run in runs]
+    speeds = np.array([r["unit"] / base.catalog_unit * r["serial"] for r in m]) ** base.speed_power
+    kept = np.array([max(r["kept"], 1) for r in m], dtype=float)
+    later = np.array([r["later"] for r in m]) - base.later_per_stat * kept * speeds
+    rows = np.array([[r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
+    rows *= (kept * speeds)[:, None]
+    (per_user, per_capped), _ = nnls(rows / later[:, None], np.ones(len(m)))  # relative errors
+    post = np.array([r["post"] for r in m])
+    post_rows = np.array([[r["student"], k * s, k * s * r["users"]] for r, k, s in zip(m, kept, speeds)])
+    (per_student, per_stat, per_user_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
+    return base.replace(later_per_user_stat=float(per_user), later_per_capped_user_stat=float(per_capped),
+                        post_per_student=float(per_student), post_per_stat=float(per_stat),
+                        post_per_user_stat=float(per_user_stat))
 
 
 def later_table(runs: list[dict], before: Pace, after: Pace) -> None:
@@ -483,7 +490,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fit", default=None, help="refit the constants on the runs recorded in this folder")
     parser.add_argument("--fit-seeds", default="0,1", help="with --fit: the seeds fitted on (the rest are held out)")
     parser.add_argument("--later-only", action="store_true", help="with --fit: refit only the later stages' "
-                        "constants the post-processing moves (later_per_stat, post_per_*)")
+                        "constants (later_per_*user_stat, post_per_*)")
     parser.add_argument("--rework", action="store_true", help="with --replay or --fit: the catalog's work told anew")
     parser.add_argument("--exact-events", action="store_true", help="with --rework: at the real events per user")
     parser.add_argument("--before", default=BEFORE, help="git revision of eta.py whose estimate is printed "

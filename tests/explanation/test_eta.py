@@ -80,8 +80,9 @@ def simulate(speed: float = 1.0, users: int = 5000, n_catalog: int = 1500, first
     per_stat = p.later_per_stat + p.later_per_user_stat * users + p.later_per_capped_user_stat * min(users,
                                                                                                     p.capped_users)
     later = per_stat * len(found) * speed ** p.speed_power * later_factor
-    # the post-processing: a share of the student's seconds plus a part per statistic
-    fixed = min(p.post_per_stat * len(found) * speed ** p.speed_power * later_factor, later / 2)
+    # the post-processing: a share of the student's seconds plus a part per statistic and one per statistic and user
+    fixed = min((p.post_per_stat + p.post_per_user_stat * users) * len(found) * speed ** p.speed_power * later_factor,
+                later / 2)
     student = (later - fixed) / (1 + p.post_per_student)
     slow = student / 20 * (first_epoch - 1)  # the first epoch's extra seconds
     for e in range(21):
@@ -285,6 +286,20 @@ def test_later_stages_grow_with_users_less_than_in_proportion_beyond_the_student
     assert later(PACE.capped_users) < later(big) < 4 * later(PACE.capped_users)
     assert later(big) - later(2 * PACE.capped_users) == pytest.approx(
         PACE.later_per_user_stat * 2 * PACE.capped_users * 4)
+
+
+def test_the_post_processing_grows_with_users_where_the_student_stops_growing():
+    # Past GS-NLN's cap the student's seconds stay the same, the post-processing's steps over every
+    # validation user do not: told from the same student seconds, more users tell a longer post-processing
+    def post(users: int, n_found: int = 4, student: float = 2.0) -> float:
+        left = TimeLeft()
+        left.users, left.n_found = users, n_found
+        return left._post(student)
+
+    cap = PACE.capped_users
+    assert post(4 * cap) - post(cap) == pytest.approx(3 * cap * 4 * PACE.post_per_user_stat)
+    assert post(4 * cap) > post(cap) > post(cap // 4)
+    assert post(cap, student=4.0) - post(cap) == pytest.approx(2.0 * PACE.post_per_student)
 
 
 def test_other_constants_change_the_estimate_as_they_say():
