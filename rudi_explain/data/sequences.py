@@ -25,6 +25,7 @@ import pandas as pd
 
 from rudi_explain.data import coerce as _coerce
 from rudi_explain.data.alignment import name_users
+from rudi_explain.data.sorting import by_user_then
 from rudi_explain.data.times import bad_time_cell, refuse_infinite_times
 from rudi_explain.exceptions import IndexOutOfRange, InputError, InputTypeError, UnknownUserError
 from rudi_explain.validation import check_whole
@@ -237,10 +238,7 @@ class Sequences:
         user_codes, users = self._encode_users(frame[user], user)
         time_key, time_values = self._time_key(frame, time)
         # Stable sort: events of a user in time order, ties kept in input order.
-        if time_key is None:
-            order = np.argsort(user_codes, kind="stable")
-        else:
-            order = np.lexsort((time_key, user_codes))
+        order = by_user_then(user_codes, len(users), time_key)
         self.user_column = user
         self.time_column = time
         self.users = users

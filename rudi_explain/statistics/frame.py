@@ -11,6 +11,7 @@ from typing import Any, cast
 import numpy as np
 
 from rudi_explain.data.sequences import Sequences
+from rudi_explain.data.sorting import sorted_within_users
 from rudi_explain.statistics.records import replaced
 
 __all__ = ["EventFrame", "FrameCache"]
@@ -184,33 +185,8 @@ def _within_user_order(seqs: Sequences, column: str, descending: bool, absolute:
             key = np.abs(key)
         if descending:
             key = -key
-        order = _sorted_within_users(key, seqs.event_user, seqs.offsets)
+        order = sorted_within_users(key, seqs.event_user, seqs.offsets)  # np.lexsort((key, event_user))
         seqs._cache[cache_key] = order
-    return order
-
-
-#: Events a block of users holds in :func:`_sorted_within_users` (a user is never split).
-_SORT_BLOCK = 1 << 14
-
-
-def _sorted_within_users(key: np.ndarray, event_user: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``np.lexsort((key, event_user))`` (by user, then key, NaN last, ties in layout order) for events laid out
-    user by user (``offsets``: where each user's events start), a block of users at a time.
-
-    A block of some ``_SORT_BLOCK`` events stays in the CPU's cache: 0.44 s against lexsort's 0.97 s on 4M events
-    of 80,000 users, the same order. Within a block, a stable argsort of the key, then one integer sort of
-    (user, place in that argsort) pairs puts the users back in order and keeps each one's events by key.
-    """
-    n = len(key)
-    order = np.empty(n, dtype=np.intp)
-    starts = offsets[np.searchsorted(offsets, np.arange(_SORT_BLOCK, n, _SORT_BLOCK))]  # a user's start at or after
-    bounds = np.unique(np.r_[0, starts, n])
-    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        by_key = np.argsort(key[start:end], kind="stable")
-        pairs = (event_user[start:end].astype(np.int64) - int(event_user[start]))[by_key] * (end - start)
-        pairs += np.arange(end - start)
-        pairs.sort()
-        order[start:end] = by_key[pairs % (end - start)] + start
     return order
 
 

@@ -4,7 +4,6 @@ within-user orders the sorts read."""
 import threading
 
 import numpy as np
-import pytest
 
 import rudi_explain as rx
 from rudi_explain.statistics import frame as frame_module
@@ -171,34 +170,6 @@ def test_statistics_on_batches_give_the_rows_of_all_users_before_and_after_the_w
         for s, expected in zip(stats, whole):
             np.testing.assert_array_equal(s.evaluate(seqs, users), expected[users], err_msg=str(s))
     assert made[0] is False and made[-1] is True  # first by lexsorts, then through the whole order
-
-
-@pytest.mark.parametrize("case", ["values", "ties", "signed zeros", "infinities", "all undefined", "one large user",
-                                  "users without events", "no events"])
-def test_the_within_user_order_is_lexsorts_block_by_block(case, monkeypatch):
-    # Sorting a block of users at a time (in the CPU's cache) must give np.lexsort's order exactly: by user, then
-    # value, NaN last, ties in layout order; blocks small here so that every case spans many.
-    monkeypatch.setattr(frame_module, "_SORT_BLOCK", 64)
-    rng = np.random.default_rng(len(case))
-    counts = rng.poisson(12, 300)
-    if case == "one large user":
-        counts[150] = 1000  # more events than a block: its block holds the whole user
-    if case == "users without events":
-        counts[rng.random(300) < 0.4] = 0
-    if case == "no events":
-        counts[:] = 0
-    offsets = np.r_[0, np.cumsum(counts)]
-    user = np.repeat(np.arange(300), counts).astype(np.int32)
-    n = len(user)
-    key = {"values": rng.normal(size=n), "ties": rng.integers(0, 3, n).astype(float),
-           "signed zeros": np.where(rng.random(n) < 0.5, 0.0, -0.0),
-           "infinities": np.where(rng.random(n) < 0.2, np.inf, np.where(rng.random(n) < 0.2, -np.inf, 1.0)),
-           "all undefined": np.full(n, np.nan)}.get(case, rng.normal(size=n))
-    if case in ("values", "one large user", "users without events"):
-        key[rng.random(n) < 0.1] = np.nan
-    got = frame_module._sorted_within_users(key, user, offsets)
-    assert got.dtype == np.intp
-    assert np.array_equal(got, np.lexsort((key, user)))
 
 
 def test_every_user_is_sorted_by_value_through_the_whole_order_of_a_sample():
