@@ -13,6 +13,16 @@ from rudi_explain.students import gsnln
 from rudi_explain.students.gsnln import GSNLN
 
 
+def cancel_where_held(e, reached: threading.Event, cancelled: threading.Event, not_reached: str) -> None:
+    """Cancel a job held at a point (``reached`` set there), let it go on (``cancelled``), and see it end cancelled."""
+    assert reached.wait(300), not_reached
+    e.cancel()
+    cancelled.set()
+    with pytest.raises(ExplanationCancelled):
+        e.wait(timeout=120)
+    assert e.status == "cancelled"
+
+
 def _counting(monkeypatch):
     """Count the mini-batches GS-NLN trains on; ``calls[0]`` is the count."""
     real = gsnln._loss_and_grads
@@ -62,12 +72,7 @@ def test_cancel_during_the_student_stage_stops_within_one_batch(monkeypatch):
     demo = rx.datasets.make_payments(400, random_state=0)
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
                    student_params={"batch_size": 16, "epochs": 5}, prune=False)
-    assert reached.wait(300), "the student stage never started"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled"
+    cancel_where_held(e, reached, cancelled, "the student stage never started")
     assert e.progress.numbers["reached"] == "student"
     assert calls[0] - at_cancel[0] <= 1  # at most one mini-batch after the cancel (here: none)
 
@@ -94,12 +99,7 @@ def test_cancel_during_pruning_runs_no_further_pruning(monkeypatch):
     demo = rx.datasets.make_payments(400, random_state=0)
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
                    student_params={"epochs": 2}, progress=progress)
-    assert reached.wait(300), "the pruning stage never started"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled"
+    cancel_where_held(e, reached, cancelled, "the pruning stage never started")
     assert calls[0] - at_cancel[0] == 0  # no pruning path built once the cancel was asked for
 
 
@@ -122,12 +122,8 @@ def test_cancel_during_a_rule_list_stops_sampling_within_one_check(monkeypatch):
     demo = rx.datasets.make_payments(400, random_state=0)
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
                    student="brl", student_params={"n_iterations": 50_000, "n_chains": 2})
-    assert reached.wait(300), "the rule list's sampler never started"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled" and e.progress.numbers["reached"] == "student"
+    cancel_where_held(e, reached, cancelled, "the rule list's sampler never started")
+    assert e.progress.numbers["reached"] == "student"
     assert steps[0] - at_cancel[0] <= brl.STEPS_PER_CHECK  # not the 99,500 steps left of the two chains
 
 
@@ -153,12 +149,8 @@ def test_cancel_during_the_literals_stage_evaluates_no_further_statistic(monkeyp
     demo = rx.datasets.make_payments(400, random_state=0)
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=3, n_simulations=20,
                    progress=progress)
-    assert reached.wait(300), "the literals stage never started"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled" and e.progress.numbers["reached"] == "literals"
+    cancel_where_held(e, reached, cancelled, "the literals stage never started")
+    assert e.progress.numbers["reached"] == "literals"
     assert evaluated[0] - at_cancel[0] == 0  # no statistic evaluated once the cancel was asked for
 
 
@@ -178,12 +170,8 @@ def test_cancel_while_the_teacher_scores_stops_between_batches():
 
     e = rx.explain(teacher, demo.events, background="thread", n_stats=2, n_simulations=20,
                    teacher_params={"batch_size": 40})
-    assert reached.wait(300), "the teacher was never asked"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled" and e.progress.numbers["reached"] == "teacher"
+    cancel_where_held(e, reached, cancelled, "the teacher was never asked")
+    assert e.progress.numbers["reached"] == "teacher"
     assert batches[0] == at_cancel[0]  # the batch in hand finished; none of the 8 left was asked for
 
 
@@ -256,10 +244,6 @@ def test_cancel_during_the_scorecard_steps_fits_no_further_scorecard(monkeypatch
     demo = rx.datasets.make_payments(400, random_state=0)
     e = rx.explain(None, demo.events, scores=demo.risk, background="thread", n_stats=2, n_simulations=20,
                    student_params={"epochs": 2})
-    assert reached.wait(300), "the scorecard's steps never started"
-    e.cancel()
-    cancelled.set()
-    with pytest.raises(ExplanationCancelled):
-        e.wait(timeout=120)
-    assert e.status == "cancelled" and e.progress.numbers["reached"] == "evaluate"
+    cancel_where_held(e, reached, cancelled, "the scorecard's steps never started")
+    assert e.progress.numbers["reached"] == "evaluate"
     assert calls[0] == at_cancel[0] and later == []  # no trial, choice or fit once the cancel was asked for
