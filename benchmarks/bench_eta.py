@@ -309,12 +309,7 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
     from scipy.optimize import nnls  # only the refit needs it
 
     (per_stat, per_user, per_capped), _ = nnls(rows / seconds[:, None], np.ones(len(m)))  # relative errors
-    # the post-processing: a share of the student's seconds plus seconds per statistic and per statistic and user
-    # at the reference pace
-    post_rows = np.array([[r["student"], max(r["kept"], 1) * speed, max(r["kept"], 1) * speed * r["users"]]
-                          for r, speed in zip(m, speeds)])
-    post = np.array([r["post"] for r in m])
-    (per_student, post_per_stat, post_per_user_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
+    per_student, post_per_stat, post_per_user_stat = fit_post(m, speeds)
     return base.replace(rest_cpu_per_wall=fit_rest_use(m, base.rest_cpu_per_wall),
                         catalog_tail=median("tail"), search_per_catalog=median("search"),
                         select_per_catalog=median("select"),
@@ -323,8 +318,8 @@ def fit(runs: list[dict], base: Pace | None = None) -> Pace:
                         typical_stats=float(np.mean([r["kept"] for r in m])), later_per_stat=float(per_stat),
                         later_per_user_stat=float(per_user),
                         later_per_capped_user_stat=float(per_capped),
-                        post_per_student=float(per_student), post_per_stat=float(post_per_stat),
-                        post_per_user_stat=float(post_per_user_stat),
+                        post_per_student=per_student, post_per_stat=post_per_stat,
+                        post_per_user_stat=post_per_user_stat,
                         catalog_unit=unit)
 
 
@@ -342,6 +337,19 @@ def _at_share(run: dict, pace: Pace, share: float = 0.2) -> tuple[float, float |
         if post is None and stage == "evaluate" and left.student_seconds is not None:
             post = left._post(left.student_seconds)
     return (math.nan if told is None else told), later, post
+
+
+def fit_post(measured: list[dict], speeds: np.ndarray) -> tuple[float, float, float]:
+    """The post-processing's constants from runs :func:`measure` measured, each at its pace (``speeds``, against the
+    reference machine): seconds per second of the student, per statistic, per statistic and user, by non-negative
+    least squares on relative errors."""
+    from scipy.optimize import nnls  # only the refit needs it
+
+    rows = np.array([[r["student"], max(r["kept"], 1) * speed, max(r["kept"], 1) * speed * r["users"]]
+                     for r, speed in zip(measured, speeds)])
+    post = np.array([r["post"] for r in measured])
+    (per_student, per_stat, per_user_stat), _ = nnls(rows / post[:, None], np.ones(len(measured)))
+    return float(per_student), float(per_stat), float(per_user_stat)
 
 
 def fit_later(runs: list[dict], base: Pace | None = None) -> Pace:
@@ -365,12 +373,10 @@ def fit_later(runs: list[dict], base: Pace | None = None) -> Pace:
     rows = np.array([[r["users"], min(r["users"], base.capped_users)] for r in m], dtype=float)
     rows *= (kept * speeds)[:, None]
     (per_user, per_capped), _ = nnls(rows / later[:, None], np.ones(len(m)))  # relative errors
-    post = np.array([r["post"] for r in m])
-    post_rows = np.array([[r["student"], k * s, k * s * r["users"]] for r, k, s in zip(m, kept, speeds)])
-    (per_student, per_stat, per_user_stat), _ = nnls(post_rows / post[:, None], np.ones(len(m)))
+    per_student, per_stat, per_user_stat = fit_post(m, speeds)
     return base.replace(later_per_user_stat=float(per_user), later_per_capped_user_stat=float(per_capped),
-                        post_per_student=float(per_student), post_per_stat=float(per_stat),
-                        post_per_user_stat=float(per_user_stat))
+                        post_per_student=per_student, post_per_stat=per_stat,
+                        post_per_user_stat=per_user_stat)
 
 
 def later_table(runs: list[dict], before: Pace, after: Pace) -> None:

@@ -116,11 +116,9 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
 
     pruning = prune_and_refine(rules, values, y, is_valid, max_rules=config.max_rules,
                                max_literals=config.max_literals, refine=config.refine, should_stop=should_stop)
-    check()
     k = _power_of_two_scale(y)
     if k == 1.0:
         start = _start(pruning, values, y, is_valid, config.max_rules, check)
-        check()
         scorecard, choice = _fit_scorecard(start, values, y, is_valid, config.max_rules, check)
         fitted_table = scorecard.literals  # the pruning path's
         scorecard = _readable(scorecard, values, y)
@@ -132,7 +130,6 @@ def _prune_to_scorecard(rules: RuleSet, values: np.ndarray, y: np.ndarray, is_va
         # y / k (k a power of two: exact), the points are then put back in the teacher's units, and the
         # scorecard read off them exactly.
         start = _scaled(_start(pruning, values, y / k, is_valid, config.max_rules, check), 1 / k)
-        check()
         fitted, choice = _fit_scorecard(start, values, y / k, is_valid, config.max_rules, check)
         fitted_table = fitted.literals
         fitted = _readable(fitted, values, y / k)
@@ -162,7 +159,7 @@ def _readable(scorecard: Scorecard, values: np.ndarray, y: np.ndarray) -> Scorec
 
 
 def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
-                   max_rules: int, check: Callable[[], None] = lambda: None) -> tuple[Scorecard, ScorecardChoice]:
+                   max_rules: int, check: Callable[[], None]) -> tuple[Scorecard, ScorecardChoice]:
     """Every statistic as a card, or a form with interaction rules where validation users say it is better.
 
     Candidates, plainest first (:func:`~rudi_explain.rules.scorecard_additive.choose_scorecard`: each fitted
@@ -171,8 +168,9 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
     interaction rules; the start point's own scorecard (the student's, also the one kept where too few users
     make a choice). The chosen one is then fitted on all the training users, and returned with the choice: its
     name, each candidate's validation fidelity, and the users they were scored and fitted on. ``check`` is
-    called between the steps (it raises to stop).
+    called before each step (it raises to stop).
     """
+    check()
     candidates = scorecard_candidates(start, max_rules=max_rules, linear=LINEAR_CARDS, additive=ADDITIVE)
     valid = np.asarray(is_valid, dtype=bool)
     # the users choose_scorecard scores and fits on (samples of at most CHOICE_USERS each)
@@ -190,8 +188,7 @@ def _fit_scorecard(start: RuleSet, values: np.ndarray, y: np.ndarray, is_valid: 
 
 
 def _fit_chosen(make: Fit, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
-                check: Callable[[], None] = lambda: None
-                ) -> tuple[Scorecard, int, tuple[tuple[str, ...], tuple[str, ...]]]:
+                check: Callable[[], None]) -> tuple[Scorecard, int, tuple[tuple[str, ...], tuple[str, ...]]]:
     """The chosen form fitted on all the training users less its idle units, how many pair rules it added to
     what was weighed, and the units left out (:func:`_without_idle_units`).
 
@@ -261,7 +258,7 @@ def _scaled(rules: RuleSet, factor: float) -> RuleSet:
 
 
 def _start(pruning: PruningPath, values: np.ndarray, y: np.ndarray, is_valid: np.ndarray,
-           max_rules: int, check: Callable[[], None] = lambda: None) -> RuleSet:
+           max_rules: int, check: Callable[[], None]) -> RuleSet:
     """The point of the pruning path the scorecard starts from: the default, or a larger one that fits the budget.
 
     The budget counts cards, not rules: the default point's bands on one output are one card, so a point
