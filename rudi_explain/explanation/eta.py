@@ -229,8 +229,7 @@ class TimeLeft:
         self.n_found = 0
         self.select_found = 0  # statistics kept when the selection started (the given ones among them)
         self.last_kept = 0.0  # when the last statistic was kept (or the selection started)
-        self.kept_seconds = 0.0  # selection seconds up to the last statistic kept, MCTS-SG left out
-        self.kept_steps: list[float] = []  # the selection's seconds for each statistic kept
+        self.kept_steps: list[float] = []  # the selection's seconds for each statistic kept, MCTS-SG left out
         self.mcts_start: float | None = None
         self.mcts_seconds = 0.0
         self.mcts_end: float | None = None
@@ -366,9 +365,8 @@ class TimeLeft:
             if self.catalog_seconds is not None and self.mcts_start is None:
                 since = elapsed - self.catalog_start - self.catalog_seconds  # type: ignore[operator]
                 # the selection's own pace: the seconds PyTorch's import held it up are not the selection's
-                kept_seconds = since - self._held_up(elapsed - since, elapsed)
-                self.kept_steps += [(kept_seconds - self.kept_seconds) / new] * new
-                self.kept_seconds = kept_seconds
+                selection = since - self._held_up(elapsed - since, elapsed)
+                self.kept_steps += [(selection - sum(self.kept_steps)) / new] * new
                 self.last_kept = elapsed
         n_stats = max(n_stats, 1)
         min_gain = float(numbers.get("min_gain", 0.002) or 0.0)
